@@ -1,0 +1,17 @@
+# Warnings and sanitizers as INTERFACE targets: every target of ours links
+# jobctl_build_flags, so one switch changes the whole tree.
+add_library(jobctl_build_flags INTERFACE)
+target_compile_options(jobctl_build_flags INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+  -Wnon-virtual-dtor -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference
+  -Wimplicit-fallthrough)
+if(JOBCTL_WERROR)
+  target_compile_options(jobctl_build_flags INTERFACE -Werror)
+endif()
+if(JOBCTL_SANITIZE)
+  target_compile_options(jobctl_build_flags INTERFACE -fsanitize=address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_link_options(jobctl_build_flags INTERFACE -fsanitize=address,undefined)
+endif()
+target_include_directories(jobctl_build_flags INTERFACE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(jobctl_build_flags INTERFACE
+  JOBCTL_VERSION="${PROJECT_VERSION}")

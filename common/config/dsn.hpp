@@ -1,0 +1,28 @@
+#pragma once
+// Where the store lives, resolved the same way by jobctl and jobagent:
+// --db, else $JOBCTL_DB, else $XDG_DATA_HOME/jobctl/jobs.db (else
+// ~/.local/share/jobctl/jobs.db).
+//
+//   postgres://… postgresql://…   PostgreSQL URI
+//   host=… dbname=… (key=value)    PostgreSQL libpq connection string
+//   sqlite:PATH or a plain PATH    SQLite file
+#include <optional>
+#include <string>
+
+namespace jobctl::config {
+
+enum class Backend { sqlite, postgres };
+
+struct Dsn {
+  Backend backend = Backend::sqlite;
+  std::string target;  // sqlite: file path; postgres: libpq conninfo as given
+};
+
+// Throws jobctl::Error(ExitCode::usage) for an empty or malformed DSN.
+Dsn resolve_dsn(const std::optional<std::string>& flag);
+Dsn parse_dsn(const std::string& text);
+
+// The DSN with any password replaced by "***", safe for logs and errors.
+std::string redacted(const Dsn& dsn);
+
+}  // namespace jobctl::config

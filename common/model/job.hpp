@@ -1,0 +1,115 @@
+#pragma once
+// The entities of DESIGN.md as plain values: what a user asks for (JobSpec),
+// what the store holds (Job, Run, Attempt, Worker). No behaviour beyond
+// conversions to and from their text forms.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jobctl::model {
+
+// Claim order: lower value first. Stored as this integer.
+enum class Priority : int { critical = 0, high = 1, normal = 2, low = 3 };
+
+// Run states; see DESIGN.md "Run states".
+enum class RunStatus { blocked, pending, running, succeeded, failed, dead, cancelled };
+
+std::string_view to_string(Priority p);
+std::string_view to_string(RunStatus s);
+// Both throw jobctl::Error(ExitCode::usage) naming the bad value.
+Priority parse_priority(std::string_view text);
+RunStatus parse_run_status(std::string_view text);
+// True for succeeded, failed, dead and cancelled: nothing more will happen.
+bool is_final(RunStatus s);
+
+// What to execute. A command given as one string is run by `sh -c`; one
+// given as an argv array is executed directly (PATH is searched).
+struct Command {
+  std::vector<std::string> argv;  // non-empty
+  bool via_shell = false;         // argv has one element: the script for sh -c
+
+  std::vector<std::string> exec_argv() const;  // what the executor spawns
+  std::string display() const;                 // for tables and logs
+};
+
+// A job as submitted: every field a user can set. Defaults are the CLI's.
+struct JobSpec {
+  std::string name;                          // free text; empty = unnamed
+  std::string queue = "default";             // agents claim from named queues
+  Priority priority = Priority::normal;
+  Command command;
+  int64_t timeout_us = 0;                    // 0 = no timeout
+  std::map<std::string, std::string> env;    // added to the job's environment
+  std::string cwd;                           // empty = the agent's working directory
+  std::optional<std::string> payload;        // JSON text; on stdin and in JOB_PAYLOAD
+  std::string idempotency_key;               // empty = none
+};
+
+struct Job {
+  std::string id;        // ULID
+  JobSpec spec;
+  int version = 1;
+  bool paused = false;
+  int64_t created_at = 0;  // µs since epoch, store clock
+};
+
+struct Run {
+  std::string id;  // ULID
+  std::string job_id;
+  RunStatus status = RunStatus::pending;
+  int64_t created_at = 0;
+  int64_t available_at = 0;
+  std::optional<int64_t> started_at;   // first claim
+  std::optional<int64_t> finished_at;
+  std::string lease_owner;             // worker id while running
+  std::optional<int64_t> lease_expires_at;
+  int64_t fence = 0;                   // bumped at every claim
+  int deliveries = 0;                  // claims that did not end in a release
+  int attempts = 0;                    // attempt rows so far
+  bool cancel_requested = false;
+  std::optional<int> exit_code;        // of the last attempt
+  std::string error;                   // of the last attempt
+};
+
+struct Attempt {
+  std::string run_id;
+  int number = 0;                      // 1-based
+  std::string worker_id;
+  std::string worker_name;
+  int64_t started_at = 0;
+  std::optional<int64_t> finished_at;
+  std::string outcome;                 // running, succeeded, failed, cancelled, released, lost
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string error;
+  std::string stdout_tail;             // bytes, not necessarily UTF-8
+  std::string stderr_tail;
+};
+
+enum class WorkerState { active, draining, gone };
+std::string_view to_string(WorkerState s);
+
+struct Worker {
+  std::string id;
+  std::string name;
+  std::string host;
+  int pid = 0;
+  std::vector<std::string> queues;
+  int capacity = 0;
+  std::string version;
+  int64_t started_at = 0;
+  int64_t heartbeat_at = 0;
+  WorkerState state = WorkerState::active;
+  int running = 0;  // runs it holds a lease on (filled by list queries)
+};
+
+// A job together with its latest run, as `get` and `ls` show it.
+struct JobView {
+  Job job;
+  std::optional<Run> latest_run;
+};
+
+}  // namespace jobctl::model

@@ -1,0 +1,202 @@
+#include "common/model/job_json.hpp"
+
+#include <fmt/format.h>
+
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::model {
+namespace {
+
+using nlohmann::json;
+
+Error field_error(std::string_view field, std::string_view why) {
+  return usage_error(fmt::format("field '{}': {}", field, why));
+}
+
+const std::string& want_string(const json& v, std::string_view field) {
+  if (!v.is_string()) throw field_error(field, "must be a string");
+  return v.get_ref<const std::string&>();
+}
+
+Command command_from_json(const json& v, std::string_view field) {
+  Command c;
+  if (v.is_string()) {
+    c.via_shell = true;
+    c.argv = {v.get<std::string>()};
+  } else if (v.is_array()) {
+    for (const auto& a : v) {
+      if (!a.is_string()) throw field_error(field, "array elements must be strings");
+      c.argv.push_back(a.get<std::string>());
+    }
+  } else {
+    throw field_error(field, "must be a string (run by sh -c) or an array of strings (argv)");
+  }
+  return c;
+}
+
+bool valid_name_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_' || ch == '-' || ch == '.';
+}
+
+std::optional<json> opt_time(const std::optional<int64_t>& t) {
+  if (!t) return std::nullopt;
+  return util::format_time(*t);
+}
+
+// Output is bytes; JSON wants UTF-8, so invalid sequences become U+FFFD.
+json utf8_safe(const std::string& bytes) {
+  return json::parse(json(bytes).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void put(json& j, const char* key, const std::optional<json>& v) { j[key] = v ? *v : json(nullptr); }
+
+}  // namespace
+
+JobSpec job_spec_from_json(const json& j) {
+  if (!j.is_object()) throw usage_error("a job must be a JSON object");
+  JobSpec s;
+  bool has_command = false;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "command") {
+      s.command = command_from_json(v, key);
+      has_command = true;
+    } else if (key == "name") {
+      s.name = want_string(v, key);
+    } else if (key == "queue") {
+      s.queue = want_string(v, key);
+    } else if (key == "priority") {
+      s.priority = parse_priority(want_string(v, key));
+    } else if (key == "timeout") {
+      s.timeout_us = util::parse_duration(want_string(v, key), "timeout").count();
+    } else if (key == "env") {
+      if (!v.is_object()) throw field_error(key, "must be an object of strings");
+      for (const auto& [k, ev] : v.items()) s.env[k] = want_string(ev, "env." + k);
+    } else if (key == "cwd") {
+      s.cwd = want_string(v, key);
+      if (!s.cwd.empty() && s.cwd[0] != '/') throw field_error(key, "must be an absolute path");
+    } else if (key == "payload") {
+      s.payload = v.dump();
+    } else if (key == "idempotency_key") {
+      s.idempotency_key = want_string(v, key);
+    } else {
+      throw usage_error(fmt::format("unknown field '{}'", key),
+                        "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
+                        "idempotency_key (see jobctl(1), BATCH FORMAT)");
+    }
+  }
+  if (!has_command) throw field_error("command", "is required");
+  validate(s);
+  return s;
+}
+
+void validate(const JobSpec& s) {
+  if (s.command.argv.empty() || s.command.argv[0].empty())
+    throw usage_error("the command is empty", "give the command after --, e.g. jobctl submit -- make test");
+  if (s.queue.empty() || s.queue.size() > 64)
+    throw usage_error(fmt::format("invalid queue name '{}'", s.queue), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
+  for (char ch : s.queue)
+    if (!valid_name_char(ch))
+      throw usage_error(fmt::format("invalid queue name '{}'", s.queue), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
+  for (const auto& [k, v] : s.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      throw usage_error(fmt::format("invalid environment variable name '{}'", k), "write it as NAME=VALUE");
+    if (v.find('\0') != std::string::npos)
+      throw usage_error(fmt::format("environment variable '{}' contains a NUL byte", k));
+  }
+  if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
+  if (s.idempotency_key.size() > 255)
+    throw usage_error("the idempotency key is longer than 255 characters");
+}
+
+std::string command_to_text(const Command& c) {
+  if (c.via_shell) return json(c.argv.at(0)).dump();
+  return json(c.argv).dump();
+}
+
+Command command_from_text(const std::string& text) { return command_from_json(json::parse(text), "command"); }
+
+std::string env_to_text(const std::map<std::string, std::string>& env) { return json(env).dump(); }
+
+std::map<std::string, std::string> env_from_text(const std::string& text) {
+  if (text.empty()) return {};
+  return json::parse(text).get<std::map<std::string, std::string>>();
+}
+
+json to_json(const Run& r) {
+  json j{{"id", r.id},
+         {"job_id", r.job_id},
+         {"status", to_string(r.status)},
+         {"created_at", util::format_time(r.created_at)},
+         {"available_at", util::format_time(r.available_at)},
+         {"fence", r.fence},
+         {"deliveries", r.deliveries},
+         {"attempts", r.attempts},
+         {"cancel_requested", r.cancel_requested},
+         {"error", r.error}};
+  put(j, "started_at", opt_time(r.started_at));
+  put(j, "finished_at", opt_time(r.finished_at));
+  put(j, "lease_expires_at", opt_time(r.lease_expires_at));
+  j["lease_owner"] = r.lease_owner.empty() ? json(nullptr) : json(r.lease_owner);
+  j["exit_code"] = r.exit_code ? json(*r.exit_code) : json(nullptr);
+  return j;
+}
+
+json to_json(const JobView& v) {
+  const Job& job = v.job;
+  const JobSpec& s = job.spec;
+  json command = s.command.via_shell ? json(s.command.argv.at(0)) : json(s.command.argv);
+  json j{{"id", job.id},
+         {"name", s.name},
+         {"queue", s.queue},
+         {"priority", to_string(s.priority)},
+         {"command", command},
+         {"env", s.env},
+         {"cwd", s.cwd},
+         {"idempotency_key", s.idempotency_key},
+         {"version", job.version},
+         {"paused", job.paused},
+         {"created_at", util::format_time(job.created_at)}};
+  j["timeout"] = s.timeout_us ? json(util::format_duration(util::Micros(s.timeout_us))) : json(nullptr);
+  j["payload"] = s.payload ? json::parse(*s.payload) : json(nullptr);
+  j["status"] = v.latest_run ? json(to_string(v.latest_run->status)) : json(nullptr);
+  j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
+  return j;
+}
+
+json to_json(const Attempt& a, bool with_output) {
+  json j{{"run_id", a.run_id},
+         {"attempt", a.number},
+         {"worker_id", a.worker_id},
+         {"worker", a.worker_name},
+         {"started_at", util::format_time(a.started_at)},
+         {"outcome", a.outcome},
+         {"error", a.error}};
+  put(j, "finished_at", opt_time(a.finished_at));
+  j["duration_ms"] = a.finished_at ? json((*a.finished_at - a.started_at) / 1000) : json(nullptr);
+  j["exit_code"] = a.exit_code ? json(*a.exit_code) : json(nullptr);
+  j["signal"] = a.signal ? json(*a.signal) : json(nullptr);
+  if (with_output) {
+    j["stdout"] = utf8_safe(a.stdout_tail);
+    j["stderr"] = utf8_safe(a.stderr_tail);
+  }
+  return j;
+}
+
+json to_json(const Worker& w) {
+  return json{{"id", w.id},
+              {"name", w.name},
+              {"host", w.host},
+              {"pid", w.pid},
+              {"queues", w.queues},
+              {"capacity", w.capacity},
+              {"running", w.running},
+              {"version", w.version},
+              {"state", to_string(w.state)},
+              {"started_at", util::format_time(w.started_at)},
+              {"heartbeat_at", util::format_time(w.heartbeat_at)}};
+}
+
+}  // namespace jobctl::model

@@ -1,0 +1,146 @@
+#include "common/store/migrations.hpp"
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "common/util/error.hpp"
+
+namespace jobctl::store {
+namespace {
+
+// Migration 1: jobs, runs, attempts, workers. BLOB_T is the bytes type.
+constexpr const char* kV1 = R"SQL(
+CREATE TABLE jobs (
+  id              TEXT PRIMARY KEY,
+  name            TEXT NOT NULL DEFAULT '',
+  queue           TEXT NOT NULL,
+  priority        INTEGER NOT NULL,
+  command         TEXT NOT NULL,
+  env             TEXT NOT NULL DEFAULT '{}',
+  cwd             TEXT NOT NULL DEFAULT '',
+  payload         TEXT,
+  timeout_us      BIGINT NOT NULL DEFAULT 0,
+  idempotency_key TEXT,
+  version         INTEGER NOT NULL DEFAULT 1,
+  paused          INTEGER NOT NULL DEFAULT 0,
+  deleted_at      BIGINT,
+  created_at      BIGINT NOT NULL,
+  updated_at      BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE runs (
+  id               TEXT PRIMARY KEY,
+  job_id           TEXT NOT NULL REFERENCES jobs (id),
+  queue            TEXT NOT NULL,
+  priority         INTEGER NOT NULL,
+  status           TEXT NOT NULL,
+  available_at     BIGINT NOT NULL,
+  created_at       BIGINT NOT NULL,
+  started_at       BIGINT,
+  finished_at      BIGINT,
+  lease_owner      TEXT,
+  lease_expires_at BIGINT,
+  fence            BIGINT NOT NULL DEFAULT 0,
+  deliveries       INTEGER NOT NULL DEFAULT 0,
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  exit_code        INTEGER,
+  error            TEXT NOT NULL DEFAULT ''
+);
+-- The claim reads only pending runs, in claim order: its cost does not grow
+-- with history.
+CREATE INDEX runs_claim ON runs (queue, priority, available_at, id) WHERE status = 'pending';
+CREATE INDEX runs_lease ON runs (lease_expires_at) WHERE status = 'running';
+CREATE INDEX runs_owner ON runs (lease_owner) WHERE status = 'running';
+CREATE INDEX runs_job ON runs (job_id, id);
+
+CREATE TABLE attempts (
+  run_id      TEXT NOT NULL REFERENCES runs (id),
+  attempt     INTEGER NOT NULL,
+  worker_id   TEXT NOT NULL,
+  started_at  BIGINT NOT NULL,
+  finished_at BIGINT,
+  outcome     TEXT NOT NULL,
+  exit_code   INTEGER,
+  signal      INTEGER,
+  error       TEXT NOT NULL DEFAULT '',
+  stdout_tail BLOB_T,
+  stderr_tail BLOB_T,
+  PRIMARY KEY (run_id, attempt)
+);
+
+CREATE TABLE workers (
+  id           TEXT PRIMARY KEY,
+  name         TEXT NOT NULL,
+  host         TEXT NOT NULL,
+  pid          INTEGER NOT NULL,
+  queues       TEXT NOT NULL,
+  capacity     INTEGER NOT NULL,
+  version      TEXT NOT NULL,
+  lease_us     BIGINT NOT NULL,
+  started_at   BIGINT NOT NULL,
+  heartbeat_at BIGINT NOT NULL,
+  state        TEXT NOT NULL
+);
+)SQL";
+
+// PostgreSQL only: runs and workers are updated in place all day. Leave
+// room on each page for HOT updates and vacuum them long before the default
+// 20 % of dead rows.
+constexpr const char* kV1Postgres = R"SQL(
+ALTER TABLE runs SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02,
+                      autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0);
+ALTER TABLE attempts SET (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05);
+ALTER TABLE workers SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.0,
+                         autovacuum_vacuum_threshold = 100);
+)SQL";
+
+std::string migration_sql(Dialect d, int version) {
+  std::string sql;
+  if (version == 1) {
+    sql = kV1;
+    auto pos = sql.find("BLOB_T");
+    const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";
+    while (pos != std::string::npos) {
+      sql.replace(pos, 6, blob);
+      pos = sql.find("BLOB_T", pos);
+    }
+    if (d == Dialect::postgres) sql += kV1Postgres;
+  }
+  return sql;
+}
+
+}  // namespace
+
+int schema_version(Connection& conn) {
+  const char* exists = conn.dialect() == Dialect::postgres
+                           ? "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'schema_migrations' "
+                             "AND schemaname = ANY (current_schemas(false))"
+                           : "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'";
+  if (conn.query(exists).at(0).i64(0) == 0) return 0;
+  return static_cast<int>(conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").at(0).i64(0));
+}
+
+int migrate(Connection& conn) {
+  Transaction tx(conn, TxMode::write);
+  if (conn.dialect() == Dialect::postgres) conn.query("SELECT pg_advisory_xact_lock(7230652077)");
+  conn.exec_script("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
+  int current = schema_version(conn);
+  if (current > kSchemaVersion)
+    throw Error(ExitCode::store,
+                fmt::format("the database schema is at version {}, newer than this jobctl understands ({})", current,
+                            kSchemaVersion),
+                "upgrade jobctl and jobagent to the release that created it");
+  int applied = 0;
+  for (int v = current + 1; v <= kSchemaVersion; ++v) {
+    conn.exec_script(migration_sql(conn.dialect(), v));
+    conn.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, NOW_US)", {int64_t{v}});
+    ++applied;
+  }
+  tx.commit();
+  return applied;
+}
+
+}  // namespace jobctl::store

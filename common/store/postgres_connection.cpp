@@ -1,0 +1,209 @@
+// PostgreSQL driver for store::Connection over libpq: statements prepared
+// once per connection (named s1, s2, …), parameters sent as text except
+// blobs (binary bytea), results read as text with bytea decoded to bytes.
+// A connection that broke is reset before the next statement, so a
+// long-lived agent survives a database restart.
+#include <libpq-fe.h>
+
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/config/dsn.hpp"
+#include "common/store/sql.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr Oid kByteaOid = 17;
+constexpr const char* kNowUs = "(extract(epoch from now()) * 1000000)::int8";
+
+std::string translate(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size() + 64);
+  for (size_t i = 0; i < sql.size(); ++i) {
+    if (sql.compare(i, 6, "NOW_US") == 0) {
+      out += kNowUs;
+      i += 5;
+    } else {
+      out += sql[i];
+    }
+  }
+  return out;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return c - 'A' + 10;
+}
+
+std::string decode_bytea(const char* p, int len) {
+  std::string out;
+  if (len >= 2 && p[0] == '\\' && p[1] == 'x') {
+    out.reserve(static_cast<size_t>(len - 2) / 2);
+    for (int i = 2; i + 1 < len; i += 2)
+      out += static_cast<char>((hex_value(p[i]) << 4) | hex_value(p[i + 1]));
+  }
+  return out;
+}
+
+struct ResultGuard {
+  PGresult* res;
+  ~ResultGuard() { PQclear(res); }
+};
+
+void ignore_notice(void*, const char*) {}
+
+class PostgresConnection final : public Connection {
+ public:
+  explicit PostgresConnection(const std::string& conninfo) : conninfo_(conninfo) {
+    conn_ = PQconnectdb(conninfo.c_str());
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      std::string msg = PQerrorMessage(conn_);
+      PQfinish(conn_);
+      conn_ = nullptr;
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      for (auto& ch : msg)
+        if (ch == '\n') ch = ' ';
+      throw Error(ExitCode::store,
+                  fmt::format("cannot connect to PostgreSQL at {}: {}",
+                              config::redacted({config::Backend::postgres, conninfo}), msg),
+                  "check that the server is running and the DSN (--db or JOBCTL_DB) is right");
+    }
+    PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
+  }
+
+  ~PostgresConnection() override { PQfinish(conn_); }
+
+  Dialect dialect() const override { return Dialect::postgres; }
+
+  Rows query(std::string_view sql, const Params& params) override {
+    ResultGuard r{run(sql, params)};
+    Rows rows;
+    int nrows = PQntuples(r.res), ncols = PQnfields(r.res);
+    rows.reserve(static_cast<size_t>(nrows));
+    for (int i = 0; i < nrows; ++i) {
+      std::vector<std::optional<std::string>> cells;
+      cells.reserve(static_cast<size_t>(ncols));
+      for (int c = 0; c < ncols; ++c) {
+        if (PQgetisnull(r.res, i, c)) {
+          cells.emplace_back(std::nullopt);
+        } else if (PQftype(r.res, c) == kByteaOid) {
+          cells.emplace_back(decode_bytea(PQgetvalue(r.res, i, c), PQgetlength(r.res, i, c)));
+        } else {
+          cells.emplace_back(std::string(PQgetvalue(r.res, i, c), static_cast<size_t>(PQgetlength(r.res, i, c))));
+        }
+      }
+      rows.emplace_back(std::move(cells));
+    }
+    return rows;
+  }
+
+  int64_t exec(std::string_view sql, const Params& params) override {
+    ResultGuard r{run(sql, params)};
+    const char* n = PQcmdTuples(r.res);
+    return (n && *n) ? std::stoll(n) : 0;
+  }
+
+  void exec_script(std::string_view sql) override {
+    ensure_connected();
+    std::string text = translate(sql);
+    ResultGuard r{PQexec(conn_, text.c_str())};
+    check(r.res, sql);
+  }
+
+  void begin(TxMode) override { exec_script("BEGIN"); }
+  void commit() override { exec_script("COMMIT"); }
+  void rollback() override {
+    if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
+  }
+
+ private:
+  // A broken connection is reset once; its prepared statements are gone.
+  void ensure_connected() {
+    if (PQstatus(conn_) == CONNECTION_OK) return;
+    PQreset(conn_);
+    prepared_.clear();
+    if (PQstatus(conn_) != CONNECTION_OK)
+      throw Error(ExitCode::store, fmt::format("lost the connection to PostgreSQL at {}",
+                                               config::redacted({config::Backend::postgres, conninfo_})));
+  }
+
+  PGresult* run(std::string_view sql, const Params& params) {
+    ensure_connected();
+    const std::string& name = prepare(sql);
+    std::vector<std::string> text(params.size());
+    std::vector<const char*> values(params.size());
+    std::vector<int> lengths(params.size()), formats(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Value& v = params[i];
+      if (std::holds_alternative<std::nullptr_t>(v)) {
+        values[i] = nullptr;
+        continue;
+      }
+      if (auto* n = std::get_if<int64_t>(&v)) {
+        text[i] = std::to_string(*n);
+      } else if (auto* s = std::get_if<std::string>(&v)) {
+        values[i] = s->c_str();
+        lengths[i] = static_cast<int>(s->size());
+        continue;
+      } else {
+        const auto& b = std::get<Blob>(v).bytes;
+        values[i] = b.data();
+        lengths[i] = static_cast<int>(b.size());
+        formats[i] = 1;
+        continue;
+      }
+      values[i] = text[i].c_str();
+      lengths[i] = static_cast<int>(text[i].size());
+    }
+    PGresult* res = PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()), values.data(),
+                                   lengths.data(), formats.data(), 0);
+    try {
+      check(res, sql);
+    } catch (...) {
+      PQclear(res);
+      throw;
+    }
+    return res;
+  }
+
+  const std::string& prepare(std::string_view sql) {
+    std::string key(sql);
+    auto it = prepared_.find(key);
+    if (it != prepared_.end()) return it->second;
+    std::string name = fmt::format("s{}", prepared_.size() + 1);
+    std::string text = translate(sql);
+    ResultGuard r{PQprepare(conn_, name.c_str(), text.c_str(), 0, nullptr)};
+    check(r.res, sql);
+    return prepared_.emplace(std::move(key), std::move(name)).first->second;
+  }
+
+  void check(PGresult* res, std::string_view sql) {
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
+    std::string state = res && PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "";
+    std::string msg = res ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    if (state == "23505") throw UniqueViolation(msg);
+    if (PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 ||
+        state == "3D000" || state == "28P01" || state == "28000")
+      throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg));
+    throw Error(ExitCode::internal, fmt::format("PostgreSQL: {} (in: {})", msg, statement_summary(sql)));
+  }
+
+  std::string conninfo_;
+  PGconn* conn_ = nullptr;
+  std::unordered_map<std::string, std::string> prepared_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> open_postgres(const std::string& conninfo) {
+  return std::make_unique<PostgresConnection>(conninfo);
+}
+
+}  // namespace jobctl::store

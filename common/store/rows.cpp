@@ -1,0 +1,76 @@
+#include "common/store/rows.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/model/job_json.hpp"
+
+namespace jobctl::store {
+
+model::Job job_from_row(const Row& row, size_t f) {
+  model::Job j;
+  j.id = row.text(f + 0);
+  j.spec.name = row.text(f + 1);
+  j.spec.queue = row.text(f + 2);
+  j.spec.priority = static_cast<model::Priority>(row.i64(f + 3));
+  j.spec.command = model::command_from_text(row.text(f + 4));
+  j.spec.env = model::env_from_text(row.text(f + 5));
+  j.spec.cwd = row.text(f + 6);
+  if (!row.is_null(f + 7)) j.spec.payload = row.text(f + 7);
+  j.spec.timeout_us = row.i64(f + 8);
+  j.spec.idempotency_key = row.text(f + 9);
+  j.version = static_cast<int>(row.i64(f + 10));
+  j.paused = row.i64(f + 11) != 0;
+  j.created_at = row.i64(f + 12);
+  return j;
+}
+
+model::Run run_from_row(const Row& row, size_t f) {
+  model::Run r;
+  r.id = row.text(f + 0);
+  r.job_id = row.text(f + 1);
+  r.status = model::parse_run_status(row.text(f + 2));
+  r.created_at = row.i64(f + 3);
+  r.available_at = row.i64(f + 4);
+  r.started_at = row.opt_i64(f + 5);
+  r.finished_at = row.opt_i64(f + 6);
+  r.lease_owner = row.text(f + 7);
+  r.lease_expires_at = row.opt_i64(f + 8);
+  r.fence = row.i64(f + 9);
+  r.deliveries = static_cast<int>(row.i64(f + 10));
+  r.attempts = static_cast<int>(row.i64(f + 11));
+  r.cancel_requested = row.i64(f + 12) != 0;
+  if (auto code = row.opt_i64(f + 13)) r.exit_code = static_cast<int>(*code);
+  r.error = row.text(f + 14);
+  return r;
+}
+
+std::string pg_array(const std::vector<std::optional<std::string>>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    if (!items[i]) {
+      out += "NULL";
+      continue;
+    }
+    out += '"';
+    for (char c : *items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+Value list_param(Dialect d, const std::vector<std::string>& items) {
+  if (d == Dialect::sqlite) return nlohmann::json(items).dump();
+  return pg_array({items.begin(), items.end()});
+}
+
+std::string in_list(Dialect d, const std::string& column, int n) {
+  if (d == Dialect::sqlite) return column + " IN (SELECT value FROM json_each($" + std::to_string(n) + "))";
+  return column + " = ANY ($" + std::to_string(n) + "::text[])";
+}
+
+}  // namespace jobctl::store

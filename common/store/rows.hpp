@@ -1,0 +1,36 @@
+#pragma once
+// Column lists and row mappers shared by the store's queries, so every
+// query that returns a job or a run reads it the same way.
+#include <string>
+#include <vector>
+
+#include "common/model/job.hpp"
+#include "common/store/sql.hpp"
+
+namespace jobctl::store {
+
+// 13 columns of jobs aliased j.
+inline constexpr const char* kJobColumns =
+    "j.id, j.name, j.queue, j.priority, j.command, j.env, j.cwd, j.payload, j.timeout_us, "
+    "j.idempotency_key, j.version, j.paused, j.created_at";
+inline constexpr size_t kJobColumnCount = 13;
+
+// 15 columns of runs aliased r.
+inline constexpr const char* kRunColumns =
+    "r.id, r.job_id, r.status, r.created_at, r.available_at, r.started_at, r.finished_at, r.lease_owner, "
+    "r.lease_expires_at, r.fence, r.deliveries, r.attempts, r.cancel_requested, r.exit_code, r.error";
+
+model::Job job_from_row(const Row& row, size_t first = 0);
+model::Run run_from_row(const Row& row, size_t first = 0);
+
+// A list of strings as one bound parameter, matched in SQL by
+// `queue IN (SELECT value FROM json_each($n))` on SQLite and
+// `queue = ANY ($n::text[])` on PostgreSQL; see in_list().
+Value list_param(Dialect d, const std::vector<std::string>& items);
+// The SQL that matches `column` against list parameter `$n`.
+std::string in_list(Dialect d, const std::string& column, int n);
+
+// A PostgreSQL array literal ({"a","b",NULL}) for unnest() batches.
+std::string pg_array(const std::vector<std::optional<std::string>>& items);
+
+}  // namespace jobctl::store

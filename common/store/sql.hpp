@@ -1,0 +1,111 @@
+#pragma once
+// The thin layer both store backends share: a connection that runs
+// parameterised SQL and hands back materialised rows.
+//
+// SQL is written once, in PostgreSQL's spelling, with two conventions the
+// drivers translate:
+//   $1, $2, …  bound parameters (SQLite receives ?1, ?2, …)
+//   NOW_US     the database clock in microseconds since the epoch
+// Parameters are always bound, never spliced into the text. Statements are
+// prepared once per connection and cached by their text.
+//
+// A Connection is not thread-safe: one per thread. Failures throw
+// jobctl::Error (ExitCode::store when the database is unreachable or
+// locked, ExitCode::internal for a statement the program got wrong) with
+// the statement's first line as context.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace jobctl::store {
+
+enum class Dialect { sqlite, postgres };
+
+// Raw bytes, bound as BLOB / bytea (everything else is bound as text).
+struct Blob {
+  std::string bytes;
+};
+
+using Value = std::variant<std::nullptr_t, int64_t, std::string, Blob>;
+
+// One result row. Cells are text as the database printed them, except
+// BLOB/bytea cells, which hold the raw bytes.
+class Row {
+ public:
+  explicit Row(std::vector<std::optional<std::string>> cells) : cells_(std::move(cells)) {}
+
+  bool is_null(size_t i) const { return !cells_.at(i).has_value(); }
+  const std::string& text(size_t i) const;  // "" for NULL
+  int64_t i64(size_t i) const;              // 0 for NULL
+  std::optional<int64_t> opt_i64(size_t i) const;
+  size_t size() const { return cells_.size(); }
+
+ private:
+  std::vector<std::optional<std::string>> cells_;
+};
+
+using Rows = std::vector<Row>;
+using Params = std::vector<Value>;
+
+// How a transaction starts. `write` takes the write lock up front on SQLite
+// (BEGIN IMMEDIATE), so a read-then-write cannot fail halfway with BUSY.
+enum class TxMode { read, write };
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual Dialect dialect() const = 0;
+
+  // Runs a statement and returns all its rows.
+  virtual Rows query(std::string_view sql, const Params& params = {}) = 0;
+  // Runs a statement and returns the number of rows it changed.
+  virtual int64_t exec(std::string_view sql, const Params& params = {}) = 0;
+  // Runs a script of several statements with no parameters (migrations).
+  virtual void exec_script(std::string_view sql) = 0;
+
+  virtual void begin(TxMode mode) = 0;
+  virtual void commit() = 0;
+  virtual void rollback() = 0;  // never throws
+};
+
+// Commits on commit(); rolls back when destroyed without one (an exception
+// unwinding through it), so a failed command writes nothing.
+class Transaction {
+ public:
+  Transaction(Connection& c, TxMode mode) : conn_(c) { conn_.begin(mode); }
+  ~Transaction() {
+    if (!done_) conn_.rollback();
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    conn_.commit();
+    done_ = true;
+  }
+
+ private:
+  Connection& conn_;
+  bool done_ = false;
+};
+
+// Thrown for a UNIQUE constraint violation, so callers can tell "someone
+// else inserted this first" from a real failure.
+class UniqueViolation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The first line of a statement, as context in error messages.
+std::string statement_summary(std::string_view sql);
+
+// Throws jobctl::Error(ExitCode::store) when the database cannot be opened.
+std::unique_ptr<Connection> open_sqlite(const std::string& path);
+std::unique_ptr<Connection> open_postgres(const std::string& conninfo);
+
+}  // namespace jobctl::store

@@ -1,0 +1,184 @@
+// SQLite driver for store::Connection: WAL mode, a busy timeout so several
+// agent processes can share one file, a statement cache, and the database
+// clock as a registered function.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/store/sql.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+
+// $N -> ?N and NOW_US -> jobctl_now_us(); see sql.hpp.
+std::string translate(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  for (size_t i = 0; i < sql.size(); ++i) {
+    if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+      out += '?';
+    } else if (sql.compare(i, 6, "NOW_US") == 0) {
+      out += "jobctl_now_us()";
+      i += 5;
+    } else {
+      out += sql[i];
+    }
+  }
+  return out;
+}
+
+void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  sqlite3_result_int64(ctx, std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+}
+
+class SqliteConnection final : public Connection {
+ public:
+  explicit SqliteConnection(const std::string& path) : path_(path) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw Error(ExitCode::store, fmt::format("cannot open SQLite database '{}': {}", path, msg),
+                  "check that the directory exists and is writable, or pass another --db");
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_create_function(db_, "jobctl_now_us", 0, SQLITE_UTF8, nullptr, now_us, nullptr, nullptr);
+    // WAL lets readers run beside the one writer; synchronous=FULL makes a
+    // submit that returned durable even across power loss.
+    exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+  }
+
+  ~SqliteConnection() override {
+    for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+    sqlite3_close(db_);
+  }
+
+  Dialect dialect() const override { return Dialect::sqlite; }
+
+  Rows query(std::string_view sql, const Params& params) override {
+    sqlite3_stmt* stmt = prepare(sql, params);
+    Rows rows;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      int n = sqlite3_column_count(stmt);
+      std::vector<std::optional<std::string>> cells;
+      cells.reserve(static_cast<size_t>(n));
+      for (int c = 0; c < n; ++c) {
+        switch (sqlite3_column_type(stmt, c)) {
+          case SQLITE_NULL: cells.emplace_back(std::nullopt); break;
+          case SQLITE_BLOB: {
+            auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, c));
+            cells.emplace_back(std::string(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(stmt, c))));
+            break;
+          }
+          default: {
+            auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+            cells.emplace_back(std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c))));
+          }
+        }
+      }
+      rows.emplace_back(std::move(cells));
+    }
+    finish(stmt, rc, sql);
+    return rows;
+  }
+
+  int64_t exec(std::string_view sql, const Params& params) override {
+    sqlite3_stmt* stmt = prepare(sql, params);
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    }
+    finish(stmt, rc, sql);
+    return sqlite3_changes64(db_);
+  }
+
+  void exec_script(std::string_view sql) override {
+    char* err = nullptr;
+    std::string text = translate(sql);
+    int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errstr(rc);
+      sqlite3_free(err);
+      fail(rc, msg, sql);
+    }
+  }
+
+  void begin(TxMode mode) override { exec_script(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN"); }
+  void commit() override { exec_script("COMMIT"); }
+  void rollback() override { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
+
+ private:
+  sqlite3_stmt* prepare(std::string_view sql, const Params& params) {
+    std::string key(sql);
+    auto it = cache_.find(key);
+    sqlite3_stmt* stmt = nullptr;
+    if (it != cache_.end()) {
+      stmt = it->second;
+    } else {
+      std::string text = translate(sql);
+      int rc = sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT,
+                                  &stmt, nullptr);
+      if (rc != SQLITE_OK) fail(rc, sqlite3_errmsg(db_), sql);
+      cache_.emplace(std::move(key), stmt);
+    }
+    for (size_t i = 0; i < params.size(); ++i) bind(stmt, static_cast<int>(i + 1), params[i]);
+    return stmt;
+  }
+
+  static void bind(sqlite3_stmt* stmt, int idx, const Value& v) {
+    if (std::holds_alternative<std::nullptr_t>(v)) {
+      sqlite3_bind_null(stmt, idx);
+    } else if (auto* i = std::get_if<int64_t>(&v)) {
+      sqlite3_bind_int64(stmt, idx, *i);
+    } else if (auto* s = std::get_if<std::string>(&v)) {
+      sqlite3_bind_text(stmt, idx, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
+    } else {
+      const auto& b = std::get<Blob>(v).bytes;
+      sqlite3_bind_blob(stmt, idx, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT);
+    }
+  }
+
+  void finish(sqlite3_stmt* stmt, int rc, std::string_view sql) {
+    std::string msg = rc == SQLITE_DONE ? "" : sqlite3_errmsg(db_);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc != SQLITE_DONE) fail(rc, msg, sql);
+  }
+
+  [[noreturn]] void fail(int rc, const std::string& msg, std::string_view sql) {
+    int primary = rc & 0xff;
+    if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) throw UniqueViolation(msg);
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+      throw Error(ExitCode::store, fmt::format("SQLite database '{}' stayed locked for {} ms", path_, kBusyTimeoutMs),
+                  "another process holds a long write transaction; retry, or look for a stuck process");
+    if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR ||
+        primary == SQLITE_FULL || primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
+      throw Error(ExitCode::store, fmt::format("SQLite database '{}': {}", path_, msg));
+    throw Error(ExitCode::internal, fmt::format("SQLite: {} (in: {})", msg, statement_summary(sql)));
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> open_sqlite(const std::string& path) { return std::make_unique<SqliteConnection>(path); }
+
+}  // namespace jobctl::store

@@ -1,0 +1,42 @@
+#include "common/store/store.hpp"
+
+#include <fmt/format.h>
+
+#include "common/store/migrations.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::store {
+
+std::unique_ptr<Store> Store::open(const config::Dsn& dsn) {
+  auto conn = dsn.backend == config::Backend::postgres ? open_postgres(dsn.target) : open_sqlite(dsn.target);
+  auto store = std::make_unique<Store>(std::move(conn));
+  // Zero set-up for the embedded default: a new SQLite file gets its schema.
+  // PostgreSQL is shared, so changing it stays an explicit `jobctl init`.
+  if (dsn.backend == config::Backend::sqlite && store->schema_version() == 0) store->migrate();
+  return store;
+}
+
+Store::Store(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
+
+int Store::schema_version() { return store::schema_version(*conn_); }
+
+int Store::migrate() { return store::migrate(*conn_); }
+
+void Store::require_schema() {
+  int v = schema_version();
+  if (v == 0)
+    throw Error(ExitCode::store, "the database has no jobctl schema", "run `jobctl init` (with the same --db)");
+  if (v < kSchemaVersion)
+    throw Error(ExitCode::store,
+                fmt::format("the database schema is at version {}, this build needs version {}", v, kSchemaVersion),
+                "run `jobctl init` to upgrade it");
+  if (v > kSchemaVersion)
+    throw Error(ExitCode::store,
+                fmt::format("the database schema is at version {}, newer than this build understands ({})", v,
+                            kSchemaVersion),
+                "upgrade jobctl and jobagent");
+}
+
+int64_t Store::now() { return conn_->query("SELECT NOW_US").at(0).i64(0); }
+
+}  // namespace jobctl::store

@@ -1,0 +1,150 @@
+#pragma once
+// The store: every read and write of jobs, runs, attempts and workers.
+//
+// One Store over two drivers (store/sql.hpp): SQLite for one host,
+// PostgreSQL for a fleet. The logic and nearly all SQL are shared, so the
+// two backends cannot drift apart; where the engines differ (the claim
+// statement, batch inserts, wake-ups) the dialect picks the spelling.
+//
+// Contract for every method:
+// * Each call is one transaction: it happens entirely or not at all.
+// * "Not found" is an empty optional (or, for commands that need the row,
+//   Error(ExitCode::not_found) naming the id).
+// * Failures throw jobctl::Error (see util/error.hpp).
+// * Times are the database clock, microseconds since the epoch.
+// * A Store is not thread-safe: one per thread.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config/dsn.hpp"
+#include "common/model/job.hpp"
+#include "common/store/sql.hpp"
+
+namespace jobctl::store {
+
+struct SubmitResult {
+  std::string job_id;
+  std::string run_id;
+  bool existed = false;  // the idempotency key matched an earlier job
+};
+
+struct JobFilter {
+  std::optional<model::RunStatus> status;  // of the job's latest run
+  std::optional<std::string> queue;
+  int limit = 50;
+};
+
+// A run handed to an agent by claim(): everything it needs to execute.
+struct ClaimedRun {
+  std::string run_id;
+  std::string job_id;
+  int64_t fence = 0;       // proves the lease in heartbeat/complete
+  int attempt = 0;         // 1-based number of this attempt
+  int64_t available_at = 0;
+  model::JobSpec spec;
+};
+
+// The end of one attempt, as the agent reports it.
+struct Completion {
+  std::string run_id;
+  int64_t fence = 0;
+  int attempt = 0;
+  model::RunStatus status = model::RunStatus::succeeded;  // succeeded, failed or cancelled
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string error;
+  std::string stdout_tail;
+  std::string stderr_tail;
+};
+
+// A lease the agent still holds after a heartbeat.
+struct LeaseState {
+  std::string run_id;
+  int64_t fence = 0;
+  bool cancel_requested = false;
+};
+
+struct WorkerRegistration {
+  std::string name;
+  std::string host;
+  int pid = 0;
+  std::vector<std::string> queues;
+  int capacity = 0;
+  std::string version;
+  int64_t lease_us = 0;
+};
+
+enum class CancelOutcome {
+  cancelled,  // it had not started: it is cancelled now
+  requested,  // it is running: its agent kills it at its next heartbeat
+};
+
+class Store {
+ public:
+  // Opens the database. On SQLite a brand-new file gets the schema at once
+  // (zero set-up); otherwise the schema must be current (require_schema).
+  static std::unique_ptr<Store> open(const config::Dsn& dsn);
+
+  explicit Store(std::unique_ptr<Connection> conn);
+  Dialect dialect() const { return conn_->dialect(); }
+  Connection& connection() { return *conn_; }
+
+  // --- schema -------------------------------------------------------------
+  int schema_version();
+  int migrate();  // see migrations.hpp
+  // Throws Error(ExitCode::store) with "run jobctl init" when the schema is
+  // missing or older than this build, or "upgrade" when it is newer.
+  void require_schema();
+
+  // --- jobs (jobctl) ------------------------------------------------------
+  // Writes each job and its first run (pending, available now) in one
+  // transaction; on PostgreSQL NOTIFYs the queues in it. A spec whose
+  // idempotency key exists returns the existing job (existed = true),
+  // also for two equal keys inside one batch.
+  std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
+  std::optional<model::JobView> get_job(const std::string& job_id);
+  std::vector<model::JobView> list_jobs(const JobFilter& filter);
+  std::optional<model::Run> get_run(const std::string& run_id);
+  std::vector<model::Run> runs_of(const std::string& job_id);
+  std::vector<model::Attempt> attempts(const std::string& run_id);  // oldest first
+  // Cancels the job's latest run. Throws not_found, or invalid_state when
+  // that run already finished.
+  CancelOutcome cancel(const std::string& job_id);
+
+  // --- agents (jobagent) --------------------------------------------------
+  std::string register_worker(const WorkerRegistration& w);  // returns the worker id
+  void set_worker_state(const std::string& worker_id, model::WorkerState state);
+  std::vector<model::Worker> list_workers();
+
+  // Claims up to `limit` pending runs of `queues` that are due, in priority
+  // then FIFO order, in one statement; each gets a lease of `lease_us`, a
+  // new fence and a new attempt row.
+  std::vector<ClaimedRun> claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
+                                int64_t lease_us);
+  // Extends the leases of every run this worker holds and marks it alive.
+  // Returns the runs it still holds; a run it thinks it holds but that is
+  // missing here was lost (rescued elsewhere): kill it, do not report it.
+  std::vector<LeaseState> heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us);
+  // Records finished attempts, fenced: an entry whose fence is stale
+  // changes nothing and comes back false.
+  std::vector<bool> complete(const std::vector<Completion>& done);
+  // Gives runs back without using up an attempt (agent drain): pending
+  // again, available now. Fenced like complete().
+  void release(const std::vector<Completion>& runs);
+  // Makes runs whose lease expired claimable again, closing their attempt
+  // as lost; marks workers that stopped heartbeating as gone. Returns how
+  // many runs it rescued.
+  int rescue_expired();
+  // When the earliest pending run of `queues` becomes due, if any.
+  std::optional<int64_t> next_available_at(const std::vector<std::string>& queues);
+  int64_t now();  // the database clock
+
+ private:
+  std::vector<SubmitResult> insert_jobs(const std::vector<model::JobSpec>& specs);
+
+  std::unique_ptr<Connection> conn_;
+};
+
+}  // namespace jobctl::store

@@ -1,0 +1,248 @@
+// Store: the jobagent side — workers, claim, heartbeat, complete, release,
+// rescue.
+//
+// The lease protocol. A claim sets status=running, a lease_owner, a
+// lease_expires_at on the database clock, and bumps the run's fence. The
+// owner's heartbeat extends every lease it holds in one statement. Every
+// later write by the owner (complete, release) carries the fence it was
+// handed and matches `WHERE id = ? AND fence = ? AND status = 'running'`,
+// so an agent that lost its lease (paused, partitioned, presumed dead and
+// rescued) cannot overwrite the run's new owner. Rescue turns expired
+// leases back into pending runs and closes their attempt as `lost`.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "common/model/job_json.hpp"
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/ulid.hpp"
+
+namespace jobctl::store {
+namespace {
+
+// PostgreSQL: one statement picks the due runs in claim order, skipping
+// rows other agents hold locked, leases them, opens their attempts and
+// returns them joined with their jobs.
+const std::string kClaimPostgres = fmt::format(R"SQL(
+WITH picked AS (
+  SELECT id FROM runs
+  WHERE status = 'pending' AND queue = ANY ($3::text[]) AND available_at <= NOW_US
+  ORDER BY priority, available_at, id
+  LIMIT $4
+  FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
+         fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
+         started_at = COALESCE(r.started_at, NOW_US)
+  FROM picked WHERE r.id = picked.id
+  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority
+), opened AS (
+  INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome)
+  SELECT id, attempts, $1, NOW_US, 'running' FROM claimed
+)
+SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, {}
+FROM claimed c JOIN jobs j ON j.id = c.job_id
+ORDER BY c.priority, c.available_at, c.id
+)SQL",
+                                               kJobColumns);
+
+// SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
+// what serialises agents on one file.
+constexpr const char* kClaimSqlite = R"SQL(
+UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
+       fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
+       started_at = COALESCE(started_at, NOW_US)
+WHERE id IN (SELECT id FROM runs
+             WHERE status = 'pending' AND queue IN (SELECT value FROM json_each($3)) AND available_at <= NOW_US
+             ORDER BY priority, available_at, id LIMIT $4)
+RETURNING id, job_id, fence, attempts, available_at
+)SQL";
+
+constexpr const char* kFinishRun =
+    "UPDATE runs SET status = $3, finished_at = NOW_US, lease_owner = NULL, lease_expires_at = NULL, "
+    "exit_code = $4, error = $5 WHERE id = $1 AND fence = $2 AND status = 'running'";
+constexpr const char* kReleaseRun =
+    "UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, available_at = NOW_US, "
+    "deliveries = deliveries - 1 WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
+constexpr const char* kCloseAttempt =
+    "UPDATE attempts SET finished_at = NOW_US, outcome = $3, exit_code = $4, signal = $5, error = $6, "
+    "stdout_tail = $7, stderr_tail = $8 WHERE run_id = $1 AND attempt = $2";
+
+Value opt_int(const std::optional<int>& v) {
+  if (!v) return nullptr;
+  return int64_t{*v};
+}
+
+void close_attempt(Connection& c, const Completion& d, const std::string& outcome) {
+  c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, outcome, opt_int(d.exit_code), opt_int(d.signal), d.error,
+                         Blob{d.stdout_tail}, Blob{d.stderr_tail}});
+}
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Store::register_worker(const WorkerRegistration& w) {
+  std::string id = util::new_ulid();
+  std::string queues;
+  for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
+  conn_->exec(
+      "INSERT INTO workers (id, name, host, pid, queues, capacity, version, lease_us, started_at, heartbeat_at, state) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NOW_US, NOW_US, 'active')",
+      {id, w.name, w.host, int64_t{w.pid}, queues, int64_t{w.capacity}, w.version, w.lease_us});
+  return id;
+}
+
+void Store::set_worker_state(const std::string& worker_id, model::WorkerState state) {
+  conn_->exec("UPDATE workers SET state = $2, heartbeat_at = NOW_US WHERE id = $1",
+              {worker_id, std::string(model::to_string(state))});
+}
+
+std::vector<model::Worker> Store::list_workers() {
+  auto rows = conn_->query(
+      "SELECT w.id, w.name, w.host, w.pid, w.queues, w.capacity, w.version, w.started_at, w.heartbeat_at, w.state, "
+      "(SELECT count(*) FROM runs r WHERE r.lease_owner = w.id AND r.status = 'running') "
+      "FROM workers w ORDER BY CASE w.state WHEN 'gone' THEN 1 ELSE 0 END, w.heartbeat_at DESC");
+  std::vector<model::Worker> out;
+  for (const auto& row : rows) {
+    model::Worker w;
+    w.id = row.text(0);
+    w.name = row.text(1);
+    w.host = row.text(2);
+    w.pid = static_cast<int>(row.i64(3));
+    w.queues = split_csv(row.text(4));
+    w.capacity = static_cast<int>(row.i64(5));
+    w.version = row.text(6);
+    w.started_at = row.i64(7);
+    w.heartbeat_at = row.i64(8);
+    const auto& st = row.text(9);
+    w.state = st == "draining" ? model::WorkerState::draining
+              : st == "gone"   ? model::WorkerState::gone
+                               : model::WorkerState::active;
+    w.running = static_cast<int>(row.i64(10));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
+                                     int64_t lease_us) {
+  std::vector<ClaimedRun> out;
+  if (limit <= 0 || queues.empty()) return out;
+  Params params{worker_id, lease_us, list_param(dialect(), queues), int64_t{limit}};
+  if (dialect() == Dialect::postgres) {
+    for (const auto& row : conn_->query(kClaimPostgres, params)) {
+      ClaimedRun c{row.text(0), row.text(1), row.i64(2), static_cast<int>(row.i64(3)), row.i64(4),
+                   job_from_row(row, 5).spec};
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+  Transaction tx(*conn_, TxMode::write);
+  std::map<std::string, model::JobSpec> jobs;
+  for (const auto& row : conn_->query(kClaimSqlite, params)) {
+    ClaimedRun c{row.text(0), row.text(1), row.i64(2), static_cast<int>(row.i64(3)), row.i64(4), {}};
+    conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome) "
+                "VALUES ($1, $2, $3, NOW_US, 'running')",
+                {c.run_id, int64_t{c.attempt}, worker_id});
+    auto it = jobs.find(c.job_id);
+    if (it == jobs.end()) {
+      auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {c.job_id});
+      it = jobs.emplace(c.job_id, job_from_row(job.at(0)).spec).first;
+    }
+    c.spec = it->second;
+    out.push_back(std::move(c));
+  }
+  tx.commit();
+  return out;
+}
+
+std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us) {
+  Transaction tx(*conn_, TxMode::write);
+  conn_->exec("UPDATE workers SET heartbeat_at = NOW_US, state = $2 WHERE id = $1",
+              {worker_id, std::string(model::to_string(state))});
+  auto rows = conn_->query(
+      "UPDATE runs SET lease_expires_at = NOW_US + $2 WHERE lease_owner = $1 AND status = 'running' "
+      "RETURNING id, fence, cancel_requested",
+      {worker_id, lease_us});
+  tx.commit();
+  std::vector<LeaseState> out;
+  for (const auto& row : rows) out.push_back({row.text(0), row.i64(1), row.i64(2) != 0});
+  return out;
+}
+
+std::vector<bool> Store::complete(const std::vector<Completion>& done) {
+  std::vector<bool> applied;
+  if (done.empty()) return applied;
+  Transaction tx(*conn_, TxMode::write);
+  for (const auto& d : done) {
+    std::string status(model::to_string(d.status));
+    bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), d.error}) == 1;
+    if (ok) close_attempt(*conn_, d, status);
+    applied.push_back(ok);
+  }
+  tx.commit();
+  return applied;
+}
+
+void Store::release(const std::vector<Completion>& runs) {
+  if (runs.empty()) return;
+  Transaction tx(*conn_, TxMode::write);
+  for (const auto& d : runs) {
+    auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence});
+    if (rows.empty()) continue;
+    close_attempt(*conn_, d, "released");
+    if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows[0].text(0)});
+  }
+  tx.commit();
+}
+
+int Store::rescue_expired() {
+  // Cheap read first: almost always nothing expired, and then no write
+  // lock is taken at all.
+  const char* stale_workers = "state <> 'gone' AND heartbeat_at + lease_us < NOW_US";
+  bool runs_expired =
+      !conn_->query("SELECT 1 FROM runs WHERE status = 'running' AND lease_expires_at < NOW_US LIMIT 1").empty();
+  bool workers_stale = !conn_->query(fmt::format("SELECT 1 FROM workers WHERE {} LIMIT 1", stale_workers)).empty();
+  if (!runs_expired && !workers_stale) return 0;
+
+  Transaction tx(*conn_, TxMode::write);
+  std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED" : "";
+  auto expired = conn_->query(
+      "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner) FROM runs r "
+      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US" +
+      lock);
+  for (const auto& row : expired) {
+    std::string why = fmt::format("lease expired: worker {} stopped heartbeating", row.text(3));
+    conn_->exec("UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, "
+                "available_at = NOW_US, error = $2 WHERE id = $1",
+                {row.text(0), why});
+    conn_->exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
+                "WHERE run_id = $1 AND attempt = $2 AND finished_at IS NULL",
+                {row.text(0), row.i64(1), why});
+    if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
+  }
+  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
+  tx.commit();
+  return static_cast<int>(expired.size());
+}
+
+std::optional<int64_t> Store::next_available_at(const std::vector<std::string>& queues) {
+  auto rows = conn_->query("SELECT min(available_at) FROM runs WHERE status = 'pending' AND " +
+                               in_list(dialect(), "queue", 1),
+                           {list_param(dialect(), queues)});
+  return rows.empty() ? std::nullopt : rows[0].opt_i64(0);
+}
+
+}  // namespace jobctl::store

@@ -1,0 +1,247 @@
+// Store: the jobctl side — submit, read, cancel.
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/model/job_json.hpp"
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+#include "common/util/ulid.hpp"
+
+namespace jobctl::store {
+namespace {
+
+// PostgreSQL receives batches as arrays unnested into one INSERT per table:
+// one round trip per chunk instead of two per job.
+constexpr size_t kChunk = 5000;
+
+constexpr const char* kInsertJob =
+    "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
+    "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NOW_US, NOW_US)";
+constexpr const char* kInsertRun =
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
+    "VALUES ($1, $2, $3, $4, 'pending', NOW_US, NOW_US)";
+constexpr const char* kInsertJobsUnnest =
+    "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
+    "created_at, updated_at) SELECT u.*, NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], "
+    "$4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[]) AS u";
+constexpr const char* kInsertRunsUnnest =
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
+    "SELECT u.*, 'pending', NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u";
+
+struct NewRow {
+  const model::JobSpec* spec;
+  std::string job_id;
+  std::string run_id;
+};
+
+std::optional<std::string> opt(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
+Value nullable(const std::string& s) {
+  if (s.empty()) return nullptr;
+  return s;
+}
+
+void insert_each(Connection& c, const std::vector<NewRow>& rows) {
+  for (const auto& r : rows) {
+    const auto& s = *r.spec;
+    c.exec(kInsertJob, {r.job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)},
+                        model::command_to_text(s.command), model::env_to_text(s.env), s.cwd,
+                        s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key)});
+    c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)}});
+  }
+}
+
+void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
+  for (size_t start = 0; start < rows.size(); start += kChunk) {
+    size_t end = std::min(rows.size(), start + kChunk);
+    std::vector<std::vector<std::optional<std::string>>> cols(10);
+    for (auto& col : cols) col.reserve(end - start);
+    for (size_t i = start; i < end; ++i) {
+      const auto& s = *rows[i].spec;
+      cols[0].push_back(rows[i].job_id);
+      cols[1].push_back(s.name);
+      cols[2].push_back(s.queue);
+      cols[3].push_back(std::to_string(static_cast<int>(s.priority)));
+      cols[4].push_back(model::command_to_text(s.command));
+      cols[5].push_back(model::env_to_text(s.env));
+      cols[6].push_back(s.cwd);
+      cols[7].push_back(s.payload);
+      cols[8].push_back(std::to_string(s.timeout_us));
+      cols[9].push_back(opt(s.idempotency_key));
+    }
+    Params jobs;
+    for (const auto& col : cols) jobs.emplace_back(pg_array(col));
+    c.exec(kInsertJobsUnnest, jobs);
+    std::vector<std::optional<std::string>> run_ids;
+    run_ids.reserve(end - start);
+    for (size_t i = start; i < end; ++i) run_ids.push_back(rows[i].run_id);
+    c.exec(kInsertRunsUnnest, {pg_array(run_ids), jobs[0], jobs[2], jobs[3]});
+  }
+}
+
+// The job id and latest run id already holding each key.
+std::map<std::string, SubmitResult> existing_keys(Connection& c, const std::set<std::string>& keys) {
+  std::map<std::string, SubmitResult> found;
+  if (keys.empty()) return found;
+  std::vector<std::string> list(keys.begin(), keys.end());
+  std::string sql = "SELECT j.idempotency_key, j.id, (SELECT max(r.id) FROM runs r WHERE r.job_id = j.id) FROM jobs j WHERE " +
+                    in_list(c.dialect(), "j.idempotency_key", 1);
+  for (const auto& row : c.query(sql, {list_param(c.dialect(), list)}))
+    found[row.text(0)] = SubmitResult{row.text(1), row.text(2), true};
+  return found;
+}
+
+}  // namespace
+
+std::vector<SubmitResult> Store::submit(const std::vector<model::JobSpec>& specs) {
+  // A concurrent submit with the same idempotency key can win the race
+  // between our lookup and our insert; the retry then finds its job.
+  for (int tries = 0;; ++tries) {
+    try {
+      return insert_jobs(specs);
+    } catch (const UniqueViolation& e) {
+      if (tries == 2) throw Error(ExitCode::internal, fmt::format("submit kept conflicting: {}", e.what()));
+    }
+  }
+}
+
+std::vector<SubmitResult> Store::insert_jobs(const std::vector<model::JobSpec>& specs) {
+  Transaction tx(*conn_, TxMode::write);
+  std::set<std::string> keys;
+  for (const auto& s : specs)
+    if (!s.idempotency_key.empty()) keys.insert(s.idempotency_key);
+  auto known = existing_keys(*conn_, keys);
+
+  std::vector<SubmitResult> results;
+  std::vector<NewRow> fresh;
+  results.reserve(specs.size());
+  fresh.reserve(specs.size());
+  std::set<std::string> queues;
+  for (const auto& s : specs) {
+    if (!s.idempotency_key.empty()) {
+      if (auto it = known.find(s.idempotency_key); it != known.end()) {
+        results.push_back(it->second);
+        continue;
+      }
+    }
+    NewRow row{&s, util::new_ulid(), util::new_ulid()};
+    if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
+    results.push_back(SubmitResult{row.job_id, row.run_id, false});
+    queues.insert(s.queue);
+    fresh.push_back(std::move(row));
+  }
+  if (dialect() == Dialect::postgres && fresh.size() > 1) {
+    insert_unnest(*conn_, fresh);
+  } else {
+    insert_each(*conn_, fresh);
+  }
+  if (dialect() == Dialect::postgres)
+    for (const auto& q : queues) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {q});
+  tx.commit();
+  return results;
+}
+
+std::optional<model::JobView> Store::get_job(const std::string& job_id) {
+  std::string sql = fmt::format(
+      "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job_id = j.id) "
+      "WHERE j.id = $1",
+      kJobColumns, kRunColumns);
+  auto rows = conn_->query(sql, {job_id});
+  if (rows.empty()) return std::nullopt;
+  model::JobView v{job_from_row(rows[0]), std::nullopt};
+  if (!rows[0].is_null(kJobColumnCount)) v.latest_run = run_from_row(rows[0], kJobColumnCount);
+  return v;
+}
+
+std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
+  std::string sql = fmt::format(
+      "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job_id = j.id) "
+      "WHERE j.deleted_at IS NULL AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
+      "ORDER BY j.id DESC LIMIT $3",
+      kJobColumns, kRunColumns);
+  std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
+  auto rows = conn_->query(sql, {status, filter.queue.value_or(""), int64_t{filter.limit}});
+  std::vector<model::JobView> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    model::JobView v{job_from_row(row), std::nullopt};
+    if (!row.is_null(kJobColumnCount)) v.latest_run = run_from_row(row, kJobColumnCount);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::optional<model::Run> Store::get_run(const std::string& run_id) {
+  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.id = $1", kRunColumns), {run_id});
+  if (rows.empty()) return std::nullopt;
+  return run_from_row(rows[0]);
+}
+
+std::vector<model::Run> Store::runs_of(const std::string& job_id) {
+  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 ORDER BY r.id", kRunColumns), {job_id});
+  std::vector<model::Run> out;
+  for (const auto& row : rows) out.push_back(run_from_row(row));
+  return out;
+}
+
+std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
+  auto rows = conn_->query(
+      "SELECT a.run_id, a.attempt, a.worker_id, COALESCE(w.name, ''), a.started_at, a.finished_at, a.outcome, "
+      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail "
+      "FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 ORDER BY a.attempt",
+      {run_id});
+  std::vector<model::Attempt> out;
+  for (const auto& row : rows) {
+    model::Attempt a;
+    a.run_id = row.text(0);
+    a.number = static_cast<int>(row.i64(1));
+    a.worker_id = row.text(2);
+    a.worker_name = row.text(3);
+    a.started_at = row.i64(4);
+    a.finished_at = row.opt_i64(5);
+    a.outcome = row.text(6);
+    if (auto v = row.opt_i64(7)) a.exit_code = static_cast<int>(*v);
+    if (auto v = row.opt_i64(8)) a.signal = static_cast<int>(*v);
+    a.error = row.text(9);
+    a.stdout_tail = row.text(10);
+    a.stderr_tail = row.text(11);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+CancelOutcome Store::cancel(const std::string& job_id) {
+  Transaction tx(*conn_, TxMode::write);
+  auto rows = conn_->query("SELECT r.id, r.status FROM runs r WHERE r.job_id = $1 ORDER BY r.id DESC LIMIT 1", {job_id});
+  if (rows.empty()) {
+    if (conn_->query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
+      throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+    throw Error(ExitCode::invalid_state, fmt::format("job {} has no run to cancel", job_id));
+  }
+  const std::string run_id = rows[0].text(0);
+  auto status = model::parse_run_status(rows[0].text(1));
+  CancelOutcome outcome;
+  if (status == model::RunStatus::pending || status == model::RunStatus::blocked) {
+    conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
+                "WHERE id = $1",
+                {run_id});
+    outcome = CancelOutcome::cancelled;
+  } else if (status == model::RunStatus::running) {
+    conn_->exec("UPDATE runs SET cancel_requested = 1 WHERE id = $1", {run_id});
+    if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {run_id});
+    outcome = CancelOutcome::requested;
+  } else {
+    throw Error(ExitCode::invalid_state,
+                fmt::format("job {} already finished ({}); there is nothing to cancel", job_id, model::to_string(status)));
+  }
+  tx.commit();
+  return outcome;
+}
+
+}  // namespace jobctl::store

@@ -1,0 +1,109 @@
+#include "common/store/wakeups.hpp"
+
+#include <libpq-fe.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+namespace jobctl::store {
+namespace {
+
+class NoWakeups final : public Wakeups {
+ public:
+  int fd() const override { return -1; }
+  WakeReasons drain() override { return {}; }
+};
+
+class PostgresWakeups final : public Wakeups {
+ public:
+  PostgresWakeups(std::string conninfo, std::vector<std::string> queues)
+      : conninfo_(std::move(conninfo)), queues_(std::move(queues)) {
+    connect();
+  }
+  ~PostgresWakeups() override { PQfinish(conn_); }
+
+  int fd() const override { return conn_ && PQstatus(conn_) == CONNECTION_OK ? PQsocket(conn_) : -1; }
+
+  WakeReasons drain() override {
+    WakeReasons r;
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || !PQconsumeInput(conn_)) {
+      reconnect_later();
+      r.work = r.cancel = true;
+      return r;
+    }
+    while (PGnotify* n = PQnotifies(conn_)) {
+      std::string channel = n->relname, payload = n->extra ? n->extra : "";
+      if (channel == "jobctl_cancel") r.cancel = true;
+      if (channel == "jobctl_wake" && std::find(queues_.begin(), queues_.end(), payload) != queues_.end())
+        r.work = true;
+      PQfreemem(n);
+    }
+    return r;
+  }
+
+ private:
+  void connect() {
+    PQfinish(conn_);
+    conn_ = PQconnectdb(conninfo_.c_str());
+    last_try_ = std::chrono::steady_clock::now();
+    if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "LISTEN jobctl_wake; LISTEN jobctl_cancel"));
+  }
+
+  void reconnect_later() {
+    if (std::chrono::steady_clock::now() - last_try_ > std::chrono::seconds(5)) connect();
+  }
+
+  std::string conninfo_;
+  std::vector<std::string> queues_;
+  PGconn* conn_ = nullptr;
+  std::chrono::steady_clock::time_point last_try_;
+};
+
+class SqliteWakeups final : public Wakeups {
+ public:
+  explicit SqliteWakeups(const std::string& db_path) {
+    std::filesystem::path p = std::filesystem::absolute(db_path);
+    wal_name_ = p.filename().string() + "-wal";
+    fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd_ >= 0 && inotify_add_watch(fd_, p.parent_path().c_str(), IN_MODIFY | IN_CREATE) < 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~SqliteWakeups() override {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  int fd() const override { return fd_; }
+
+  WakeReasons drain() override {
+    WakeReasons r;
+    alignas(inotify_event) char buf[4096];
+    ssize_t n;
+    while ((n = read(fd_, buf, sizeof buf)) > 0) {
+      for (char* p = buf; p < buf + n;) {
+        auto* ev = reinterpret_cast<inotify_event*>(p);
+        if (ev->len && wal_name_ == ev->name) r.work = r.cancel = true;
+        p += sizeof(inotify_event) + ev->len;
+      }
+    }
+    return r;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string wal_name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Wakeups> Wakeups::open(const config::Dsn& dsn, const std::vector<std::string>& queues, bool listen) {
+  if (!listen) return std::make_unique<NoWakeups>();
+  if (dsn.backend == config::Backend::postgres) return std::make_unique<PostgresWakeups>(dsn.target, queues);
+  return std::make_unique<SqliteWakeups>(dsn.target);
+}
+
+}  // namespace jobctl::store

@@ -1,0 +1,52 @@
+#pragma once
+// The error rule of the whole tree, stated once:
+//
+// * Anything a user can cause (bad flag value, unknown id, unreachable store,
+//   a job in the wrong state) is thrown as jobctl::Error carrying the exit
+//   code the command must end with. The message names the bad value; the
+//   hint says how to fix it.
+// * Each main catches Error exactly once, prints "jobctl: error: MESSAGE"
+//   (and "hint: HINT" on the next line when there is one) and exits with
+//   the code. Nothing below a main prints errors or calls exit().
+// * Functions that can legitimately find nothing return std::optional;
+//   they throw only for failures.
+// * Store drivers translate database failures into Error with
+//   ExitCode::store (connection, schema) or ExitCode::internal (a query the
+//   program got wrong), with the failing statement as context.
+#include <stdexcept>
+#include <string>
+
+namespace jobctl {
+
+// Exit codes shared by jobctl and jobagent; documented in jobctl(1).
+enum class ExitCode : int {
+  ok = 0,
+  job_failed = 1,      // wait/submit --wait: the job ended failed, dead or cancelled
+  usage = 2,           // bad flag, bad value, malformed input
+  not_found = 3,       // no job or run with that id
+  invalid_state = 4,   // e.g. cancel of a job that already finished
+  store = 5,           // store unreachable, schema missing or too old
+  conflict = 6,        // reserved for optimistic-concurrency conflicts
+  internal = 70,       // a bug: please report it
+  timeout = 124,       // wait --timeout elapsed
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, std::string message, std::string hint = {})
+      : std::runtime_error(std::move(message)), code_(code), hint_(std::move(hint)) {}
+
+  ExitCode code() const { return code_; }
+  const std::string& hint() const { return hint_; }
+
+ private:
+  ExitCode code_;
+  std::string hint_;
+};
+
+// Shorthand for the most common case: the user gave a bad value.
+inline Error usage_error(std::string message, std::string hint = {}) {
+  return Error(ExitCode::usage, std::move(message), std::move(hint));
+}
+
+}  // namespace jobctl

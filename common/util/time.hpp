@@ -1,0 +1,19 @@
+#pragma once
+// Timestamps travel through the tree as microseconds since the Unix epoch
+// (UTC), the unit both stores keep. These helpers turn them into text.
+#include <cstdint>
+#include <string>
+
+namespace jobctl::util {
+
+// Wall-clock microseconds since the epoch (this host's clock: use it for
+// display and client-side measurement only; the hot path uses the store's).
+int64_t now_micros();
+
+// RFC 3339 in UTC with milliseconds: "2026-11-22T03:12:48.123Z".
+std::string format_time(int64_t micros);
+
+// "3s ago" / "in 2m" relative to `now`, for tables.
+std::string format_age(int64_t micros, int64_t now);
+
+}  // namespace jobctl::util
