@@ -59,6 +59,16 @@ struct Completion {
   std::string stderr_tail;
 };
 
+// A Completion for `run` with `status`, every other field empty.
+inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) {
+  Completion c;
+  c.run_id = run.run_id;
+  c.fence = run.fence;
+  c.attempt = run.attempt;
+  c.status = status;
+  return c;
+}
+
 // A lease the agent still holds after a heartbeat.
 struct LeaseState {
   std::string run_id;

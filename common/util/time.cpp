@@ -25,8 +25,8 @@ std::string format_time(int64_t micros) {
 
 std::string format_age(int64_t micros, int64_t now) {
   int64_t delta = now - micros;
-  // Round to whole seconds above a minute: tables want "3m12s", not "3m12s417ms".
-  auto round = [](int64_t us) { return us >= 60000000 ? us / 1000000 * 1000000 : us; };
+  // Whole seconds from one second up: tables want "3m12s", not "3m12s417ms".
+  auto round = [](int64_t us) { return us >= 1000000 ? us / 1000000 * 1000000 : us; };
   if (delta >= 0) return format_duration(Micros(round(delta))) + " ago";
   return "in " + format_duration(Micros(round(-delta)));
 }

@@ -1,0 +1,297 @@
+#include "agent/agent.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "common/exec/process.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/log.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::agent {
+namespace {
+
+using util::log_event;
+using util::LogLevel;
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// The agent reads its signals from a descriptor instead of handlers:
+// nothing runs asynchronously, the loop sees them like any other event.
+int open_signal_fd() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+store::Completion completion_for(const Finished& f) {
+  store::Completion c = store::completion_of(f.run, model::RunStatus::failed);
+  c.stdout_tail = f.stdout_tail;
+  c.stderr_tail = f.stderr_tail;
+  if (WIFEXITED(f.wait_status)) c.exit_code = WEXITSTATUS(f.wait_status);
+  if (WIFSIGNALED(f.wait_status)) c.signal = WTERMSIG(f.wait_status);
+  switch (f.ending) {
+    case Ending::timeout:
+      c.error = "timed out after " + util::format_duration(microseconds(f.run.spec.timeout_us));
+      return c;
+    case Ending::cancel:
+      c.status = model::RunStatus::cancelled;
+      c.error = "cancelled by user";
+      return c;
+    case Ending::drain:
+      c.error = "released: the agent was draining";
+      return c;
+    case Ending::none:
+    case Ending::lost:
+      break;
+  }
+  if (c.exit_code == 0) {
+    c.status = model::RunStatus::succeeded;
+  } else if (c.exit_code) {
+    c.error = fmt::format("exited with code {}", *c.exit_code);
+  } else if (c.signal) {
+    c.error = exec::describe_signal(*c.signal);
+  }
+  return c;
+}
+
+}  // namespace
+
+Agent::Agent(Options opts) : opts_(std::move(opts)), dsn_(config::resolve_dsn(opts_.db)), runner_(opts_) {
+  if (opts_.name.empty()) opts_.name = host_name();
+  store_ = store::Store::open(dsn_);
+  store_->require_schema();
+  signal_fd_ = open_signal_fd();
+  wakeups_ = store::Wakeups::open(dsn_, opts_.queues, opts_.listen);
+  store::WorkerRegistration reg{opts_.name, host_name(), static_cast<int>(getpid()), opts_.queues,
+                                opts_.concurrency, JOBCTL_VERSION,
+                                duration_cast<microseconds>(opts_.lease).count()};
+  worker_id_ = store_->register_worker(reg);
+  std::string queues;
+  for (const auto& q : opts_.queues) queues += (queues.empty() ? "" : ",") + q;
+  log_event(LogLevel::info, "started",
+            {{"worker_id", worker_id_}, {"name", opts_.name}, {"db", config::redacted(dsn_)}, {"queues", queues},
+             {"concurrency", std::to_string(opts_.concurrency)}, {"version", JOBCTL_VERSION}});
+}
+
+Agent::~Agent() {
+  if (signal_fd_ >= 0) close(signal_fd_);
+}
+
+int Agent::run() {
+  while (phase_ != Phase::stopping) {
+    auto now = Clock::now();
+    // Signals first: a drain must stop the claim below.
+    handle_signals();
+    // Finished processes become completions, recorded fenced in one batch.
+    collect_finished();
+    flush_reports();
+    // Keep our leases alive; learn of cancels and of runs we lost.
+    heartbeat_if_due(now);
+    // Timeouts and SIGTERM→SIGKILL escalations.
+    runner_.enforce_deadlines(now);
+    // Fill free slots with due runs.
+    claim_if_free(now);
+    if (phase_ == Phase::draining && runner_.size() == 0 && completions_.empty()) break;
+    if (phase_ == Phase::draining && now >= drain_deadline_ && runner_.size() > 0) {
+      log_event(LogLevel::warn, "drain_timeout", {{"running", std::to_string(runner_.size())}});
+      runner_.stop_all(Ending::drain, Runner::Now::yes);
+    }
+    wait_for_events(now);
+  }
+  shut_down();
+  return 0;
+}
+
+void Agent::handle_signals() {
+  signalfd_siginfo si;
+  while (read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig != SIGTERM && sig != SIGINT) continue;  // SIGCHLD: reaped below; SIGHUP: nothing to reload yet
+    if (phase_ == Phase::running) {
+      phase_ = Phase::draining;
+      drain_deadline_ = Clock::now() + opts_.drain_timeout;
+      log_event(LogLevel::info, "draining",
+                {{"running", std::to_string(runner_.size())},
+                 {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
+      with_store("drain", [&] { store_->set_worker_state(worker_id_, model::WorkerState::draining); });
+    } else {
+      // A second signal: stop now, giving every run back.
+      log_event(LogLevel::warn, "stopping", {{"running", std::to_string(runner_.size())}});
+      runner_.stop_all(Ending::drain, Runner::Now::yes);
+      phase_ = Phase::stopping;
+    }
+  }
+}
+
+void Agent::collect_finished() {
+  runner_.read_output();
+  for (auto& f : runner_.reap()) {
+    std::vector<std::pair<std::string, std::string>> fields{{"run_id", f.run.run_id}, {"job_id", f.run.job_id}};
+    if (f.ending == Ending::lost) {
+      log_event(LogLevel::warn, "lease_lost", fields);
+      continue;  // another agent owns the run now: report nothing
+    }
+    store::Completion c = completion_for(f);
+    fields.emplace_back("attempt", std::to_string(f.run.attempt));
+    fields.emplace_back("duration", util::format_duration(duration_cast<microseconds>(f.elapsed)));
+    if (f.ending == Ending::drain) {
+      log_event(LogLevel::info, "released", fields);
+      releases_.push_back(std::move(c));
+      continue;
+    }
+    fields.emplace_back("status", std::string(model::to_string(c.status)));
+    if (!c.error.empty()) fields.emplace_back("error", c.error);
+    log_event(c.status == model::RunStatus::succeeded ? LogLevel::info : LogLevel::warn, "finished", fields);
+    completions_.push_back(std::move(c));
+  }
+  if (phase_ == Phase::stopping || !releases_.empty()) flush_reports();
+}
+
+void Agent::flush_reports() {
+  if (!completions_.empty()) {
+    with_store("complete", [&] {
+      auto applied = store_->complete(completions_);
+      for (size_t i = 0; i < applied.size(); ++i)
+        if (!applied[i])
+          log_event(LogLevel::warn, "completion_fenced",
+                    {{"run_id", completions_[i].run_id}, {"fence", std::to_string(completions_[i].fence)}});
+      completions_.clear();
+      claim_wanted_ = true;  // slots were freed
+    });
+  }
+  if (!releases_.empty()) with_store("release", [&] {
+      store_->release(releases_);
+      releases_.clear();
+    });
+}
+
+void Agent::heartbeat_if_due(Clock::time_point now) {
+  if (now < next_heartbeat_) return;
+  next_heartbeat_ = now + opts_.lease / 3;
+  heartbeat();
+  with_store("rescue", [&] {
+    if (int n = store_->rescue_expired(); n > 0) {
+      log_event(LogLevel::warn, "rescued", {{"runs", std::to_string(n)}});
+      claim_wanted_ = true;
+    }
+  });
+}
+
+void Agent::heartbeat() {
+  last_cancel_check_ = Clock::now();
+  auto state = phase_ == Phase::running ? model::WorkerState::active : model::WorkerState::draining;
+  with_store("heartbeat", [&] {
+    auto leases = store_->heartbeat(worker_id_, state, duration_cast<microseconds>(opts_.lease).count());
+    for (const auto& id : runner_.run_ids()) {
+      auto it = std::find_if(leases.begin(), leases.end(), [&](const auto& l) { return l.run_id == id; });
+      if (it == leases.end()) {
+        runner_.stop(id, Ending::lost);
+      } else if (it->cancel_requested) {
+        log_event(LogLevel::info, "cancelling", {{"run_id", id}});
+        runner_.stop(id, Ending::cancel);
+      }
+    }
+  });
+}
+
+void Agent::claim_if_free(Clock::time_point now) {
+  if (phase_ != Phase::running || free_slots() == 0) return;
+  if (!claim_wanted_ && now < next_claim_) return;
+  int want = free_slots();
+  with_store("claim", [&] {
+    auto claimed = store_->claim(worker_id_, opts_.queues, want, duration_cast<microseconds>(opts_.lease).count());
+    for (const auto& run : claimed) {
+      log_event(LogLevel::debug, "claimed",
+                {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
+      if (auto failed = runner_.start(run)) {
+        log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", failed->error}});
+        completions_.push_back(std::move(*failed));
+      }
+    }
+    claim_wanted_ = static_cast<int>(claimed.size()) == want && free_slots() > 0;
+    next_claim_ = now + opts_.poll_interval;
+    if (static_cast<int>(claimed.size()) < want) {
+      // Sleep exactly until the next known due run, if it is sooner.
+      if (auto due = store_->next_available_at(opts_.queues)) {
+        int64_t wait_us = std::max<int64_t>(0, *due - store_->now());
+        next_claim_ = std::min(next_claim_, now + microseconds(wait_us));
+      }
+    }
+  });
+}
+
+void Agent::wait_for_events(Clock::time_point now) {
+  if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running) return;
+  if (!completions_.empty() || !releases_.empty()) {
+    if (now >= store_backoff_until_) return;
+  }
+  Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
+  if (auto d = runner_.next_deadline()) until = std::min(until, *d);
+  if (phase_ == Phase::draining) until = std::min(until, drain_deadline_);
+  if (store_backoff_until_ > now) until = std::max(until, store_backoff_until_);
+  auto timeout_ms = duration_cast<std::chrono::milliseconds>(until - now).count();
+  timeout_ms = std::clamp<long long>(timeout_ms, 0, INT_MAX);
+
+  std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
+  int wake_fd = wakeups_->fd();
+  if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
+  runner_.poll_fds(fds);
+  // Round up: poll() in whole milliseconds must not wake just before a
+  // deadline and spin.
+  int n = poll(fds.data(), fds.size(), static_cast<int>(timeout_ms) + (timeout_ms > 0 ? 1 : 0));
+  if (n <= 0 || wake_fd < 0 || !(fds[1].revents & POLLIN)) return;
+  auto why = wakeups_->drain();
+  if (why.work) claim_wanted_ = true;
+  // Cancels are checked through the heartbeat; at most a few times a second.
+  if (why.cancel && runner_.size() > 0 && Clock::now() - last_cancel_check_ > std::chrono::milliseconds(200))
+    heartbeat();
+}
+
+void Agent::shut_down() {
+  // Kill and give back whatever still runs (second signal), then wait for
+  // the processes so their runs are released, not left to lease expiry.
+  runner_.stop_all(Ending::drain, Runner::Now::yes);
+  auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (runner_.size() > 0 && Clock::now() < give_up) {
+    collect_finished();
+    if (runner_.size() > 0) usleep(10000);
+  }
+  flush_reports();
+  with_store("stop", [&] { store_->set_worker_state(worker_id_, model::WorkerState::gone); });
+  log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
+}
+
+int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(runner_.size())); }
+
+template <typename Fn>
+bool Agent::with_store(const char* step, Fn&& fn) {
+  try {
+    fn();
+    return true;
+  } catch (const Error& e) {
+    log_event(LogLevel::error, "store_error", {{"step", step}, {"error", e.what()}});
+    store_backoff_until_ = Clock::now() + std::chrono::seconds(1);
+    return false;
+  }
+}
+
+}  // namespace jobctl::agent

@@ -1,0 +1,61 @@
+#pragma once
+// jobagent's main loop: claim → execute → complete, with heartbeats,
+// rescue of dead agents' runs, and a graceful drain on SIGTERM.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/options.hpp"
+#include "agent/runner.hpp"
+#include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
+
+namespace jobctl::agent {
+
+class Agent {
+ public:
+  // Opens the store, checks its schema and registers this worker. Throws
+  // jobctl::Error when the store is unreachable or its schema is not current.
+  explicit Agent(Options opts);
+  ~Agent();
+
+  // Runs until drained (first SIGTERM/SIGINT) or stopped (second one).
+  // Returns the process exit code.
+  int run();
+
+ private:
+  enum class Phase { running, draining, stopping };
+
+  void handle_signals();
+  void collect_finished();
+  void flush_reports();
+  void heartbeat_if_due(Clock::time_point now);
+  void heartbeat();
+  void claim_if_free(Clock::time_point now);
+  void wait_for_events(Clock::time_point now);
+  void shut_down();
+  int free_slots() const;
+  // Runs a store step; on a store error logs it, backs off and reports
+  // false, so a database restart is survived rather than fatal.
+  template <typename Fn>
+  bool with_store(const char* step, Fn&& fn);
+
+  Options opts_;
+  config::Dsn dsn_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::Wakeups> wakeups_;
+  Runner runner_;
+  std::string worker_id_;
+  int signal_fd_ = -1;
+  Phase phase_ = Phase::running;
+  Clock::time_point drain_deadline_{};
+  Clock::time_point next_heartbeat_{};
+  Clock::time_point next_claim_{};        // when a due run or the poll fallback wants a claim
+  Clock::time_point last_cancel_check_{};
+  Clock::time_point store_backoff_until_{};
+  bool claim_wanted_ = true;
+  std::vector<store::Completion> completions_;  // finished, not yet recorded
+  std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
+};
+
+}  // namespace jobctl::agent

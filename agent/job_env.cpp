@@ -1,0 +1,41 @@
+#include "agent/job_env.hpp"
+
+#include <map>
+
+#include "common/util/time.hpp"
+
+namespace jobctl::agent {
+
+std::string idempotency_key(const store::ClaimedRun& run) {
+  if (!run.spec.idempotency_key.empty()) return run.spec.idempotency_key;
+  return run.job_id + ":" + run.run_id;
+}
+
+std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env) {
+  std::map<std::string, std::string> env;
+  for (char** e = agent_env; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = kv.substr(0, eq);
+    if (key.rfind("JOBAGENT_SECRET_", 0) == 0) continue;  // secrets stay with the agent
+    env[key] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : run.spec.env) env[k] = v;
+  env["JOB_ID"] = run.job_id;
+  env["JOB_RUN_ID"] = run.run_id;
+  env["JOB_ATTEMPT"] = std::to_string(run.attempt);
+  env["JOB_FENCE_TOKEN"] = std::to_string(run.fence);
+  env["JOB_IDEMPOTENCY_KEY"] = idempotency_key(run);
+  env["JOB_SCHEDULED_AT"] = util::format_time(run.available_at);
+  env["JOB_QUEUE"] = run.spec.queue;
+  env["JOB_NAME"] = run.spec.name;
+  if (run.spec.payload) env["JOB_PAYLOAD"] = *run.spec.payload;
+  else env.erase("JOB_PAYLOAD");
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace jobctl::agent

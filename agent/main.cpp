@@ -1,0 +1,85 @@
+// jobagent: parse flags, then hand over to agent::Agent.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "agent/agent.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+
+namespace {
+
+using jobctl::agent::milliseconds;
+
+milliseconds to_ms(const std::string& text, const char* flag) {
+  return std::chrono::duration_cast<milliseconds>(jobctl::util::parse_duration(text, flag));
+}
+
+std::vector<std::string> split_queues(const std::string& csv) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= csv.size()) {
+    size_t end = csv.find(',', start);
+    if (end == std::string::npos) end = csv.size();
+    std::string q = csv.substr(start, end - start);
+    if (q.empty()) throw jobctl::usage_error(fmt::format("invalid --queues '{}': empty queue name", csv),
+                                             "write it like --queues default,reports");
+    out.push_back(q);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"jobagent: claims and runs jobctl jobs on this host. See jobagent(8)."};
+  app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
+  jobctl::agent::Options opts;
+  std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
+  std::string log_format = "text", log_level = "info";
+  bool no_listen = false;
+  app.add_option("--db", db, "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, "
+                             "else ~/.local/share/jobctl/jobs.db)");
+  app.add_option("-q,--queues", queues, "Comma-separated queues to claim from")->capture_default_str();
+  app.add_option("-c,--concurrency", opts.concurrency, "Runs executed at once")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--name", opts.name, "Worker name shown by `jobctl workers` (default: the host name)");
+  app.add_option("--lease", lease, "Lease duration; heartbeats every third of it")->capture_default_str();
+  app.add_option("--drain-timeout", drain, "On SIGTERM, how long running jobs may finish")->capture_default_str();
+  app.add_option("--kill-grace", grace, "Time between SIGTERM and SIGKILL on timeout or cancel")->capture_default_str();
+  app.add_option("--poll-interval", poll, "Fallback poll when no wake-up arrives")->capture_default_str();
+  app.add_flag("--no-listen", no_listen, "Do not LISTEN for wake-ups (PgBouncer transaction pooling); poll only");
+  app.add_option("--log-format", log_format, "Log format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--log-level", log_level, "Minimum level logged")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : static_cast<int>(jobctl::ExitCode::usage);
+  }
+  try {
+    if (!db.empty()) opts.db = db;
+    opts.queues = split_queues(queues);
+    opts.lease = to_ms(lease, "--lease");
+    if (opts.lease < milliseconds(1000)) throw jobctl::usage_error("--lease must be at least 1s");
+    opts.drain_timeout = to_ms(drain, "--drain-timeout");
+    opts.kill_grace = to_ms(grace, "--kill-grace");
+    opts.poll_interval = to_ms(poll, "--poll-interval");
+    if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
+    opts.listen = !no_listen;
+    opts.log_format = log_format == "json" ? jobctl::util::LogFormat::json : jobctl::util::LogFormat::text;
+    opts.log_level = log_level == "debug"  ? jobctl::util::LogLevel::debug
+                     : log_level == "warn" ? jobctl::util::LogLevel::warn
+                     : log_level == "error" ? jobctl::util::LogLevel::error
+                                            : jobctl::util::LogLevel::info;
+    jobctl::util::setup_logging(opts.log_format, opts.log_level);
+    jobctl::agent::Agent agent(opts);
+    return agent.run();
+  } catch (const jobctl::Error& e) {
+    std::fprintf(stderr, "jobagent: error: %s\n", e.what());
+    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+    return static_cast<int>(e.code());
+  }
+}

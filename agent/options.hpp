@@ -1,0 +1,29 @@
+#pragma once
+// jobagent's settings, filled from its flags (agent/main.cpp).
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/util/log.hpp"
+
+namespace jobctl::agent {
+
+using std::chrono::milliseconds;
+
+struct Options {
+  std::optional<std::string> db;            // --db; else JOBCTL_DB; else the default SQLite file
+  std::vector<std::string> queues{"default"};  // --queues: claimed from, in priority order across them
+  int concurrency = 4;                      // --concurrency: runs executed at once
+  std::string name;                         // --name; default: the host name
+  milliseconds lease{15000};                // --lease: a run is rescued this long after the last heartbeat
+  milliseconds drain_timeout{30000};        // --drain-timeout: SIGTERM waits this long for running jobs
+  milliseconds kill_grace{5000};            // --kill-grace: SIGTERM to SIGKILL on timeout or cancel
+  milliseconds poll_interval{1000};         // --poll-interval: fallback when no wake-up hint arrives
+  bool listen = true;                       // --no-listen turns LISTEN/NOTIFY and inotify off
+  size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr kept per attempt
+  util::LogFormat log_format = util::LogFormat::text;  // --log-format
+  util::LogLevel log_level = util::LogLevel::info;     // --log-level
+};
+
+}  // namespace jobctl::agent

@@ -1,0 +1,163 @@
+#include "agent/runner.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "agent/job_env.hpp"
+#include "common/exec/process.hpp"
+#include "common/util/error.hpp"
+#include "common/util/log.hpp"
+
+extern char** environ;
+
+namespace jobctl::agent {
+
+Runner::~Runner() {
+  for (auto& [pid, job] : jobs_) {
+    exec::signal_group(pid, SIGKILL);
+    if (job.out_fd >= 0) close(job.out_fd);
+    if (job.err_fd >= 0) close(job.err_fd);
+  }
+}
+
+std::optional<store::Completion> Runner::start(const store::ClaimedRun& run) {
+  exec::SpawnRequest req{run.spec.command.exec_argv(), job_environment(run, environ), run.spec.cwd,
+                         run.spec.payload.value_or("")};
+  exec::Spawned sp;
+  try {
+    sp = exec::spawn(req);
+  } catch (const Error& e) {
+    store::Completion c = store::completion_of(run, model::RunStatus::failed);
+    c.error = e.what();
+    return c;
+  }
+  Job job{run, sp.pid, sp.stdout_fd, sp.stderr_fd, exec::OutputTail(opts_.output_limit),
+          exec::OutputTail(opts_.output_limit), Clock::now(), std::nullopt, std::nullopt, Ending::none};
+  if (run.spec.timeout_us > 0) job.deadline = job.started + std::chrono::microseconds(run.spec.timeout_us);
+  jobs_.emplace(sp.pid, std::move(job));
+  return std::nullopt;
+}
+
+void Runner::poll_fds(std::vector<pollfd>& fds) const {
+  for (const auto& [pid, job] : jobs_) {
+    if (job.out_fd >= 0) fds.push_back({job.out_fd, POLLIN, 0});
+    if (job.err_fd >= 0) fds.push_back({job.err_fd, POLLIN, 0});
+  }
+}
+
+void Runner::drain_fd(int& fd, exec::OutputTail& tail) {
+  if (fd < 0) return;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      tail.append(std::string_view(buf, static_cast<size_t>(n)));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      close(fd);
+      fd = -1;
+    }
+    return;
+  }
+}
+
+void Runner::read_output() {
+  for (auto& [pid, job] : jobs_) {
+    drain_fd(job.out_fd, job.out);
+    drain_fd(job.err_fd, job.err);
+  }
+}
+
+std::vector<Finished> Runner::reap() {
+  std::vector<Finished> done;
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    auto it = jobs_.find(pid);
+    if (it == jobs_.end()) continue;
+    Job& job = it->second;
+    // The command is over: take the output it left in the pipes, then end
+    // anything it left behind in its process group.
+    drain_fd(job.out_fd, job.out);
+    drain_fd(job.err_fd, job.err);
+    exec::signal_group(pid, SIGKILL);
+    if (job.out_fd >= 0) close(job.out_fd);
+    if (job.err_fd >= 0) close(job.err_fd);
+    done.push_back(Finished{std::move(job.run), job.ending, status, job.out.str(), job.err.str(),
+                            Clock::now() - job.started});
+    jobs_.erase(it);
+  }
+  return done;
+}
+
+void Runner::terminate(Job& job, Ending why, Now immediately) {
+  if (job.ending == Ending::none || why == Ending::lost || why == Ending::drain) job.ending = why;
+  if (immediately == Now::yes) {
+    exec::signal_group(job.pid, SIGKILL);
+    job.kill_at.reset();
+    return;
+  }
+  if (job.kill_at) return;  // already on its way out
+  exec::signal_group(job.pid, SIGTERM);
+  job.kill_at = Clock::now() + opts_.kill_grace;
+}
+
+Runner::Job* Runner::find(const std::string& run_id) {
+  for (auto& [pid, job] : jobs_)
+    if (job.run.run_id == run_id) return &job;
+  return nullptr;
+}
+
+void Runner::stop(const std::string& run_id, Ending why, Now immediately) {
+  if (Job* job = find(run_id)) terminate(*job, why, why == Ending::lost ? Now::yes : immediately);
+}
+
+void Runner::stop_all(Ending why, Now immediately) {
+  for (auto& [pid, job] : jobs_) terminate(job, why, immediately);
+}
+
+void Runner::enforce_deadlines(Clock::time_point now) {
+  for (auto& [pid, job] : jobs_) {
+    if (job.kill_at && now >= *job.kill_at) {
+      exec::signal_group(pid, SIGKILL);
+      job.kill_at.reset();
+    } else if (job.deadline && now >= *job.deadline && job.ending == Ending::none) {
+      util::log_event(util::LogLevel::warn, "timeout", {{"run_id", job.run.run_id}, {"job_id", job.run.job_id}});
+      terminate(job, Ending::timeout, Now::no);
+    }
+  }
+}
+
+std::optional<Clock::time_point> Runner::next_deadline() const {
+  std::optional<Clock::time_point> next;
+  auto consider = [&](const std::optional<Clock::time_point>& t) {
+    if (t && (!next || *t < *next)) next = t;
+  };
+  for (const auto& [pid, job] : jobs_) {
+    consider(job.kill_at);
+    if (job.ending == Ending::none) consider(job.deadline);
+  }
+  return next;
+}
+
+bool Runner::running(const std::string& run_id) const {
+  for (const auto& [pid, job] : jobs_)
+    if (job.run.run_id == run_id) return true;
+  return false;
+}
+
+std::vector<std::string> Runner::run_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [pid, job] : jobs_) ids.push_back(job.run.run_id);
+  return ids;
+}
+
+}  // namespace jobctl::agent

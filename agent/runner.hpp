@@ -1,0 +1,93 @@
+#pragma once
+// The shell executor: the processes this agent is running right now, their
+// output, their deadlines, and how each one is being ended.
+//
+// Single-threaded by design: the agent's loop polls the descriptors this
+// class exposes and calls back in. No thread per job, no lock.
+#include <poll.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/options.hpp"
+#include "common/exec/output_tail.hpp"
+#include "common/store/store.hpp"
+
+namespace jobctl::agent {
+
+using Clock = std::chrono::steady_clock;
+
+// Why a process is being stopped before it finished by itself.
+enum class Ending {
+  none,     // it ran to its own exit
+  timeout,  // its --timeout passed
+  cancel,   // a user cancelled it
+  lost,     // our lease is gone: another agent owns the run now
+  drain,    // the agent is shutting down: give the run back
+};
+
+struct Finished {
+  store::ClaimedRun run;
+  Ending ending = Ending::none;
+  int wait_status = 0;  // as from waitpid
+  std::string stdout_tail;
+  std::string stderr_tail;
+  Clock::duration elapsed{};
+};
+
+class Runner {
+ public:
+  explicit Runner(const Options& opts) : opts_(opts) {}
+  ~Runner();  // kills whatever still runs
+
+  // Starts the run's command. Returns a failed Completion when it cannot
+  // start (command not found, bad cwd); the run is then not tracked.
+  std::optional<store::Completion> start(const store::ClaimedRun& run);
+
+  // Descriptors to poll (stdout and stderr of each process).
+  void poll_fds(std::vector<pollfd>& fds) const;
+  // Reads whatever output is waiting, from every process.
+  void read_output();
+  // Collects exited processes (call after SIGCHLD).
+  std::vector<Finished> reap();
+  // Begins ending a run: SIGTERM now and SIGKILL after the grace period,
+  // or SIGKILL at once for `lost` and `immediately`.
+  enum class Now { no, yes };
+  void stop(const std::string& run_id, Ending why, Now immediately = Now::no);
+  void stop_all(Ending why, Now immediately);
+  // Sends due SIGTERMs (timeouts) and SIGKILLs (grace over).
+  void enforce_deadlines(Clock::time_point now);
+  // The earliest deadline enforce_deadlines() will act on.
+  std::optional<Clock::time_point> next_deadline() const;
+
+  size_t size() const { return jobs_.size(); }
+  bool running(const std::string& run_id) const;
+  std::vector<std::string> run_ids() const;
+
+ private:
+  struct Job {
+    store::ClaimedRun run;
+    pid_t pid = -1;
+    int out_fd = -1;
+    int err_fd = -1;
+    exec::OutputTail out;
+    exec::OutputTail err;
+    Clock::time_point started;
+    std::optional<Clock::time_point> deadline;  // timeout
+    std::optional<Clock::time_point> kill_at;   // SIGKILL after SIGTERM
+    Ending ending = Ending::none;
+  };
+
+  void drain_fd(int& fd, exec::OutputTail& tail);
+  void terminate(Job& job, Ending why, Now immediately);
+  Job* find(const std::string& run_id);
+
+  const Options& opts_;
+  std::map<pid_t, Job> jobs_;
+};
+
+}  // namespace jobctl::agent

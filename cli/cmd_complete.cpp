@@ -1,0 +1,72 @@
+// jobctl __complete: the word lists shell completions read, taken from the
+// command table itself so completions cannot drift from the CLI.
+//
+//   jobctl __complete                 subcommands and global flags
+//   jobctl __complete SUBCOMMAND      that subcommand's flags
+//   jobctl __complete SUBCOMMAND --flag   the values the flag accepts (if a fixed set)
+//   jobctl __complete ids             recent job ids from the store
+#include <cstdio>
+
+#include "cli/context.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+void print_flags(const CLI::App& app) {
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& n : o->get_lnames()) std::printf("--%s\n", n.c_str());
+    for (const auto& n : o->get_snames()) std::printf("-%s\n", n.c_str());
+  }
+}
+
+// The fixed values a flag accepts, from the IsMember check's description,
+// which CLI11 renders as "{a,b,c}".
+void print_values(const CLI::Option& o) {
+  std::string desc = o.get_type_name();
+  auto open = desc.find('{'), close = desc.find('}');
+  if (open == std::string::npos || close == std::string::npos) return;
+  std::string list = desc.substr(open + 1, close - open - 1);
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::printf("%s\n", list.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+void register_complete(CLI::App& app, Context& ctx) {
+  auto words = std::make_shared<std::vector<std::string>>();
+  auto* cmd = app.add_subcommand("__complete", "Print completion words (used by the shell completions)");
+  cmd->group("");  // hidden from --help
+  cmd->add_option("words", *words);
+  CLI::App* root = &app;
+  cmd->callback([words, root, &ctx] {
+    if (words->empty()) {
+      for (const CLI::App* sub : root->get_subcommands({}))
+        if (!sub->get_group().empty()) std::printf("%s\n", sub->get_name().c_str());
+      print_flags(*root);
+      return;
+    }
+    if ((*words)[0] == "ids") {
+      store::JobFilter filter;
+      filter.limit = 200;
+      for (const auto& v : ctx.store().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
+      return;
+    }
+    const CLI::App* sub = nullptr;
+    for (const CLI::App* s : root->get_subcommands({}))
+      if (s->get_name() == (*words)[0]) sub = s;
+    if (!sub) return;
+    if (words->size() == 1) {
+      print_flags(*sub);
+      return;
+    }
+    for (const CLI::Option* o : sub->get_options())
+      if (o->check_name((*words)[1])) print_values(*o);
+  });
+}
+
+}  // namespace jobctl::cli

@@ -1,0 +1,50 @@
+// jobctl cancel, wait: acting on a job's current run.
+#include <cstdio>
+
+#include "cli/context.hpp"
+#include "cli/output.hpp"
+#include "cli/resolve.hpp"
+#include "cli/waiting.hpp"
+#include "common/util/duration.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+void register_cancel(CLI::App& app, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("cancel", "Cancel a job: a pending run is cancelled, a running one is killed");
+  cmd->add_option("id", *id, "Job id")->required();
+  cmd->callback([id, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    auto outcome = ctx.store().cancel(r.job.job.id);
+    const char* what = outcome == store::CancelOutcome::cancelled ? "cancelled" : "cancel requested";
+    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", what}});
+    else std::fprintf(stderr, "job %s: %s%s\n", r.job.job.id.c_str(), what,
+                      outcome == store::CancelOutcome::requested ? " (its agent kills it at its next heartbeat)" : "");
+  });
+}
+
+void register_wait(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string id, timeout;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("wait", "Block until a job finishes: exit 0 succeeded, 1 failed, 124 timed out");
+  cmd->add_option("id", f->id, "Job id")->required();
+  cmd->add_option("--timeout", f->timeout, "Give up after this long (exit 124)");
+  cmd->callback([f, &ctx] {
+    std::optional<util::Micros> timeout;
+    if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
+    auto r = resolve_id(ctx, f->id);
+    ctx.exit_code = wait_for_job(ctx, r.job.job.id, timeout);
+  });
+}
+
+}  // namespace
+
+void register_control(CLI::App& app, Context& ctx) {
+  register_cancel(app, ctx);
+  register_wait(app, ctx);
+}
+
+}  // namespace jobctl::cli

@@ -1,0 +1,173 @@
+// jobctl get, ls, runs, logs: reading jobs, their runs and attempts.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/context.hpp"
+#include "cli/output.hpp"
+#include "cli/resolve.hpp"
+#include "common/model/job_json.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
+
+std::string duration_between(int64_t from, const std::optional<int64_t>& to) {
+  if (!to) return "-";
+  return util::format_duration(util::Micros(*to - from));
+}
+
+void show_job(const model::JobView& v) {
+  const auto& j = v.job;
+  std::vector<std::pair<std::string, std::string>> f{
+      {"id", j.id},
+      {"name", j.spec.name.empty() ? "-" : j.spec.name},
+      {"status", v.latest_run ? std::string(model::to_string(v.latest_run->status)) : "-"},
+      {"command", j.spec.command.display()},
+      {"queue", j.spec.queue},
+      {"priority", std::string(model::to_string(j.spec.priority))},
+      {"timeout", j.spec.timeout_us ? util::format_duration(util::Micros(j.spec.timeout_us)) : "none"},
+      {"version", std::to_string(j.version)},
+      {"created", util::format_time(j.created_at)},
+  };
+  if (!j.spec.cwd.empty()) f.emplace_back("cwd", j.spec.cwd);
+  for (const auto& [k, val] : j.spec.env) f.emplace_back("env", k + "=" + val);
+  if (j.spec.payload) f.emplace_back("payload", cell(*j.spec.payload, 200));
+  if (!j.spec.idempotency_key.empty()) f.emplace_back("idempotency key", j.spec.idempotency_key);
+  if (const auto& r = v.latest_run) {
+    f.emplace_back("run", r->id);
+    f.emplace_back("available", util::format_time(r->available_at));
+    f.emplace_back("started", opt_time(r->started_at));
+    f.emplace_back("finished", opt_time(r->finished_at));
+    if (r->started_at) f.emplace_back("duration", duration_between(*r->started_at, r->finished_at));
+    f.emplace_back("attempts", std::to_string(r->attempts));
+    if (r->exit_code) f.emplace_back("exit code", std::to_string(*r->exit_code));
+    if (!r->lease_owner.empty()) f.emplace_back("worker", r->lease_owner);
+    if (r->cancel_requested && !model::is_final(r->status)) f.emplace_back("cancel", "requested");
+    if (!r->error.empty()) f.emplace_back("error", r->error);
+  }
+  print_fields(f);
+}
+
+void register_get(CLI::App& app, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("get", "Show one job and its latest run");
+  cmd->add_option("id", *id, "Job id (or run id)")->required();
+  cmd->callback([id, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    if (r.run) r.job.latest_run = r.run;
+    if (ctx.format() == OutputFormat::json) print_json(model::to_json(r.job));
+    else show_job(r.job);
+  });
+}
+
+void register_ls(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string status, queue;
+    int limit = 50;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("ls", "List jobs, newest first");
+  cmd->add_option("--status", f->status, "Only jobs whose latest run has this status")
+      ->check(CLI::IsMember({"blocked", "pending", "running", "succeeded", "failed", "dead", "cancelled"}));
+  cmd->add_option("--queue", f->queue, "Only jobs of this queue");
+  cmd->add_option("--limit", f->limit, "At most this many jobs")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->callback([f, &ctx] {
+    store::JobFilter filter;
+    if (!f->status.empty()) filter.status = model::parse_run_status(f->status);
+    if (!f->queue.empty()) filter.queue = f->queue;
+    filter.limit = f->limit;
+    auto jobs = ctx.store().list_jobs(filter);
+    if (ctx.format() == OutputFormat::json) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& v : jobs) all.push_back(model::to_json(v));
+      print_json(all);
+      return;
+    }
+    std::vector<TableRow> rows;
+    int64_t now = util::now_micros();
+    for (const auto& v : jobs) {
+      const auto& r = v.latest_run;
+      rows.push_back({v.job.id, cell(v.job.spec.name, 24), r ? std::string(model::to_string(r->status)) : "-",
+                      v.job.spec.queue, std::string(model::to_string(v.job.spec.priority)),
+                      util::format_age(v.job.created_at, now), cell(v.job.spec.command.display(), 50)});
+    }
+    print_table({"ID", "NAME", "STATUS", "QUEUE", "PRIORITY", "CREATED", "COMMAND"}, rows);
+  });
+}
+
+void register_runs(CLI::App& app, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("runs", "Attempt history of a job (or of one run)");
+  cmd->add_option("id", *id, "Job id or run id")->required();
+  cmd->callback([id, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    std::vector<model::Run> runs;
+    if (r.named_run) runs.push_back(*r.run);
+    else runs = ctx.store().runs_of(r.job.job.id);
+    std::vector<model::Attempt> attempts;
+    for (const auto& run : runs)
+      for (auto& a : ctx.store().attempts(run.id)) attempts.push_back(std::move(a));
+    if (ctx.format() == OutputFormat::json) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& a : attempts) all.push_back(model::to_json(a, false));
+      print_json(all);
+      return;
+    }
+    std::vector<TableRow> rows;
+    for (const auto& a : attempts)
+      rows.push_back({a.run_id, std::to_string(a.number), a.worker_name.empty() ? a.worker_id : a.worker_name,
+                      util::format_time(a.started_at), duration_between(a.started_at, a.finished_at), a.outcome,
+                      a.exit_code ? std::to_string(*a.exit_code) : "-", cell(a.error, 60)});
+    print_table({"RUN", "ATTEMPT", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT", "ERROR"}, rows);
+  });
+}
+
+void register_logs(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string id, stream = "both";
+    int attempt = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("logs", "Captured output of a job's latest attempt (the last 64 KiB of each stream)");
+  cmd->add_option("id", f->id, "Job id or run id")->required();
+  cmd->add_option("--attempt", f->attempt, "Show this attempt instead of the latest")->check(CLI::PositiveNumber);
+  cmd->add_option("--stream", f->stream, "stdout, stderr or both (stdout to stdout, stderr to stderr)")
+      ->check(CLI::IsMember({"stdout", "stderr", "both"}))->capture_default_str();
+  cmd->callback([f, &ctx] {
+    auto r = resolve_id(ctx, f->id);
+    if (!r.run) throw Error(ExitCode::invalid_state, fmt::format("job {} has no run yet", r.job.job.id));
+    auto attempts = ctx.store().attempts(r.run->id);
+    if (attempts.empty())
+      throw Error(ExitCode::invalid_state, fmt::format("run {} has not started yet ({})", r.run->id,
+                                                       model::to_string(r.run->status)),
+                  "wait for it with `jobctl wait`");
+    const model::Attempt* a = &attempts.back();
+    if (f->attempt > 0) {
+      if (f->attempt > static_cast<int>(attempts.size()))
+        throw Error(ExitCode::not_found, fmt::format("run {} has {} attempt(s), not {}", r.run->id, attempts.size(), f->attempt));
+      a = &attempts[static_cast<size_t>(f->attempt - 1)];
+    }
+    if (ctx.output == "json") {  // raw output unless JSON is asked for by name
+      print_json(model::to_json(*a, true));
+      return;
+    }
+    if (f->stream != "stderr") std::fwrite(a->stdout_tail.data(), 1, a->stdout_tail.size(), stdout);
+    if (f->stream != "stdout") std::fwrite(a->stderr_tail.data(), 1, a->stderr_tail.size(), stderr);
+  });
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app, Context& ctx) {
+  register_get(app, ctx);
+  register_ls(app, ctx);
+  register_runs(app, ctx);
+  register_logs(app, ctx);
+}
+
+}  // namespace jobctl::cli

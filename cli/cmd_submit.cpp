@@ -1,0 +1,155 @@
+// jobctl submit: one job from flags, or a batch from JSON lines.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/context.hpp"
+#include "cli/output.hpp"
+#include "cli/waiting.hpp"
+#include "common/model/job_json.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+struct SubmitFlags {
+  std::vector<std::string> command;
+  std::string name, queue = "default", priority = "normal", timeout, cwd, payload, idempotency_key, file;
+  std::vector<std::string> env;
+  bool wait = false;
+};
+
+// "@FILE" reads a file ("@-" standard input); anything else is the text.
+std::string text_or_file(const std::string& arg, const char* flag) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  std::string path = arg.substr(1);
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(fmt::format("{}: cannot read file '{}'", flag, path));
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+model::JobSpec spec_from_flags(const SubmitFlags& f) {
+  model::JobSpec s;
+  if (f.command.empty())
+    throw usage_error("no command given", "put the command after --, e.g. jobctl submit -- make test");
+  // One argument is a shell command line (like ssh); several are an argv.
+  s.command.via_shell = f.command.size() == 1;
+  s.command.argv = f.command;
+  s.name = f.name;
+  s.queue = f.queue;
+  s.priority = model::parse_priority(f.priority);
+  if (!f.timeout.empty()) s.timeout_us = util::parse_duration(f.timeout, "--timeout").count();
+  for (const auto& kv : f.env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw usage_error(fmt::format("invalid --env '{}'", kv), "write it as --env NAME=VALUE");
+    s.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!f.cwd.empty()) s.cwd = std::filesystem::absolute(f.cwd).lexically_normal().string();
+  if (!f.payload.empty()) {
+    std::string text = text_or_file(f.payload, "--payload");
+    try {
+      s.payload = nlohmann::json::parse(text).dump();
+    } catch (const nlohmann::json::parse_error& e) {
+      throw usage_error(fmt::format("--payload is not valid JSON: {}", e.what()),
+                        "quote it for the shell, e.g. --payload '{\"n\": 1}', or use --payload @file.json");
+    }
+  }
+  s.idempotency_key = f.idempotency_key;
+  model::validate(s);
+  return s;
+}
+
+std::vector<model::JobSpec> specs_from_file(const std::string& path) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    file.open(path);
+    if (!file) throw usage_error(fmt::format("--file: cannot read '{}'", path));
+    in = &file;
+  }
+  std::vector<model::JobSpec> specs;
+  std::string line;
+  for (size_t n = 1; std::getline(*in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      specs.push_back(model::job_spec_from_json(nlohmann::json::parse(line)));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw usage_error(fmt::format("line {}: not valid JSON: {}", n, e.what()), "nothing was submitted");
+    } catch (const Error& e) {
+      throw usage_error(fmt::format("line {}: {}", n, e.what()),
+                        e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+    }
+  }
+  if (specs.empty()) throw usage_error(fmt::format("--file '{}' holds no jobs", path));
+  return specs;
+}
+
+void report(Context& ctx, const std::vector<store::SubmitResult>& results, const std::vector<model::JobSpec>& specs) {
+  bool json = ctx.output == "json";
+  nlohmann::json all = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (r.existed)
+      std::fprintf(stderr, "jobctl: job %s already exists with idempotency key '%s'; not submitted again\n",
+                   r.job_id.c_str(), specs[i].idempotency_key.c_str());
+    if (json) all.push_back(model::to_json(*ctx.store().get_job(r.job_id)));
+    else std::printf("%s\n", r.job_id.c_str());
+  }
+  if (json) print_json(results.size() == 1 ? all[0] : all);
+}
+
+}  // namespace
+
+void register_submit(CLI::App& app, Context& ctx) {
+  auto f = std::make_shared<SubmitFlags>();
+  auto* cmd = app.add_subcommand("submit", "Submit a job: jobctl submit [options] -- CMD [ARGS...]");
+  cmd->footer("One argument after -- is run by `sh -c`; several are executed directly.\n"
+              "Prints the job id alone on stdout: id=$(jobctl submit -- make test)");
+  cmd->add_option("command", f->command, "The command to run");
+  cmd->add_option("--name", f->name, "A name for people to recognise the job by");
+  cmd->add_option("--queue", f->queue, "Queue the job waits in")->capture_default_str();
+  cmd->add_option("--priority", f->priority, "critical, high, normal or low")
+      ->check(CLI::IsMember({"critical", "high", "normal", "low"}))->capture_default_str();
+  cmd->add_option("--timeout", f->timeout, "Kill the job after this long (e.g. 90s, 10m, 1h30m)");
+  cmd->add_option("--env", f->env, "Environment variable NAME=VALUE for the job (repeatable)")->take_all();
+  cmd->add_option("--cwd", f->cwd, "Working directory of the job on the agent's host");
+  cmd->add_option("--payload", f->payload, "JSON given to the job on stdin and in JOB_PAYLOAD; @FILE reads a file");
+  cmd->add_option("--idempotency-key", f->idempotency_key,
+                  "Submit only once: a later submit with this key returns the existing job");
+  cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does");
+  auto* file = cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin");
+  // A batch line carries its own fields: per-job flags beside --file would
+  // be silently ignored, so they are refused.
+  for (const char* name : {"command", "--name", "--queue", "--priority", "--timeout", "--env", "--cwd", "--payload",
+                           "--idempotency-key"})
+    file->excludes(cmd->get_option(name));
+  cmd->callback([f, &ctx] {
+    std::vector<model::JobSpec> specs;
+    if (!f->file.empty()) specs = specs_from_file(f->file);
+    else specs.push_back(spec_from_flags(*f));
+    auto results = ctx.store().submit(specs);
+    report(ctx, results, specs);
+    if (f->wait) {
+      std::fflush(stdout);
+      int worst = 0;
+      for (const auto& r : results) worst = std::max(worst, wait_for_job(ctx, r.job_id, std::nullopt, WaitReport::status_only));
+      ctx.exit_code = worst;
+    }
+  });
+}
+
+}  // namespace jobctl::cli

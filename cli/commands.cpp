@@ -1,0 +1,81 @@
+// The table of jobctl's command groups and the one place errors are caught.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include "cli/context.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+constexpr std::array<Registrar, 6> kCommandGroups{
+    register_init, register_submit, register_inspect, register_control, register_workers, register_complete,
+};
+
+constexpr const char* kFooter = R"(Exit codes:
+  0  success                    1  the job failed, died or was cancelled (wait, submit --wait)
+  2  usage error or bad value   3  no such job or run
+  4  the job is in the wrong state for this command
+  5  store unreachable, or its schema missing or too old
+  70 internal error (a bug)     124  wait --timeout elapsed
+See jobctl(1) for every command, the batch format and the JSON output shape.)";
+
+void add_global_options(CLI::App& app, Context& ctx) {
+  app.add_option("--db", ctx.db,
+                 "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, else "
+                 "~/.local/share/jobctl/jobs.db)");
+  app.add_option("-o,--output", ctx.output, "Output format: table, json, or auto (table on a terminal, else json)")
+      ->check(CLI::IsMember({"auto", "table", "json"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+store::Store& Context::store(Schema schema) {
+  if (!store_) {
+    store_ = store::Store::open(config::resolve_dsn(db));
+    if (schema == Schema::require) store_->require_schema();
+  }
+  return *store_;
+}
+
+OutputFormat Context::format() const {
+  if (output == "json") return OutputFormat::json;
+  if (output == "table") return OutputFormat::table;
+  return isatty(STDOUT_FILENO) ? OutputFormat::table : OutputFormat::json;
+}
+
+std::unique_ptr<CLI::App> build_app(Context& ctx) {
+  auto app = std::make_unique<CLI::App>("jobctl: submit, inspect and control jobs run by jobagent.", "jobctl");
+  app->set_version_flag("--version", std::string("jobctl ") + JOBCTL_VERSION);
+  app->footer(kFooter);
+  app->require_subcommand(1);
+  add_global_options(*app, ctx);
+  for (Registrar r : kCommandGroups) r(*app, ctx);
+  // Global flags are accepted after the subcommand too (`jobctl ls -o json`).
+  for (CLI::App* sub : app->get_subcommands({})) add_global_options(*sub, ctx);
+  return app;
+}
+
+int run(int argc, char** argv) {
+  Context ctx;
+  auto app = build_app(ctx);
+  try {
+    app->parse(argc, argv);
+    return ctx.exit_code;
+  } catch (const CLI::ParseError& e) {
+    int rc = app->exit(e);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "jobctl: error: %s\n", e.what());
+    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jobctl: internal error: %s\n", e.what());
+    return static_cast<int>(ExitCode::internal);
+  }
+}
+
+}  // namespace jobctl::cli

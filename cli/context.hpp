@@ -1,0 +1,51 @@
+#pragma once
+// What every jobctl command shares: the global flags, the store (opened on
+// first use, so `--help` never touches a database), and output helpers.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "common/store/store.hpp"
+
+namespace jobctl::cli {
+
+enum class OutputFormat { table, json };
+
+class Context {
+ public:
+  std::optional<std::string> db;  // --db; else JOBCTL_DB; else the default SQLite file
+  std::string output = "auto";    // -o/--output: table, json, or auto (table on a terminal, else json)
+
+  // The store, with its schema checked (`jobctl init` skips the check).
+  enum class Schema { require, any };
+  store::Store& store(Schema schema = Schema::require);
+  OutputFormat format() const;
+  // Set by a command whose outcome is not plain success (wait: 1 or 124).
+  int exit_code = 0;
+
+ private:
+  std::unique_ptr<store::Store> store_;
+};
+
+// One command group: adds its subcommands to `app`, with callbacks that
+// throw jobctl::Error on failure. The table of them is in commands.cpp.
+using Registrar = void (*)(CLI::App& app, Context& ctx);
+
+void register_init(CLI::App& app, Context& ctx);
+void register_submit(CLI::App& app, Context& ctx);
+void register_inspect(CLI::App& app, Context& ctx);   // get, ls, runs, logs
+void register_control(CLI::App& app, Context& ctx);   // cancel, wait
+void register_workers(CLI::App& app, Context& ctx);
+void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
+
+// Builds the whole jobctl command line (used by main and by the tests that
+// check the man page and completions against it).
+std::unique_ptr<CLI::App> build_app(Context& ctx);
+
+// Parses and runs; returns the process exit code. Prints errors as
+// "jobctl: error: …" with an optional "hint: …" line.
+int run(int argc, char** argv);
+
+}  // namespace jobctl::cli

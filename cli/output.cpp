@@ -1,0 +1,59 @@
+#include "cli/output.hpp"
+
+#include <cstdio>
+
+namespace jobctl::cli {
+namespace {
+
+// Display width of UTF-8 text: count code points, not bytes.
+size_t width_of(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+}  // namespace
+
+void print_table(const TableRow& header, const std::vector<TableRow>& rows) {
+  std::vector<size_t> widths(header.size());
+  for (size_t i = 0; i < header.size(); ++i) widths[i] = width_of(header[i]);
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], width_of(r[i]));
+  auto print_row = [&](const TableRow& r) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(widths[i] - width_of(r[i]) + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  };
+  print_row(header);
+  for (const auto& r : rows) print_row(r);
+}
+
+void print_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
+  size_t w = 0;
+  for (const auto& [k, v] : fields) w = std::max(w, k.size());
+  for (const auto& [k, v] : fields) std::printf("%s:%s%s\n", k.c_str(), std::string(w - k.size() + 2, ' ').c_str(), v.c_str());
+}
+
+void print_json(const nlohmann::json& j) {
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+std::string cell(const std::string& text, size_t width) {
+  std::string flat;
+  for (char c : text) flat += (c == '\n' || c == '\t') ? ' ' : c;
+  if (width_of(flat) <= width) return flat;
+  std::string out;
+  size_t n = 0;
+  for (size_t i = 0; i < flat.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(flat[i]);
+    if ((c & 0xC0) != 0x80 && ++n > width - 1) break;
+    out += flat[i];
+  }
+  return out + "…";
+}
+
+}  // namespace jobctl::cli

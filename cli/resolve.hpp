@@ -1,0 +1,21 @@
+#pragma once
+// Turning an id typed by a user into a job or a run.
+#include <string>
+
+#include "cli/context.hpp"
+
+namespace jobctl::cli {
+
+struct Resolved {
+  model::JobView job;
+  std::optional<model::Run> run;  // the run named, or the job's latest
+  bool named_run = false;         // the id given was a run id
+};
+
+// Accepts a job id or a run id. Throws usage (not a ULID) or not_found.
+Resolved resolve_id(Context& ctx, const std::string& id);
+
+// Throws usage when `id` is not a ULID, naming what was expected.
+void check_id(const std::string& id);
+
+}  // namespace jobctl::cli
