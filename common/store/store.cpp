@@ -12,7 +12,9 @@ std::unique_ptr<Store> Store::open(const config::Dsn& dsn) {
   auto store = std::make_unique<Store>(std::move(conn));
   // Zero set-up for the embedded default: a new SQLite file gets its schema.
   // PostgreSQL is shared, so changing it stays an explicit `jobctl init`.
-  if (dsn.backend == config::Backend::sqlite && store->schema_version() == 0) store->migrate();
+  if (dsn.backend == config::Backend::sqlite &&
+      store->connection().query("SELECT count(*) FROM sqlite_master").at(0).i64(0) == 0)
+    store->migrate();
   return store;
 }
 

@@ -93,7 +93,7 @@ enum class CancelOutcome {
 
 class Store {
  public:
-  // Opens the database. On SQLite a brand-new file gets the schema at once
+  // Opens the database. On SQLite an empty file gets the schema at once
   // (zero set-up); otherwise the schema must be current (require_schema).
   static std::unique_ptr<Store> open(const config::Dsn& dsn);
 

@@ -1,0 +1,152 @@
+// The lease protocol: heartbeats, fencing, release and rescue.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <thread>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::RunStatus;
+
+namespace {
+
+std::string submit_one(store::Store& s) {
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  return s.submit({spec})[0].run_id;
+}
+
+std::string worker(store::Store& s, const std::string& name) {
+  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 50'000});
+}
+
+// Lets a lease of `us` microseconds run out on the database clock.
+void outlive(store::Store& s, int64_t us) {
+  int64_t until = s.now() + us;
+  while (s.now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+}  // namespace
+
+TEST_CASE("lease: heartbeat extends every lease the worker holds and nobody else's") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a"), b = worker(*s, "b");
+  submit_one(*s);
+  submit_one(*s);
+  submit_one(*s);
+  auto mine = s->claim(a, {"default"}, 2, 1'000'000);
+  auto theirs = s->claim(b, {"default"}, 2, 1'000'000);
+  REQUIRE(mine.size() == 2);
+  REQUIRE(theirs.size() == 1);
+  int64_t before = *s->get_run(mine[0].run_id)->lease_expires_at;
+  auto leases = s->heartbeat(a, model::WorkerState::active, 60'000'000);
+  CHECK(leases.size() == 2);
+  CHECK(*s->get_run(mine[0].run_id)->lease_expires_at > before + 30'000'000);
+  CHECK(*s->get_run(theirs[0].run_id)->lease_expires_at < before + 30'000'000);
+}
+
+TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is fenced out") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a"), b = worker(*s, "b");
+  auto run_id = submit_one(*s);
+  auto first = s->claim(a, {"default"}, 1, 20'000);
+  REQUIRE(first.size() == 1);
+  outlive(*s, 20'000);
+  CHECK(s->rescue_expired() == 1);
+  auto run = s->get_run(run_id);
+  CHECK(run->status == RunStatus::pending);
+  CHECK(run->error.find("lease expired") != std::string::npos);
+
+  auto second = s->claim(b, {"default"}, 1, 30'000'000);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].fence == first[0].fence + 1);
+  CHECK(second[0].attempt == 2);
+
+  // The deposed owner wakes up and reports: nothing changes.
+  auto stale = store::completion_of(first[0], RunStatus::succeeded);
+  CHECK(s->complete({stale}) == std::vector<bool>{false});
+  CHECK(s->get_run(run_id)->status == RunStatus::running);
+  CHECK(s->heartbeat(a, model::WorkerState::active, 30'000'000).empty());
+
+  auto fresh = store::completion_of(second[0], RunStatus::succeeded);
+  CHECK(s->complete({fresh}) == std::vector<bool>{true});
+  auto attempts = s->attempts(run_id);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0].outcome == "lost");
+  CHECK(attempts[1].outcome == "succeeded");
+  CHECK(s->get_run(run_id)->status == RunStatus::succeeded);
+}
+
+TEST_CASE("lease: a worker that stops heartbeating is marked gone") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");  // lease 50 ms
+  outlive(*s, 50'000);
+  s->rescue_expired();
+  auto workers = s->list_workers();
+  REQUIRE(workers.size() == 1);
+  CHECK(workers[0].id == a);
+  CHECK(workers[0].state == model::WorkerState::gone);
+}
+
+TEST_CASE("lease: release gives the run back without spending a delivery") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto run_id = submit_one(*s);
+  auto c = s->claim(a, {"default"}, 1, 30'000'000);
+  REQUIRE(c.size() == 1);
+  CHECK(s->get_run(run_id)->deliveries == 1);
+  auto r = store::completion_of(c[0], RunStatus::failed);
+  r.error = "released: the agent was draining";
+  s->release({r});
+  auto run = s->get_run(run_id);
+  CHECK(run->status == RunStatus::pending);
+  CHECK(run->deliveries == 0);
+  CHECK(s->attempts(run_id).at(0).outcome == "released");
+  // A stale release after someone else claimed it changes nothing.
+  auto again = s->claim(a, {"default"}, 1, 30'000'000);
+  REQUIRE(again.size() == 1);
+  s->release({r});
+  CHECK(s->get_run(run_id)->status == RunStatus::running);
+}
+
+TEST_CASE("lease: concurrent claimers never get the same run") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  {
+    auto s = db.open();
+    std::vector<model::JobSpec> specs(600);
+    for (auto& sp : specs) sp.command.argv = {"true"};
+    s->submit(specs);
+  }
+  std::vector<std::vector<std::string>> got(3);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      auto s = store::Store::open(config::parse_dsn(db.dsn()));
+      auto w = worker(*s, "t" + std::to_string(t));
+      for (;;) {
+        auto c = s->claim(w, {"default"}, 7, 30'000'000);
+        if (c.empty()) break;
+        for (auto& r : c) got[static_cast<size_t>(t)].push_back(r.run_id);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<std::string> all;
+  size_t total = 0;
+  for (auto& g : got) {
+    total += g.size();
+    all.insert(g.begin(), g.end());
+  }
+  CHECK(total == 600);
+  CHECK(all.size() == 600);
+}

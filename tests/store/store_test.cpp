@@ -1,0 +1,229 @@
+// The Store contract, on the backend JOBCTL_TEST_BACKEND names.
+#include <doctest/doctest.h>
+
+#include "common/store/migrations.hpp"
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::Priority;
+using model::RunStatus;
+
+namespace {
+
+model::JobSpec job(const std::string& name, Priority p = Priority::normal, const std::string& queue = "default") {
+  model::JobSpec s;
+  s.name = name;
+  s.priority = p;
+  s.queue = queue;
+  s.command.argv = {"true"};
+  return s;
+}
+
+std::string worker(store::Store& s, const std::string& name = "w") {
+  store::WorkerRegistration reg{name, "host", 1, {"default"}, 8, "test", 30'000'000};
+  return s.register_worker(reg);
+}
+
+}  // namespace
+
+TEST_CASE("store: migrations are idempotent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  CHECK(s->schema_version() == store::kSchemaVersion);
+  CHECK(s->migrate() == 0);
+  CHECK(s->migrate() == 0);
+  CHECK_NOTHROW(s->require_schema());
+}
+
+TEST_CASE("store: submit writes the job and a pending run, get and ls read them back") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto spec = job("hello", Priority::high, "q1");
+  spec.env = {{"A", "1"}};
+  spec.payload = R"({"n":1})";
+  spec.timeout_us = 5'000'000;
+  auto res = s->submit({spec});
+  REQUIRE(res.size() == 1);
+  CHECK_FALSE(res[0].existed);
+  auto v = s->get_job(res[0].job_id);
+  REQUIRE(v);
+  CHECK(v->job.spec.name == "hello");
+  CHECK(v->job.spec.queue == "q1");
+  CHECK(v->job.spec.priority == Priority::high);
+  CHECK(v->job.spec.env.at("A") == "1");
+  CHECK(*v->job.spec.payload == R"({"n":1})");
+  CHECK(v->job.spec.timeout_us == 5'000'000);
+  REQUIRE(v->latest_run);
+  CHECK(v->latest_run->id == res[0].run_id);
+  CHECK(v->latest_run->status == RunStatus::pending);
+  CHECK(v->latest_run->attempts == 0);
+
+  store::JobFilter f;
+  CHECK(s->list_jobs(f).size() == 1);
+  f.queue = "other";
+  CHECK(s->list_jobs(f).empty());
+  f.queue.reset();
+  f.status = RunStatus::running;
+  CHECK(s->list_jobs(f).empty());
+  CHECK_FALSE(s->get_job("01ARZ3NDEKTSV4RRFFQ69G5FAV"));
+}
+
+TEST_CASE("store: an idempotency key returns the existing job, within and across batches") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = job("a");
+  a.idempotency_key = "deploy-42";
+  auto first = s->submit({a});
+  auto again = s->submit({a, job("other")});
+  CHECK(again[0].existed);
+  CHECK(again[0].job_id == first[0].job_id);
+  CHECK_FALSE(again[1].existed);
+  auto b = job("b");
+  b.idempotency_key = "fresh";
+  auto batch = s->submit({b, b});
+  CHECK_FALSE(batch[0].existed);
+  CHECK(batch[1].existed);
+  CHECK(batch[1].job_id == batch[0].job_id);
+  store::JobFilter f;
+  CHECK(s->list_jobs(f).size() == 3);
+}
+
+TEST_CASE("store: a large batch is written whole") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  std::vector<model::JobSpec> specs;
+  for (int i = 0; i < 12000; ++i) {
+    auto spec = job("j" + std::to_string(i));
+    spec.env = {{"I", std::to_string(i)}, {"Q", "a \"quoted\" \\ value,{x}"}};
+    specs.push_back(spec);
+  }
+  auto res = s->submit(specs);
+  REQUIRE(res.size() == specs.size());
+  auto v = s->get_job(res[11999].job_id);
+  REQUIRE(v);
+  CHECK(v->job.spec.env.at("I") == "11999");
+  CHECK(v->job.spec.env.at("Q") == "a \"quoted\" \\ value,{x}");
+  CHECK(s->connection().query("SELECT count(*) FROM runs WHERE status = 'pending'").at(0).i64(0) == 12000);
+}
+
+TEST_CASE("store: claim takes priority first, then FIFO, only from its queues, up to the limit") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  std::vector<std::string> order;
+  for (auto [name, p] : std::vector<std::pair<std::string, Priority>>{
+           {"low", Priority::low}, {"n1", Priority::normal}, {"crit", Priority::critical},
+           {"high", Priority::high}, {"n2", Priority::normal}}) {
+    s->submit({job(name, p)});
+  }
+  s->submit({job("elsewhere", Priority::critical, "other")});
+  for (int i = 0; i < 5; ++i) {
+    auto c = s->claim(w, {"default"}, 1, 30'000'000);
+    REQUIRE(c.size() == 1);
+    order.push_back(c[0].spec.name);
+    CHECK(c[0].attempt == 1);
+    CHECK(c[0].fence == 1);
+  }
+  CHECK(order == std::vector<std::string>{"crit", "high", "n1", "n2", "low"});
+  CHECK(s->claim(w, {"default"}, 10, 30'000'000).empty());
+  auto other = s->claim(w, {"default", "other"}, 10, 30'000'000);
+  REQUIRE(other.size() == 1);
+  CHECK(other[0].spec.name == "elsewhere");
+}
+
+TEST_CASE("store: a claim opens an attempt and a completion closes it with output") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s, "worker-one");
+  auto res = s->submit({job("x")});
+  auto c = s->claim(w, {"default"}, 4, 30'000'000);
+  REQUIRE(c.size() == 1);
+  auto run = s->get_run(res[0].run_id);
+  CHECK(run->status == RunStatus::running);
+  CHECK(run->lease_owner == w);
+  auto att = s->attempts(res[0].run_id);
+  REQUIRE(att.size() == 1);
+  CHECK(att[0].outcome == "running");
+  CHECK(att[0].worker_name == "worker-one");
+
+  auto done = store::completion_of(c[0], RunStatus::failed);
+  done.exit_code = 3;
+  done.error = "exited with code 3";
+  done.stdout_tail = std::string("bin\0ary\xff", 8);
+  done.stderr_tail = "oops";
+  CHECK(s->complete({done}) == std::vector<bool>{true});
+  run = s->get_run(res[0].run_id);
+  CHECK(run->status == RunStatus::failed);
+  CHECK(run->exit_code == 3);
+  CHECK(run->lease_owner.empty());
+  att = s->attempts(res[0].run_id);
+  CHECK(att[0].outcome == "failed");
+  CHECK(att[0].stdout_tail == std::string("bin\0ary\xff", 8));
+  CHECK(att[0].stderr_tail == "oops");
+  CHECK(att[0].finished_at.has_value());
+}
+
+TEST_CASE("store: cancel cancels a pending run, requests a running one, refuses a finished one") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto pending = s->submit({job("p")})[0];
+  CHECK(s->cancel(pending.job_id) == store::CancelOutcome::cancelled);
+  CHECK(s->get_run(pending.run_id)->status == RunStatus::cancelled);
+
+  auto running = s->submit({job("r")})[0];
+  auto c = s->claim(w, {"default"}, 1, 30'000'000);
+  REQUIRE(c.size() == 1);
+  CHECK(s->cancel(running.job_id) == store::CancelOutcome::requested);
+  auto leases = s->heartbeat(w, model::WorkerState::active, 30'000'000);
+  REQUIRE(leases.size() == 1);
+  CHECK(leases[0].cancel_requested);
+
+  try {
+    s->cancel(pending.job_id);
+    FAIL("cancelled twice");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+  }
+  try {
+    s->cancel("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    FAIL("cancelled a job that does not exist");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::not_found);
+  }
+}
+
+TEST_CASE("store: next_available_at reports the earliest pending run of the queues") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  CHECK_FALSE(s->next_available_at({"default"}));
+  int64_t before = s->now();
+  s->submit({job("a")});
+  auto next = s->next_available_at({"default"});
+  REQUIRE(next);
+  CHECK(*next >= before - 1000);
+  CHECK_FALSE(s->next_available_at({"other"}));
+}
+
+TEST_CASE("store: require_schema refuses a database without the current schema") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  s->connection().exec("DELETE FROM schema_migrations");
+  try {
+    s->require_schema();
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::store);
+    CHECK(e.hint().find("jobctl init") != std::string::npos);
+  }
+}

@@ -1,0 +1,199 @@
+#include "tests/support/fixtures.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "common/util/ulid.hpp"
+
+extern char** environ;
+
+namespace jobctl::test {
+
+namespace {
+int g_failures = 0;
+}  // namespace
+
+void note_failure() { ++g_failures; }
+bool current_test_failed() { return g_failures > 0; }
+int failure_count() { return g_failures; }
+
+TempDir::TempDir() : failures_at_start_(g_failures) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "jobctl-test.XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (g_failures > failures_at_start_ || std::uncaught_exceptions() > 0) {
+    std::fprintf(stderr, "test files kept in %s\n", path_.c_str());
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+config::Backend test_backend() {
+  const char* b = std::getenv("JOBCTL_TEST_BACKEND");
+  return b && std::string(b) == "postgres" ? config::Backend::postgres : config::Backend::sqlite;
+}
+
+const char* backend_name() { return test_backend() == config::Backend::postgres ? "postgres" : "sqlite"; }
+
+TestDb::TestDb(const TempDir& dir) {
+  if (test_backend() == config::Backend::sqlite) {
+    dsn_ = "sqlite:" + dir.file("jobs.db");
+    open();
+    return;
+  }
+  const char* base = std::getenv("JOBCTL_TEST_PG_DSN");
+  if (!base || !*base)
+    FAIL("JOBCTL_TEST_PG_DSN is not set: run the suite through scripts/test, which starts a PostgreSQL");
+  std::string id = util::new_ulid();
+  for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  schema_ = "t_" + id;
+  auto admin = store::open_postgres(base);
+  admin->exec_script("CREATE SCHEMA " + schema_);
+  dsn_ = fmt::format("{} options='-csearch_path={}'", base, schema_);
+  open();
+}
+
+TestDb::~TestDb() {
+  if (schema_.empty()) return;
+  if (current_test_failed()) {
+    std::fprintf(stderr, "test schema kept: %s\n", schema_.c_str());
+    return;
+  }
+  try {
+    store::open_postgres(std::getenv("JOBCTL_TEST_PG_DSN"))->exec_script("DROP SCHEMA " + schema_ + " CASCADE");
+  } catch (...) {
+  }
+}
+
+std::unique_ptr<store::Store> TestDb::open() {
+  auto s = store::Store::open(config::parse_dsn(dsn_));
+  s->migrate();
+  return s;
+}
+
+Process::Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const TempDir& dir,
+                 const std::string& label) {
+  out_path_ = dir.file(label + ".out");
+  err_path_ = dir.file(label + ".err");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("JOBCTL_DB=", 0) != 0) env.push_back(kv);
+  }
+  for (const auto& e : extra_env) env.push_back(e);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int rc = posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE_MESSAGE(rc == 0, "cannot start " << argv[0]);
+}
+
+Process::~Process() {
+  if (pid_ > 0 && status_ < 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Process::signal(int sig) { kill(pid_, sig); }
+
+bool Process::running() {
+  if (status_ >= 0) return false;
+  int st = 0;
+  if (waitpid(pid_, &st, WNOHANG) == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+int Process::wait(std::chrono::seconds limit) {
+  eventually([&] { return !running(); }, "process " + std::to_string(pid_) + " to exit", limit);
+  return status_;
+}
+
+std::string Process::out() const { return read_file(out_path_); }
+std::string Process::err() const { return read_file(err_path_); }
+
+Result jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text) {
+  static int counter = 0;
+  std::string label = fmt::format("jobctl-{}", ++counter);
+  std::vector<std::string> argv{JOBCTL_BIN, "--db", db.dsn()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string in_path = dir.file(label + ".in");
+  std::ofstream(in_path) << stdin_text;
+  // Run through sh only to feed stdin from the file.
+  std::string cmd;
+  for (const auto& a : argv) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += q + "' ";
+  }
+  Process p({"/bin/sh", "-c", "exec " + cmd + "< '" + in_path + "'"}, {}, dir, label);
+  int code = p.wait();
+  return Result{code, p.out(), p.err()};
+}
+
+std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
+                                     const std::string& label) {
+  std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", label};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return std::make_unique<Process>(argv, std::vector<std::string>{}, dir, label);
+}
+
+void eventually(const std::function<bool()>& done, const std::string& what, std::chrono::seconds limit) {
+  auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) FAIL("gave up waiting for " << what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \n\r\t");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \n\r\t");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string line;
+  while (std::getline(ss, line))
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+}  // namespace jobctl::test

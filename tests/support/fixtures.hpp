@@ -1,0 +1,98 @@
+#pragma once
+// Test support: a temporary directory and a fresh database per test, on
+// the backend chosen by JOBCTL_TEST_BACKEND (sqlite or postgres; ctest
+// registers every store and end-to-end test once for each), and helpers
+// to drive the real jobctl and jobagent binaries.
+//
+// Both are removed when the test passes and kept, with their location
+// printed, when it fails.
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config/dsn.hpp"
+#include "common/store/store.hpp"
+
+namespace jobctl::test {
+
+// True once any assertion of the current test failed (set by the listener
+// in test_main.cpp).
+bool current_test_failed();
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+  int failures_at_start_;
+};
+
+config::Backend test_backend();
+const char* backend_name();
+
+// A database of its own: a SQLite file in a TempDir, or a fresh schema in
+// the PostgreSQL server named by JOBCTL_TEST_PG_DSN.
+class TestDb {
+ public:
+  explicit TestDb(const TempDir& dir);
+  ~TestDb();
+  const std::string& dsn() const { return dsn_; }  // for --db
+  std::unique_ptr<store::Store> open();            // migrated store
+
+ private:
+  std::string dsn_;
+  std::string schema_;  // postgres only
+};
+
+// A process started from the tests, its output sent to files.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const TempDir& dir,
+          const std::string& label);
+  ~Process();  // SIGKILLs it if still running
+  pid_t pid() const { return pid_; }
+  void signal(int sig);
+  // Waits for exit (at most `limit`, then fails the test); returns the exit
+  // code, or 128+signal.
+  int wait(std::chrono::seconds limit = std::chrono::seconds(60));
+  bool running();
+  std::string out() const;
+  std::string err() const;
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = -1;
+  std::string out_path_, err_path_;
+};
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs jobctl with --db set to `db` and waits for it.
+Result jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+// Starts a jobagent on `db` with extra flags.
+std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
+                                     const std::string& label = "agent");
+
+// Polls `done` every 20 ms until it holds. This is a hang guard, not a
+// timing assertion: `limit` is generous and only ends a broken test.
+void eventually(const std::function<bool()>& done, const std::string& what,
+                std::chrono::seconds limit = std::chrono::seconds(120));
+
+std::string read_file(const std::string& path);
+std::string trim(const std::string& s);
+std::vector<std::string> lines(const std::string& s);
+
+}  // namespace jobctl::test
