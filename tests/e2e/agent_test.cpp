@@ -1,1 +1,228 @@
+// jobagent executing real processes: the execution contract, cancel,
+// timeout, output capture, drain and rescue after a crash.
 #include <doctest/doctest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+using test::run_jobctl;
+
+namespace {
+
+const std::vector<std::string> kFast{"--poll-interval", "100ms"};
+
+std::vector<std::string> with_fast(std::vector<std::string> flags) {
+  flags.insert(flags.end(), kFast.begin(), kFast.end());
+  return flags;
+}
+
+json get(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  auto r = run_jobctl(db, dir, {"get", id, "-o", "json"});
+  REQUIRE(r.code == 0);
+  return json::parse(r.out);
+}
+
+std::string status_of(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  return get(db, dir, id)["status"];
+}
+
+json attempts(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  return json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+}
+
+std::string submit(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), "submit");
+  auto r = run_jobctl(db, dir, args);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return test::trim(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("agent: runs a job with its payload, environment and identifiers, and keeps its output") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  auto id = submit(db, dir, {"--env", "GREETING=hi", "--idempotency-key", "k-1", "--queue", "default", "--payload",
+                             R"({"n": 7})", "--cwd", dir.path(), "--",
+                             "cat; echo; echo $GREETING $JOB_ID $JOB_RUN_ID $JOB_ATTEMPT $JOB_FENCE_TOKEN "
+                             "$JOB_IDEMPOTENCY_KEY $JOB_QUEUE; echo \"$JOB_PAYLOAD\"; pwd; echo to-stderr >&2"});
+  auto w = run_jobctl(db, dir, {"wait", id});
+  CHECK(w.code == 0);
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "succeeded");
+  std::string run_id = job["run"]["id"];
+  auto logs = run_jobctl(db, dir, {"logs", id});
+  auto out = test::lines(logs.out);
+  REQUIRE(out.size() == 4);
+  CHECK(json::parse(out[0]) == json::parse(R"({"n": 7})"));
+  CHECK(out[1] == "hi " + id + " " + run_id + " 1 1 k-1 default");
+  CHECK(json::parse(out[2]) == json::parse(R"({"n": 7})"));
+  CHECK(out[3] == dir.path());
+  CHECK(logs.err == "to-stderr\n");
+  auto a = attempts(db, dir, id);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0]["outcome"] == "succeeded");
+  CHECK(a[0]["exit_code"] == 0);
+  CHECK(a[0]["worker"] == "agent");
+}
+
+TEST_CASE("agent: a failing command, a missing command and a signal are recorded as failures") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  auto exit3 = submit(db, dir, {"--", "exit 3"});
+  auto missing = submit(db, dir, {"--", "/no/such/program", "arg"});
+  auto killed = submit(db, dir, {"--", "kill -9 $$"});
+  CHECK(run_jobctl(db, dir, {"wait", exit3}).code == 1);
+  CHECK(run_jobctl(db, dir, {"wait", missing}).code == 1);
+  CHECK(run_jobctl(db, dir, {"wait", killed}).code == 1);
+  CHECK(get(db, dir, exit3)["run"]["error"] == "exited with code 3");
+  CHECK(get(db, dir, exit3)["run"]["exit_code"] == 3);
+  CHECK(get(db, dir, missing)["run"]["error"] == "command not found: /no/such/program");
+  CHECK(get(db, dir, killed)["run"]["error"] == "killed by SIGKILL");
+  CHECK(attempts(db, dir, killed)[0]["signal"] == 9);
+}
+
+TEST_CASE("agent: cancel kills a running sleep 60 and its whole process group") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  std::string pidfile = dir.file("child.pid");
+  auto id = submit(db, dir, {"--", "sleep 60 & echo $! > " + pidfile + "; wait"});
+  test::eventually([&] { return !test::trim(test::read_file(pidfile)).empty(); }, "the job to start");
+  int child = std::stoi(test::trim(test::read_file(pidfile)));
+  auto c = run_jobctl(db, dir, {"cancel", id});
+  CHECK(c.code == 0);
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  CHECK(status_of(db, dir, id) == "cancelled");
+  CHECK(attempts(db, dir, id)[0]["outcome"] == "cancelled");
+  test::eventually([&] { return kill(child, 0) != 0; }, "the grandchild sleep to be killed");
+}
+
+TEST_CASE("agent: a job past its timeout is terminated and fails") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, with_fast({"--kill-grace", "1s"}));
+  auto id = submit(db, dir, {"--timeout", "300ms", "--", "trap '' TERM; sleep 30"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "failed");
+  CHECK(job["run"]["error"] == "timed out after 300ms");
+  CHECK(attempts(db, dir, id)[0]["signal"] == 9);  // it ignored SIGTERM, so SIGKILL
+}
+
+TEST_CASE("agent: output beyond 64 KiB keeps the last 64 KiB of each stream") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  auto id = submit(db, dir, {"--", "head -c 3000000 /dev/zero | tr '\\0' a; echo END; head -c 100000 /dev/zero | "
+                                   "tr '\\0' b >&2; echo ERR-END >&2"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto logs = run_jobctl(db, dir, {"logs", id});
+  CHECK(logs.out.size() == 65536);
+  CHECK(logs.out.substr(logs.out.size() - 4) == "END\n");
+  CHECK(logs.out.find('b') == std::string::npos);
+  CHECK(logs.err.size() == 65536);
+  CHECK(logs.err.substr(logs.err.size() - 8) == "ERR-END\n");
+}
+
+TEST_CASE("agent: SIGTERM drains, letting a running job finish") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  std::string marker = dir.file("started");
+  auto id = submit(db, dir, {"--", "touch " + marker + "; sleep 1; echo finished"});
+  test::eventually([&] { return !test::read_file(marker).empty() || access(marker.c_str(), F_OK) == 0; },
+                   "the job to start");
+  agent->signal(SIGTERM);
+  auto later = submit(db, dir, {"--", "true"});
+  CHECK(agent->wait() == 0);
+  CHECK(status_of(db, dir, id) == "succeeded");
+  CHECK(run_jobctl(db, dir, {"logs", id}).out == "finished\n");
+  CHECK(status_of(db, dir, later) == "pending");  // a draining agent claims nothing new
+  CHECK(agent->err().find("draining") != std::string::npos);
+}
+
+TEST_CASE("agent: past the drain timeout, jobs are killed and released for another agent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, with_fast({"--drain-timeout", "300ms"}));
+  std::string marker = dir.file("started");
+  auto id = submit(db, dir, {"--", "touch " + marker + "; sleep 60"});
+  test::eventually([&] { return access(marker.c_str(), F_OK) == 0; }, "the job to start");
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "pending");
+  CHECK(job["run"]["deliveries"] == 0);
+  CHECK(attempts(db, dir, id)[0]["outcome"] == "released");
+  // Another agent picks it up.
+  unlink(marker.c_str());
+  auto second = test::start_agent(db, dir, kFast, "second");
+  test::eventually([&] { return status_of(db, dir, id) == "running"; }, "the second agent to claim the job");
+  CHECK(get(db, dir, id)["run"]["attempts"] == 2);
+}
+
+TEST_CASE("agent: a second SIGTERM stops at once and releases the runs") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  std::string marker = dir.file("started");
+  auto id = submit(db, dir, {"--", "touch " + marker + "; sleep 60"});
+  test::eventually([&] { return access(marker.c_str(), F_OK) == 0; }, "the job to start");
+  agent->signal(SIGTERM);
+  test::eventually([&] { return agent->err().find("draining") != std::string::npos; }, "the drain to begin");
+  agent->signal(SIGINT);
+  CHECK(agent->wait() == 0);
+  CHECK(status_of(db, dir, id) == "pending");
+}
+
+TEST_CASE("agent: a run whose agent was kill -9ed is run again by another agent after the lease") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string marker = dir.file("attempts");
+  auto first = test::start_agent(db, dir, with_fast({"--lease", "1s"}), "first");
+  auto id = submit(db, dir, {"--", "echo $JOB_ATTEMPT >> " + marker + "; sleep 2"});
+  test::eventually([&] { return !test::read_file(marker).empty(); }, "the first attempt to start");
+  first->signal(SIGKILL);
+  first->wait();
+  auto second = test::start_agent(db, dir, with_fast({"--lease", "1s"}), "second");
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto a = attempts(db, dir, id);
+  REQUIRE(a.size() == 2);
+  CHECK(a[0]["outcome"] == "lost");
+  CHECK(a[0]["worker"] == "first");
+  CHECK(std::string(a[0]["error"]).find("lease expired") != std::string::npos);
+  CHECK(a[1]["outcome"] == "succeeded");
+  CHECK(a[1]["worker"] == "second");
+  CHECK(test::lines(test::read_file(marker)) == std::vector<std::string>{"1", "2"});
+  auto workers = json::parse(run_jobctl(db, dir, {"workers", "--all", "-o", "json"}).out);
+  bool first_gone = false;
+  for (const auto& w : workers)
+    if (w["name"] == "first") first_gone = w["state"] == "gone";
+  CHECK(first_gone);
+}
+
+TEST_CASE("agent: refuses to start on a store whose schema is not current") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  db.open()->connection().exec("DELETE FROM schema_migrations");
+  auto agent = test::start_agent(db, dir, kFast);
+  CHECK(agent->wait() == 5);
+  CHECK(agent->err().find("jobctl init") != std::string::npos);
+}
+
+TEST_CASE("agent: refuses to start on a schema newer than it understands") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  db.open()->connection().exec("INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)");
+  auto agent = test::start_agent(db, dir, kFast);
+  CHECK(agent->wait() == 5);
+  CHECK(agent->err().find("upgrade") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"init"}).code == 5);
+}

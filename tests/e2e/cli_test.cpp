@@ -1,1 +1,172 @@
+// jobctl as a user runs it: the real binary against a real store.
 #include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+using test::run_jobctl;
+
+namespace {
+
+// How many jobs the store holds, read through jobctl itself.
+size_t job_count(const test::TestDb& db, const test::TempDir& dir) {
+  auto r = run_jobctl(db, dir, {"ls", "-o", "json", "--limit", "100000"});
+  REQUIRE(r.code == 0);
+  return json::parse(r.out).size();
+}
+
+}  // namespace
+
+TEST_CASE("cli: submit prints the id alone, get shows the job as documented JSON") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto r = run_jobctl(db, dir, {"submit", "--name", "build", "--queue", "ci", "--priority", "high", "--timeout", "1h30m",
+                            "--env", "A=1=2", "--payload", R"({"n": 1})", "--", "make", "test"});
+  REQUIRE(r.code == 0);
+  std::string id = test::trim(r.out);
+  CHECK(id.size() == 26);
+  CHECK(r.out == id + "\n");
+  auto g = run_jobctl(db, dir, {"get", id, "-o", "json"});
+  REQUIRE(g.code == 0);
+  auto j = json::parse(g.out);
+  CHECK(j["id"] == id);
+  CHECK(j["name"] == "build");
+  CHECK(j["queue"] == "ci");
+  CHECK(j["priority"] == "high");
+  CHECK(j["timeout"] == "1h30m");
+  CHECK(j["env"]["A"] == "1=2");
+  CHECK(j["payload"]["n"] == 1);
+  CHECK(j["command"] == json::array({"make", "test"}));
+  CHECK(j["status"] == "pending");
+  CHECK(j["run"]["attempts"] == 0);
+  CHECK(j["version"] == 1);
+}
+
+TEST_CASE("cli: one argument is a shell command line, several are an argv") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto one = test::trim(run_jobctl(db, dir, {"submit", "--", "echo a | wc -c"}).out);
+  auto many = test::trim(run_jobctl(db, dir, {"submit", "--", "echo", "a b"}).out);
+  CHECK(json::parse(run_jobctl(db, dir, {"get", one, "-o", "json"}).out)["command"] == "echo a | wc -c");
+  CHECK(json::parse(run_jobctl(db, dir, {"get", many, "-o", "json"}).out)["command"] == json::array({"echo", "a b"}));
+}
+
+TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  struct Case {
+    std::vector<std::string> args;
+    std::string mentions;
+  };
+  std::vector<Case> cases{
+      {{"submit", "--timeout", "10", "--", "true"}, "'10'"},
+      {{"submit", "--timeout", "5parsecs", "--", "true"}, "5parsecs"},
+      {{"submit", "--priority", "urgent", "--", "true"}, "urgent"},
+      {{"submit", "--payload", "{not json", "--", "true"}, "--payload"},
+      {{"submit", "--payload", "@/nonexistent/file.json", "--", "true"}, "/nonexistent/file.json"},
+      {{"submit", "--env", "NOEQUALS", "--", "true"}, "NOEQUALS"},
+      {{"submit", "--queue", "has space", "--", "true"}, "has space"},
+      {{"submit"}, "no command"},
+      {{"get", "not-an-id"}, "not-an-id"},
+      {{"wait", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--timeout", "soon"}, "soon"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    auto r = run_jobctl(db, dir, c.args);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(c.mentions) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  CHECK(job_count(db, dir) == 0);
+}
+
+TEST_CASE("cli: an unreachable or malformed store is exit 5 or 2 with the DSN's password hidden") {
+  test::TempDir dir;
+  auto bad = test::Process({JOBCTL_BIN, "--db", "postgres://u:hunter2@127.0.0.1:1/none", "ls"}, {}, dir, "bad");
+  CHECK(bad.wait() == 5);
+  CHECK(bad.err().find("hunter2") == std::string::npos);
+  CHECK(bad.err().find("cannot connect") != std::string::npos);
+  auto scheme = test::Process({JOBCTL_BIN, "--db", "mysql://h/db", "ls"}, {}, dir, "scheme");
+  CHECK(scheme.wait() == 2);
+}
+
+TEST_CASE("cli: unknown ids are exit 3, cancelling a finished job is exit 4") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  CHECK(run_jobctl(db, dir, {"get", "01ARZ3NDEKTSV4RRFFQ69G5FAV"}).code == 3);
+  CHECK(run_jobctl(db, dir, {"cancel", "01ARZ3NDEKTSV4RRFFQ69G5FAV"}).code == 3);
+  auto id = test::trim(run_jobctl(db, dir, {"submit", "--", "true"}).out);
+  CHECK(run_jobctl(db, dir, {"cancel", id}).code == 0);
+  auto again = run_jobctl(db, dir, {"cancel", id});
+  CHECK(again.code == 4);
+  CHECK(again.err.find("already finished (cancelled)") != std::string::npos);
+}
+
+TEST_CASE("cli: batch submit writes every line or none") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string good = R"({"command": ["true"], "name": "a"}
+{"command": "echo b", "queue": "q2", "env": {"X": "1"}}
+
+{"command": ["true"], "priority": "low", "timeout": "5m", "payload": [1, 2]}
+)";
+  auto r = run_jobctl(db, dir, {"submit", "--file", "-"}, good);
+  REQUIRE(r.code == 0);
+  CHECK(test::lines(r.out).size() == 3);
+  CHECK(job_count(db, dir) == 3);
+
+  std::string bad = R"({"command": ["true"]}
+{"command": ["true"], "retries": 3}
+{"command": ["true"]}
+)";
+  auto b = run_jobctl(db, dir, {"submit", "--file", "-"}, bad);
+  CHECK(b.code == 2);
+  CHECK(b.err.find("line 2") != std::string::npos);
+  CHECK(b.err.find("retries") != std::string::npos);
+  CHECK(job_count(db, dir) == 3);
+
+  auto notjson = run_jobctl(db, dir, {"submit", "--file", "-"}, "{\"command\": [\"true\"]}\n{oops\n");
+  CHECK(notjson.code == 2);
+  CHECK(notjson.err.find("line 2") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"submit", "--file", "-", "--queue", "x"}, good).code == 2);
+  CHECK(job_count(db, dir) == 3);
+}
+
+TEST_CASE("cli: a second submit with the same idempotency key returns the first job") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto first = run_jobctl(db, dir, {"submit", "--idempotency-key", "release-1.2", "--", "deploy"});
+  auto second = run_jobctl(db, dir, {"submit", "--idempotency-key", "release-1.2", "--", "deploy"});
+  REQUIRE(first.code == 0);
+  CHECK(second.code == 0);
+  CHECK(second.out == first.out);
+  CHECK(second.err.find("already exists") != std::string::npos);
+  CHECK(job_count(db, dir) == 1);
+}
+
+TEST_CASE("cli: wait gives up with exit 124 when nothing runs the job") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto id = test::trim(run_jobctl(db, dir, {"submit", "--", "true"}).out);
+  auto r = run_jobctl(db, dir, {"wait", id, "--timeout", "200ms"});
+  CHECK(r.code == 124);
+  CHECK(r.err.find("pending") != std::string::npos);
+}
+
+TEST_CASE("cli: ls filters by status and queue") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  run_jobctl(db, dir, {"submit", "--queue", "a", "--", "true"});
+  auto b = test::trim(run_jobctl(db, dir, {"submit", "--queue", "b", "--", "true"}).out);
+  run_jobctl(db, dir, {"cancel", b});
+  CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json", "--queue", "a"}).out).size() == 1);
+  auto cancelled = json::parse(run_jobctl(db, dir, {"ls", "-o", "json", "--status", "cancelled"}).out);
+  REQUIRE(cancelled.size() == 1);
+  CHECK(cancelled[0]["id"] == b);
+  auto table = run_jobctl(db, dir, {"ls", "-o", "table"});
+  CHECK(table.out.rfind("ID", 0) == 0);
+  CHECK(test::lines(table.out).size() == 3);
+}

@@ -139,7 +139,7 @@ int Process::wait(std::chrono::seconds limit) {
 std::string Process::out() const { return read_file(out_path_); }
 std::string Process::err() const { return read_file(err_path_); }
 
-Result jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text) {
+Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text) {
   static int counter = 0;
   std::string label = fmt::format("jobctl-{}", ++counter);
   std::vector<std::string> argv{JOBCTL_BIN, "--db", db.dsn()};

@@ -80,7 +80,7 @@ struct Result {
 };
 
 // Runs jobctl with --db set to `db` and waits for it.
-Result jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text = "");
+Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text = "");
 
 // Starts a jobagent on `db` with extra flags.
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
