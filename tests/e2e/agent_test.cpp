@@ -226,3 +226,46 @@ TEST_CASE("agent: refuses to start on a schema newer than it understands") {
   CHECK(agent->err().find("upgrade") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"init"}).code == 5);
 }
+
+TEST_CASE("agent: --log-format json writes one JSON object per line, with run and job ids") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, with_fast({"--log-format", "json"}));
+  auto id = submit(db, dir, {"--", "exit 4"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+  bool saw_finish = false;
+  for (const auto& line : test::lines(agent->err())) {
+    auto j = json::parse(line);  // throws, failing the test, on a non-JSON line
+    CHECK(j.contains("ts"));
+    CHECK(j.contains("level"));
+    if (j["event"] == "finished") {
+      saw_finish = true;
+      CHECK(j["job_id"] == id);
+      CHECK(j["status"] == "failed");
+      CHECK(j["run_id"].get<std::string>().size() == 26);
+    }
+  }
+  CHECK(saw_finish);
+}
+
+TEST_CASE("agent: an agent that lost its lease kills its copy and reports nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, with_fast({"--lease", "1s"}));
+  std::string pidfile = dir.file("job.pid");
+  auto id = submit(db, dir, {"--", "echo $$ > " + pidfile + "; exec sleep 60"});
+  test::eventually([&] { return !test::trim(test::read_file(pidfile)).empty(); }, "the job to start");
+  int pid = std::stoi(test::trim(test::read_file(pidfile)));
+  // Another owner takes the run over, as a rescue after a partition would.
+  auto store = db.open();
+  std::string run_id = get(db, dir, id)["run"]["id"];
+  store->connection().exec("UPDATE runs SET lease_owner = 'other', fence = fence + 1 WHERE id = $1", {run_id});
+  test::eventually([&] { return kill(pid, 0) != 0; }, "the agent to kill its copy");
+  test::eventually([&] { return agent->err().find("lease_lost") != std::string::npos; }, "the agent to log it");
+  auto run = store->get_run(run_id);
+  CHECK(run->status == model::RunStatus::running);
+  CHECK(run->lease_owner == "other");
+  CHECK(store->attempts(run_id).at(0).outcome == "running");
+}
