@@ -7,6 +7,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -127,6 +128,7 @@ class PostgresConnection final : public Connection {
     if (PQstatus(conn_) == CONNECTION_OK) return;
     PQreset(conn_);
     prepared_.clear();
+    seen_.clear();
     if (PQstatus(conn_) != CONNECTION_OK)
       throw Error(ExitCode::store, fmt::format("lost the connection to PostgreSQL at {}",
                                                config::redacted({config::Backend::postgres, conninfo_})));
@@ -134,7 +136,7 @@ class PostgresConnection final : public Connection {
 
   PGresult* run(std::string_view sql, const Params& params) {
     ensure_connected();
-    const std::string& name = prepare(sql);
+    const std::string* name = prepared_name(sql);
     std::vector<std::string> text(params.size());
     std::vector<const char*> values(params.size());
     std::vector<int> lengths(params.size()), formats(params.size());
@@ -160,8 +162,15 @@ class PostgresConnection final : public Connection {
       values[i] = text[i].c_str();
       lengths[i] = static_cast<int>(text[i].size());
     }
-    PGresult* res = PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()), values.data(),
-                                   lengths.data(), formats.data(), 0);
+    PGresult* res;
+    if (name) {
+      res = PQexecPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
+                           formats.data(), 0);
+    } else {
+      std::string statement = translate(sql);
+      res = PQexecParams(conn_, statement.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                         lengths.data(), formats.data(), 0);
+    }
     try {
       check(res, sql);
     } catch (...) {
@@ -171,15 +180,18 @@ class PostgresConnection final : public Connection {
     return res;
   }
 
-  const std::string& prepare(std::string_view sql) {
+  // A statement is prepared on its second use: a one-shot jobctl pays one
+  // round trip per statement, a long-lived agent parses each only once.
+  const std::string* prepared_name(std::string_view sql) {
     std::string key(sql);
     auto it = prepared_.find(key);
-    if (it != prepared_.end()) return it->second;
+    if (it != prepared_.end()) return &it->second;
+    if (seen_.insert(key).second) return nullptr;
     std::string name = fmt::format("s{}", prepared_.size() + 1);
     std::string text = translate(sql);
     ResultGuard r{PQprepare(conn_, name.c_str(), text.c_str(), 0, nullptr)};
     check(r.res, sql);
-    return prepared_.emplace(std::move(key), std::move(name)).first->second;
+    return &prepared_.emplace(std::move(key), std::move(name)).first->second;
   }
 
   void check(PGresult* res, std::string_view sql) {
@@ -198,6 +210,7 @@ class PostgresConnection final : public Connection {
   std::string conninfo_;
   PGconn* conn_ = nullptr;
   std::unordered_map<std::string, std::string> prepared_;
+  std::unordered_set<std::string> seen_;  // used once, not prepared yet
 };
 
 }  // namespace
