@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "common/model/job_json.hpp"
 #include "common/store/rows.hpp"
@@ -59,6 +60,27 @@ WHERE id IN (SELECT id FROM runs
 RETURNING id, job_id, fence, attempts, available_at
 )SQL";
 
+// PostgreSQL: a batch of completions in one statement. Fenced like
+// kFinishRun; returns the runs it finished.
+constexpr const char* kCompletePostgres = R"SQL(
+WITH done AS (
+  SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
+                       $8::bytea[], $9::bytea[])
+         AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail)
+), finished AS (
+  UPDATE runs r SET status = d.status, finished_at = NOW_US, lease_owner = NULL, lease_expires_at = NULL,
+         exit_code = d.exit_code, error = d.error
+  FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND r.status = 'running'
+  RETURNING r.id
+), closed AS (
+  UPDATE attempts a SET finished_at = NOW_US, outcome = d.status, exit_code = d.exit_code, signal = d.signal,
+         error = d.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail
+  FROM done d JOIN finished f ON f.id = d.run_id
+  WHERE a.run_id = d.run_id AND a.attempt = d.attempt
+)
+SELECT id FROM finished
+)SQL";
+
 constexpr const char* kFinishRun =
     "UPDATE runs SET status = $3, finished_at = NOW_US, lease_owner = NULL, lease_expires_at = NULL, "
     "exit_code = $4, error = $5 WHERE id = $1 AND fence = $2 AND status = 'running'";
@@ -77,6 +99,44 @@ Value opt_int(const std::optional<int>& v) {
 void close_attempt(Connection& c, const Completion& d, const std::string& outcome) {
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, outcome, opt_int(d.exit_code), opt_int(d.signal), d.error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}});
+}
+
+std::optional<std::string> opt_text(const std::optional<int>& v) {
+  if (!v) return std::nullopt;
+  return std::to_string(*v);
+}
+
+std::string bytea_text(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
+  std::vector<std::vector<std::optional<std::string>>> cols(9);
+  for (const auto& d : done) {
+    cols[0].push_back(d.run_id);
+    cols[1].push_back(std::to_string(d.fence));
+    cols[2].push_back(std::to_string(d.attempt));
+    cols[3].push_back(std::string(model::to_string(d.status)));
+    cols[4].push_back(opt_text(d.exit_code));
+    cols[5].push_back(opt_text(d.signal));
+    cols[6].push_back(d.error);
+    cols[7].push_back(bytea_text(d.stdout_tail));
+    cols[8].push_back(bytea_text(d.stderr_tail));
+  }
+  Params params;
+  for (const auto& col : cols) params.emplace_back(pg_array(col));
+  std::set<std::string> finished;
+  for (const auto& row : c.query(kCompletePostgres, params)) finished.insert(row.text(0));
+  std::vector<bool> applied;
+  for (const auto& d : done) applied.push_back(finished.count(d.run_id) > 0);
+  return applied;
 }
 
 std::vector<std::string> split_csv(const std::string& s) {
@@ -185,6 +245,7 @@ std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::Wo
 std::vector<bool> Store::complete(const std::vector<Completion>& done) {
   std::vector<bool> applied;
   if (done.empty()) return applied;
+  if (dialect() == Dialect::postgres) return complete_postgres(*conn_, done);
   Transaction tx(*conn_, TxMode::write);
   for (const auto& d : done) {
     std::string status(model::to_string(d.status));
