@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "common/exec/process.hpp"
+#include "agent/outcome.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
@@ -40,37 +40,6 @@ int open_signal_fd() {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
-store::Completion completion_for(const Finished& f) {
-  store::Completion c = store::completion_of(f.run, model::RunStatus::failed);
-  c.stdout_tail = f.stdout_tail;
-  c.stderr_tail = f.stderr_tail;
-  if (WIFEXITED(f.wait_status)) c.exit_code = WEXITSTATUS(f.wait_status);
-  if (WIFSIGNALED(f.wait_status)) c.signal = WTERMSIG(f.wait_status);
-  switch (f.ending) {
-    case Ending::timeout:
-      c.error = "timed out after " + util::format_duration(microseconds(f.run.spec.timeout_us));
-      return c;
-    case Ending::cancel:
-      c.status = model::RunStatus::cancelled;
-      c.error = "cancelled by user";
-      return c;
-    case Ending::drain:
-      c.error = "released: the agent was draining";
-      return c;
-    case Ending::none:
-    case Ending::lost:
-      break;
-  }
-  if (c.exit_code == 0) {
-    c.status = model::RunStatus::succeeded;
-  } else if (c.exit_code) {
-    c.error = fmt::format("exited with code {}", *c.exit_code);
-  } else if (c.signal) {
-    c.error = exec::describe_signal(*c.signal);
-  }
-  return c;
 }
 
 }  // namespace
@@ -150,15 +119,17 @@ void Agent::collect_finished() {
       log_event(LogLevel::warn, "lease_lost", fields);
       continue;  // another agent owns the run now: report nothing
     }
-    store::Completion c = completion_for(f);
+    store::Completion c = outcome_of(f, rng_);
     fields.emplace_back("attempt", std::to_string(f.run.attempt));
     fields.emplace_back("duration", util::format_duration(duration_cast<microseconds>(f.elapsed)));
-    if (f.ending == Ending::drain) {
+    if (c.outcome == "released") {
       log_event(LogLevel::info, "released", fields);
       releases_.push_back(std::move(c));
       continue;
     }
     fields.emplace_back("status", std::string(model::to_string(c.status)));
+    if (c.status == model::RunStatus::pending)
+      fields.emplace_back("retry_in", util::format_duration(microseconds(c.retry_delay_us)));
     if (!c.error.empty()) fields.emplace_back("error", c.error);
     log_event(c.status == model::RunStatus::succeeded ? LogLevel::info : LogLevel::warn, "finished", fields);
     completions_.push_back(std::move(c));
@@ -222,9 +193,9 @@ void Agent::claim_if_free(Clock::time_point now) {
     for (const auto& run : claimed) {
       log_event(LogLevel::debug, "claimed",
                 {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
-      if (auto failed = runner_.start(run)) {
-        log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", failed->error}});
-        completions_.push_back(std::move(*failed));
+      if (auto error = runner_.start(run)) {
+        log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
+        completions_.push_back(start_failure(run, *error, rng_));
       }
     }
     claim_wanted_ = static_cast<int>(claimed.size()) == want && free_slots() > 0;

@@ -2,6 +2,7 @@
 // jobagent's main loop: claim → execute → complete, with heartbeats,
 // rescue of dead agents' runs, and a graceful drain on SIGTERM.
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ class Agent {
   bool claim_wanted_ = true;
   std::vector<store::Completion> completions_;  // finished, not yet recorded
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
+  std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };
 
 }  // namespace jobctl::agent

@@ -25,16 +25,14 @@ Runner::~Runner() {
   }
 }
 
-std::optional<store::Completion> Runner::start(const store::ClaimedRun& run) {
+std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
   exec::SpawnRequest req{run.spec.command.exec_argv(), job_environment(run, environ), run.spec.cwd,
                          run.spec.payload.value_or("")};
   exec::Spawned sp;
   try {
     sp = exec::spawn(req);
   } catch (const Error& e) {
-    store::Completion c = store::completion_of(run, model::RunStatus::failed);
-    c.error = e.what();
-    return c;
+    return std::string(e.what());
   }
   Job job{run, sp.pid, sp.stdout_fd, sp.stderr_fd, exec::OutputTail(opts_.output_limit),
           exec::OutputTail(opts_.output_limit), Clock::now(), std::nullopt, std::nullopt, Ending::none};

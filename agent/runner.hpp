@@ -44,9 +44,9 @@ class Runner {
   explicit Runner(const Options& opts) : opts_(opts) {}
   ~Runner();  // kills whatever still runs
 
-  // Starts the run's command. Returns a failed Completion when it cannot
-  // start (command not found, bad cwd); the run is then not tracked.
-  std::optional<store::Completion> start(const store::ClaimedRun& run);
+  // Starts the run's command. Returns why when it cannot start (command
+  // not found, bad cwd); the run is then not tracked.
+  std::optional<std::string> start(const store::ClaimedRun& run);
 
   // Descriptors to poll (stdout and stderr of each process).
   void poll_fds(std::vector<pollfd>& fds) const;

@@ -6,8 +6,10 @@
 //   jobctl __complete SUBCOMMAND --flag   the values the flag accepts (if a fixed set)
 //   jobctl __complete ids             recent job ids from the store
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/context.hpp"
+#include "common/config/dsn.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -41,6 +43,9 @@ void register_complete(CLI::App& app, Context& ctx) {
   auto words = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand("__complete", "Print completion words (used by the shell completions)");
   cmd->group("");  // hidden from --help
+  // Everything after the first word is a word too: `__complete submit
+  // --priority` asks about --priority rather than passing it to CLI11.
+  cmd->positionals_at_end();
   cmd->add_option("words", *words);
   CLI::App* root = &app;
   cmd->callback([words, root, &ctx] {
@@ -51,6 +56,9 @@ void register_complete(CLI::App& app, Context& ctx) {
       return;
     }
     if ((*words)[0] == "ids") {
+      // A completion must not create a database: no SQLite file, no ids.
+      auto dsn = config::resolve_dsn(ctx.db);
+      if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return;
       store::JobFilter filter;
       filter.limit = 200;
       for (const auto& v : ctx.store().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());

@@ -40,11 +40,40 @@ void register_wait(CLI::App& app, Context& ctx) {
   });
 }
 
+void register_retry(CLI::App& app, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("retry", "Run a dead, failed or cancelled job again, with a fresh retry budget");
+  cmd->add_option("id", *id, "Job id")->required();
+  cmd->callback([id, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    std::string run = ctx.store().retry_job(r.job.job.id);
+    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
+    else std::printf("%s\n", run.c_str());
+  });
+}
+
+void register_pause(CLI::App& app, Context& ctx, bool pause) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = pause ? app.add_subcommand("pause", "Pause a job: its pending runs wait until it is resumed")
+                    : app.add_subcommand("resume", "Resume a paused job");
+  cmd->add_option("id", *id, "Job id")->required();
+  cmd->callback([id, pause, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    bool changed = ctx.store().set_paused(r.job.job.id, pause);
+    const char* state = pause ? "paused" : "resumed";
+    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", state}, {"changed", changed}});
+    else std::fprintf(stderr, "job %s %s%s\n", r.job.job.id.c_str(), changed ? "" : "was already ", state);
+  });
+}
+
 }  // namespace
 
 void register_control(CLI::App& app, Context& ctx) {
   register_cancel(app, ctx);
   register_wait(app, ctx);
+  register_retry(app, ctx);
+  register_pause(app, ctx, true);
+  register_pause(app, ctx, false);
 }
 
 }  // namespace jobctl::cli

@@ -36,8 +36,9 @@ using Registrar = void (*)(CLI::App& app, Context& ctx);
 void register_init(CLI::App& app, Context& ctx);
 void register_submit(CLI::App& app, Context& ctx);
 void register_inspect(CLI::App& app, Context& ctx);   // get, ls, runs, logs
-void register_control(CLI::App& app, Context& ctx);   // cancel, wait
+void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pause, resume
 void register_workers(CLI::App& app, Context& ctx);
+void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
 void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
 
 // Builds the whole jobctl command line (used by main and by the tests that

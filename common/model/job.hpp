@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/model/retry.hpp"
+
 namespace jobctl::model {
 
 // Claim order: lower value first. Stored as this integer.
@@ -46,6 +48,7 @@ struct JobSpec {
   std::string cwd;                           // empty = the agent's working directory
   std::optional<std::string> payload;        // JSON text; on stdin and in JOB_PAYLOAD
   std::string idempotency_key;               // empty = none
+  RetryPolicy retry;                         // what a failure leads to
 };
 
 struct Job {
@@ -69,6 +72,9 @@ struct Run {
   int64_t fence = 0;                   // bumped at every claim
   int deliveries = 0;                  // claims that did not end in a release
   int attempts = 0;                    // attempt rows so far
+  int failures = 0;                    // attempts that reported a failure
+  std::string replay_of;               // the dead run this run replays, if any
+  std::optional<int64_t> replayed_at;  // a dead run: when it was replayed
   bool cancel_requested = false;
   std::optional<int> exit_code;        // of the last attempt
   std::string error;                   // of the last attempt

@@ -20,6 +20,13 @@ const std::string& want_string(const json& v, std::string_view field) {
   return v.get_ref<const std::string&>();
 }
 
+int want_int(const json& v, std::string_view field) {
+  if (!v.is_number_integer()) throw field_error(field, "must be an integer");
+  auto n = v.get<int64_t>();
+  if (n < 0 || n > 1000000) throw field_error(field, "is out of range");
+  return static_cast<int>(n);
+}
+
 Command command_from_json(const json& v, std::string_view field) {
   Command c;
   if (v.is_string()) {
@@ -81,10 +88,27 @@ JobSpec job_spec_from_json(const json& j) {
       s.payload = v.dump();
     } else if (key == "idempotency_key") {
       s.idempotency_key = want_string(v, key);
+    } else if (key == "retries") {
+      s.retry.max_retries = want_int(v, key);
+    } else if (key == "backoff") {
+      s.retry.backoff = parse_backoff(want_string(v, key));
+    } else if (key == "retry_delay") {
+      s.retry.delay_us = util::parse_duration(want_string(v, key), "retry_delay").count();
+    } else if (key == "max_retry_delay") {
+      s.retry.max_delay_us = util::parse_duration(want_string(v, key), "max_retry_delay").count();
+    } else if (key == "retry_for") {
+      s.retry.retry_for_us = util::parse_duration(want_string(v, key), "retry_for").count();
+    } else if (key == "no_retry_exit_codes") {
+      s.retry.no_retry_exit_codes = ExitCodeSet::parse(want_string(v, key));
+    } else if (key == "max_deliveries") {
+      s.retry.max_deliveries = want_int(v, key);
+    } else if (key == "delivery") {
+      s.retry.delivery = parse_delivery(want_string(v, key));
     } else {
       throw usage_error(fmt::format("unknown field '{}'", key),
                         "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
-                        "idempotency_key (see jobctl(1), BATCH FORMAT)");
+                        "idempotency_key, retries, backoff, retry_delay, max_retry_delay, retry_for, "
+                        "no_retry_exit_codes, max_deliveries, delivery (see jobctl(1), BATCH FORMAT)");
     }
   }
   if (!has_command) throw field_error("command", "is required");
@@ -109,6 +133,7 @@ void validate(const JobSpec& s) {
   if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
   if (s.idempotency_key.size() > 255)
     throw usage_error("the idempotency key is longer than 255 characters");
+  validate(s.retry);
 }
 
 std::string command_to_text(const Command& c) {
@@ -135,13 +160,28 @@ json to_json(const Run& r) {
          {"deliveries", r.deliveries},
          {"attempts", r.attempts},
          {"cancel_requested", r.cancel_requested},
-         {"error", r.error}};
+         {"error", r.error},
+         {"failures", r.failures}};
+  j["replay_of"] = r.replay_of.empty() ? json(nullptr) : json(r.replay_of);
+  put(j, "replayed_at", opt_time(r.replayed_at));
   put(j, "started_at", opt_time(r.started_at));
   put(j, "finished_at", opt_time(r.finished_at));
   put(j, "lease_expires_at", opt_time(r.lease_expires_at));
   j["lease_owner"] = r.lease_owner.empty() ? json(nullptr) : json(r.lease_owner);
   j["exit_code"] = r.exit_code ? json(*r.exit_code) : json(nullptr);
   return j;
+}
+
+json to_json(const RetryPolicy& p) {
+  auto dur = [](int64_t us) { return util::format_duration(util::Micros(us)); };
+  return json{{"retries", p.max_retries},
+              {"backoff", to_string(p.backoff)},
+              {"retry_delay", dur(p.delay_us)},
+              {"max_retry_delay", dur(p.max_delay_us)},
+              {"retry_for", p.retry_for_us ? json(dur(p.retry_for_us)) : json(nullptr)},
+              {"no_retry_exit_codes", p.no_retry_exit_codes.str()},
+              {"max_deliveries", p.max_deliveries},
+              {"delivery", to_string(p.delivery)}};
 }
 
 json to_json(const JobView& v) {
@@ -161,6 +201,7 @@ json to_json(const JobView& v) {
          {"created_at", util::format_time(job.created_at)}};
   j["timeout"] = s.timeout_us ? json(util::format_duration(util::Micros(s.timeout_us))) : json(nullptr);
   j["payload"] = s.payload ? json::parse(*s.payload) : json(nullptr);
+  j["retry"] = to_json(s.retry);
   j["status"] = v.latest_run ? json(to_string(v.latest_run->status)) : json(nullptr);
   j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
   return j;

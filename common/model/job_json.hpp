@@ -26,6 +26,7 @@ Command command_from_text(const std::string& text);
 std::string env_to_text(const std::map<std::string, std::string>& env);
 std::map<std::string, std::string> env_from_text(const std::string& text);
 
+nlohmann::json to_json(const RetryPolicy& p);
 nlohmann::json to_json(const JobView& v);
 nlohmann::json to_json(const Run& r);
 nlohmann::json to_json(const Attempt& a, bool with_output);

@@ -86,6 +86,24 @@ CREATE TABLE workers (
 );
 )SQL";
 
+// Migration 2: retry policy per job, failure counts and the dead-letter
+// queue's links per run.
+constexpr const char* kV2 = R"SQL(
+ALTER TABLE jobs ADD COLUMN max_retries INTEGER NOT NULL DEFAULT 3;
+ALTER TABLE jobs ADD COLUMN backoff TEXT NOT NULL DEFAULT 'exponential-jitter';
+ALTER TABLE jobs ADD COLUMN retry_delay_us BIGINT NOT NULL DEFAULT 1000000;
+ALTER TABLE jobs ADD COLUMN max_retry_delay_us BIGINT NOT NULL DEFAULT 300000000;
+ALTER TABLE jobs ADD COLUMN retry_for_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN no_retry_exit_codes TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN max_deliveries INTEGER NOT NULL DEFAULT 5;
+ALTER TABLE jobs ADD COLUMN delivery TEXT NOT NULL DEFAULT 'at-least-once';
+ALTER TABLE runs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN replay_of TEXT;
+ALTER TABLE runs ADD COLUMN replayed_at BIGINT;
+-- The dead-letter queue: dead runs not replayed yet, by when they died.
+CREATE INDEX runs_dead ON runs (finished_at) WHERE status = 'dead' AND replayed_at IS NULL;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -108,6 +126,8 @@ std::string migration_sql(Dialect d, int version) {
       pos = sql.find("BLOB_T", pos);
     }
     if (d == Dialect::postgres) sql += kV1Postgres;
+  } else if (version == 2) {
+    sql = kV2;
   }
   return sql;
 }
@@ -123,7 +143,9 @@ int schema_version(Connection& conn) {
   return static_cast<int>(conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").at(0).i64(0));
 }
 
-int migrate(Connection& conn) {
+int migrate(Connection& conn) { return migrate_to(conn, kSchemaVersion); }
+
+int migrate_to(Connection& conn, int target) {
   Transaction tx(conn, TxMode::write);
   if (conn.dialect() == Dialect::postgres) conn.query("SELECT pg_advisory_xact_lock(7230652077)");
   conn.exec_script("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
@@ -134,7 +156,7 @@ int migrate(Connection& conn) {
                             kSchemaVersion),
                 "upgrade jobctl and jobagent to the release that created it");
   int applied = 0;
-  for (int v = current + 1; v <= kSchemaVersion; ++v) {
+  for (int v = current + 1; v <= target; ++v) {
     conn.exec_script(migration_sql(conn.dialect(), v));
     conn.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, NOW_US)", {int64_t{v}});
     ++applied;

@@ -10,7 +10,7 @@
 namespace jobctl::store {
 
 // The schema version this build reads and writes.
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 // 0 when the database holds no jobctl schema yet.
 int schema_version(Connection& conn);
@@ -20,5 +20,7 @@ int schema_version(Connection& conn);
 // the write lock). Returns how many migrations it applied. Throws
 // Error(ExitCode::store) when the database is newer than this build.
 int migrate(Connection& conn);
+// Applies migrations up to `target` only: for tests of upgrades.
+int migrate_to(Connection& conn, int target);
 
 }  // namespace jobctl::store

@@ -21,6 +21,15 @@ model::Job job_from_row(const Row& row, size_t f) {
   j.version = static_cast<int>(row.i64(f + 10));
   j.paused = row.i64(f + 11) != 0;
   j.created_at = row.i64(f + 12);
+  auto& r = j.spec.retry;
+  r.max_retries = static_cast<int>(row.i64(f + 13));
+  r.backoff = model::parse_backoff(row.text(f + 14));
+  r.delay_us = row.i64(f + 15);
+  r.max_delay_us = row.i64(f + 16);
+  r.retry_for_us = row.i64(f + 17);
+  r.no_retry_exit_codes = model::ExitCodeSet::parse(row.text(f + 18));
+  r.max_deliveries = static_cast<int>(row.i64(f + 19));
+  r.delivery = model::parse_delivery(row.text(f + 20));
   return j;
 }
 
@@ -41,6 +50,9 @@ model::Run run_from_row(const Row& row, size_t f) {
   r.cancel_requested = row.i64(f + 12) != 0;
   if (auto code = row.opt_i64(f + 13)) r.exit_code = static_cast<int>(*code);
   r.error = row.text(f + 14);
+  r.failures = static_cast<int>(row.i64(f + 15));
+  r.replay_of = row.text(f + 16);
+  r.replayed_at = row.opt_i64(f + 17);
   return r;
 }
 

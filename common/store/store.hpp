@@ -42,7 +42,10 @@ struct ClaimedRun {
   std::string job_id;
   int64_t fence = 0;       // proves the lease in heartbeat/complete
   int attempt = 0;         // 1-based number of this attempt
+  int failures = 0;        // earlier attempts that reported a failure
   int64_t available_at = 0;
+  int64_t first_started_at = 0;  // the run's first claim (store clock)
+  int64_t claimed_at = 0;        // this claim (store clock)
   model::JobSpec spec;
 };
 
@@ -51,7 +54,11 @@ struct Completion {
   std::string run_id;
   int64_t fence = 0;
   int attempt = 0;
-  model::RunStatus status = model::RunStatus::succeeded;  // succeeded, failed or cancelled
+  // What becomes of the run: succeeded, cancelled, dead, or pending again
+  // (a retry, available after retry_delay_us).
+  model::RunStatus status = model::RunStatus::succeeded;
+  std::string outcome = "succeeded";  // of the attempt: succeeded, failed, cancelled, released
+  int64_t retry_delay_us = 0;
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string error;
@@ -66,6 +73,7 @@ inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) 
   c.fence = run.fence;
   c.attempt = run.attempt;
   c.status = status;
+  c.outcome = std::string(model::to_string(status));
   return c;
 }
 
@@ -84,6 +92,14 @@ struct WorkerRegistration {
   int capacity = 0;
   std::string version;
   int64_t lease_us = 0;
+};
+
+// Which dead runs a dead-letter query or a bulk replay covers.
+struct DeadFilter {
+  std::optional<std::string> queue;
+  std::optional<int64_t> since;  // died at or after (store clock, µs)
+  std::optional<int64_t> until;  // died before
+  int limit = 1000;
 };
 
 enum class CancelOutcome {
@@ -123,6 +139,27 @@ class Store {
   // that run already finished.
   CancelOutcome cancel(const std::string& job_id);
 
+  // Pauses or resumes a job: a paused job's pending runs are not claimed.
+  // Returns false when it already was in that state. Throws not_found.
+  bool set_paused(const std::string& job_id, bool paused);
+
+  // --- the dead-letter queue ----------------------------------------------
+  // Dead runs not replayed yet, newest death first, each with its job.
+  std::vector<model::JobView> dead_runs(const DeadFilter& filter);
+  // For each dead run, a fresh pending run of its job with a fresh retry
+  // budget, linked to it (replay_of); the dead run leaves the queue. All or
+  // nothing: throws invalid_state naming the first run that is not dead
+  // (or was replayed already). Returns the new run ids.
+  std::vector<std::string> replay(const std::vector<std::string>& dead_run_ids);
+  // Replays every dead run the filter covers, in one transaction.
+  int replay_all(const DeadFilter& filter);
+  // Deletes dead runs (and their attempts) that died before now - age.
+  int purge_dead(int64_t older_than_us);
+  // Manual retry: a fresh run of a job whose latest run is dead, failed or
+  // cancelled. Throws not_found, or invalid_state for a job still pending,
+  // running or succeeded. Returns the new run id.
+  std::string retry_job(const std::string& job_id);
+
   // --- agents (jobagent) --------------------------------------------------
   std::string register_worker(const WorkerRegistration& w);  // returns the worker id
   void set_worker_state(const std::string& worker_id, model::WorkerState state);
@@ -153,6 +190,9 @@ class Store {
 
  private:
   std::vector<SubmitResult> insert_jobs(const std::vector<model::JobSpec>& specs);
+  std::string rerun(const std::string& run_id);  // inside a transaction
+
+
 
   std::unique_ptr<Connection> conn_;
 };

@@ -29,6 +29,7 @@ const std::string kClaimPostgres = fmt::format(R"SQL(
 WITH picked AS (
   SELECT id FROM runs
   WHERE status = 'pending' AND queue = ANY ($3::text[]) AND available_at <= NOW_US
+    AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = runs.job_id AND p.paused = 1)
   ORDER BY priority, available_at, id
   LIMIT $4
   FOR UPDATE SKIP LOCKED
@@ -37,12 +38,12 @@ WITH picked AS (
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
          started_at = COALESCE(r.started_at, NOW_US)
   FROM picked WHERE r.id = picked.id
-  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority
+  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at
 ), opened AS (
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome)
   SELECT id, attempts, $1, NOW_US, 'running' FROM claimed
 )
-SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, {}
+SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, {}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
@@ -56,8 +57,9 @@ UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US 
        started_at = COALESCE(started_at, NOW_US)
 WHERE id IN (SELECT id FROM runs
              WHERE status = 'pending' AND queue IN (SELECT value FROM json_each($3)) AND available_at <= NOW_US
+               AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = runs.job_id AND p.paused = 1)
              ORDER BY priority, available_at, id LIMIT $4)
-RETURNING id, job_id, fence, attempts, available_at
+RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US
 )SQL";
 
 // PostgreSQL: a batch of completions in one statement. Fenced like
@@ -65,15 +67,18 @@ RETURNING id, job_id, fence, attempts, available_at
 constexpr const char* kCompletePostgres = R"SQL(
 WITH done AS (
   SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
-                       $8::bytea[], $9::bytea[])
-         AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail)
+                       $8::bytea[], $9::bytea[], $10::text[], $11::int8[])
+         AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail, outcome, delay)
 ), finished AS (
-  UPDATE runs r SET status = d.status, finished_at = NOW_US, lease_owner = NULL, lease_expires_at = NULL,
-         exit_code = d.exit_code, error = d.error
+  UPDATE runs r SET status = d.status,
+         finished_at = CASE WHEN d.status = 'pending' THEN NULL ELSE NOW_US END,
+         available_at = CASE WHEN d.status = 'pending' THEN NOW_US + d.delay ELSE r.available_at END,
+         failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
+         lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code, error = d.error
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND r.status = 'running'
   RETURNING r.id
 ), closed AS (
-  UPDATE attempts a SET finished_at = NOW_US, outcome = d.status, exit_code = d.exit_code, signal = d.signal,
+  UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
          error = d.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail
   FROM done d JOIN finished f ON f.id = d.run_id
   WHERE a.run_id = d.run_id AND a.attempt = d.attempt
@@ -82,8 +87,10 @@ SELECT id FROM finished
 )SQL";
 
 constexpr const char* kFinishRun =
-    "UPDATE runs SET status = $3, finished_at = NOW_US, lease_owner = NULL, lease_expires_at = NULL, "
-    "exit_code = $4, error = $5 WHERE id = $1 AND fence = $2 AND status = 'running'";
+    "UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
+    "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
+    "lease_owner = NULL, lease_expires_at = NULL, exit_code = $4, error = $5 "
+    "WHERE id = $1 AND fence = $2 AND status = 'running'";
 constexpr const char* kReleaseRun =
     "UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, available_at = NOW_US, "
     "deliveries = deliveries - 1 WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
@@ -99,6 +106,20 @@ Value opt_int(const std::optional<int>& v) {
 void close_attempt(Connection& c, const Completion& d, const std::string& outcome) {
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, outcome, opt_int(d.exit_code), opt_int(d.signal), d.error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}});
+}
+
+// The first 8 columns of both claim statements.
+ClaimedRun claimed_from_row(const Row& row) {
+  ClaimedRun c;
+  c.run_id = row.text(0);
+  c.job_id = row.text(1);
+  c.fence = row.i64(2);
+  c.attempt = static_cast<int>(row.i64(3));
+  c.available_at = row.i64(4);
+  c.failures = static_cast<int>(row.i64(5));
+  c.first_started_at = row.i64(6);
+  c.claimed_at = row.i64(7);
+  return c;
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -118,7 +139,7 @@ std::string bytea_text(const std::string& bytes) {
 }
 
 std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
-  std::vector<std::vector<std::optional<std::string>>> cols(9);
+  std::vector<std::vector<std::optional<std::string>>> cols(11);
   for (const auto& d : done) {
     cols[0].push_back(d.run_id);
     cols[1].push_back(std::to_string(d.fence));
@@ -129,6 +150,8 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
     cols[6].push_back(d.error);
     cols[7].push_back(bytea_text(d.stdout_tail));
     cols[8].push_back(bytea_text(d.stderr_tail));
+    cols[9].push_back(d.outcome);
+    cols[10].push_back(std::to_string(d.retry_delay_us));
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
@@ -203,8 +226,8 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
   Params params{worker_id, lease_us, list_param(dialect(), queues), int64_t{limit}};
   if (dialect() == Dialect::postgres) {
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
-      ClaimedRun c{row.text(0), row.text(1), row.i64(2), static_cast<int>(row.i64(3)), row.i64(4),
-                   job_from_row(row, 5).spec};
+      ClaimedRun c = claimed_from_row(row);
+      c.spec = job_from_row(row, 8).spec;
       out.push_back(std::move(c));
     }
     return out;
@@ -212,7 +235,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
   Transaction tx(*conn_, TxMode::write);
   std::map<std::string, model::JobSpec> jobs;
   for (const auto& row : conn_->query(kClaimSqlite, params)) {
-    ClaimedRun c{row.text(0), row.text(1), row.i64(2), static_cast<int>(row.i64(3)), row.i64(4), {}};
+    ClaimedRun c = claimed_from_row(row);
     conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome) "
                 "VALUES ($1, $2, $3, NOW_US, 'running')",
                 {c.run_id, int64_t{c.attempt}, worker_id});
@@ -249,8 +272,9 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
   Transaction tx(*conn_, TxMode::write);
   for (const auto& d : done) {
     std::string status(model::to_string(d.status));
-    bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), d.error}) == 1;
-    if (ok) close_attempt(*conn_, d, status);
+    bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), d.error, d.retry_delay_us,
+                                       int64_t{d.outcome == "failed" ? 1 : 0}}) == 1;
+    if (ok) close_attempt(*conn_, d, d.outcome);
     applied.push_back(ok);
   }
   tx.commit();
@@ -281,18 +305,31 @@ int Store::rescue_expired() {
   Transaction tx(*conn_, TxMode::write);
   std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED" : "";
   auto expired = conn_->query(
-      "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner) FROM runs r "
+      "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
+      "j.max_deliveries, j.delivery FROM runs r JOIN jobs j ON j.id = r.job_id "
       "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US" +
       lock);
   for (const auto& row : expired) {
     std::string why = fmt::format("lease expired: worker {} stopped heartbeating", row.text(3));
-    conn_->exec("UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, "
-                "available_at = NOW_US, error = $2 WHERE id = $1",
-                {row.text(0), why});
+    // A lost attempt is run again at once, unless the job may not run
+    // twice, or it has now been delivered too often without any result.
+    std::string status = "pending", run_error = why;
+    if (row.text(6) == "at-most-once") {
+      status = "dead";
+      run_error = "at-most-once: its agent was lost during the attempt, so it is not run again";
+    } else if (row.i64(4) >= row.i64(5)) {
+      status = "dead";
+      run_error = fmt::format("poison: delivered {} times without a result", row.i64(4));
+    }
+    conn_->exec("UPDATE runs SET status = $2, lease_owner = NULL, lease_expires_at = NULL, "
+                "available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'dead' THEN NOW_US END "
+                "WHERE id = $1",
+                {row.text(0), status, run_error});
     conn_->exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
                 "WHERE run_id = $1 AND attempt = $2 AND finished_at IS NULL",
                 {row.text(0), row.i64(1), why});
-    if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
+    if (status == "pending" && dialect() == Dialect::postgres)
+      conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
   }
   conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
   tx.commit();

@@ -19,14 +19,18 @@ constexpr size_t kChunk = 5000;
 
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
-    "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NOW_US, NOW_US)";
+    "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
+    "delivery, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+    "$16, $17, $18, NOW_US, NOW_US)";
 constexpr const char* kInsertRun =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
     "VALUES ($1, $2, $3, $4, 'pending', NOW_US, NOW_US)";
 constexpr const char* kInsertJobsUnnest =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
-    "created_at, updated_at) SELECT u.*, NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], "
-    "$4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[]) AS u";
+    "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
+    "delivery, created_at, updated_at) SELECT u.*, NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], "
+    "$4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::int[], $12::text[], "
+    "$13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[]) AS u";
 constexpr const char* kInsertRunsUnnest =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
     "SELECT u.*, 'pending', NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u";
@@ -50,9 +54,13 @@ Value nullable(const std::string& s) {
 void insert_each(Connection& c, const std::vector<NewRow>& rows) {
   for (const auto& r : rows) {
     const auto& s = *r.spec;
+    const auto& p = s.retry;
     c.exec(kInsertJob, {r.job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)},
                         model::command_to_text(s.command), model::env_to_text(s.env), s.cwd,
-                        s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key)});
+                        s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key),
+                        int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
+                        p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
+                        std::string(model::to_string(p.delivery))});
     c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)}});
   }
 }
@@ -60,7 +68,7 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows) {
 void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
   for (size_t start = 0; start < rows.size(); start += kChunk) {
     size_t end = std::min(rows.size(), start + kChunk);
-    std::vector<std::vector<std::optional<std::string>>> cols(10);
+    std::vector<std::vector<std::optional<std::string>>> cols(18);
     for (auto& col : cols) col.reserve(end - start);
     for (size_t i = start; i < end; ++i) {
       const auto& s = *rows[i].spec;
@@ -74,6 +82,15 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
       cols[7].push_back(s.payload);
       cols[8].push_back(std::to_string(s.timeout_us));
       cols[9].push_back(opt(s.idempotency_key));
+      const auto& p = s.retry;
+      cols[10].push_back(std::to_string(p.max_retries));
+      cols[11].push_back(std::string(model::to_string(p.backoff)));
+      cols[12].push_back(std::to_string(p.delay_us));
+      cols[13].push_back(std::to_string(p.max_delay_us));
+      cols[14].push_back(std::to_string(p.retry_for_us));
+      cols[15].push_back(p.no_retry_exit_codes.str());
+      cols[16].push_back(std::to_string(p.max_deliveries));
+      cols[17].push_back(std::string(model::to_string(p.delivery)));
     }
     Params jobs;
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));

@@ -16,4 +16,10 @@ std::string format_time(int64_t micros);
 // "3s ago" / "in 2m" relative to `now`, for tables.
 std::string format_age(int64_t micros, int64_t now);
 
+// A point in time typed by a user: RFC 3339 ("2026-11-22T03:00:00Z",
+// "…+01:00"; a date and time without an offset is UTC; "YYYY-MM-DD" is its
+// midnight UTC) or a duration meaning that long before `now` ("2h").
+// Throws jobctl::Error(ExitCode::usage) naming `flag`.
+int64_t parse_time_arg(const std::string& text, const char* flag, int64_t now);
+
 }  // namespace jobctl::util

@@ -75,16 +75,18 @@ TEST_CASE("agent: a failing command, a missing command and a signal are recorded
   test::TempDir dir;
   test::TestDb db(dir);
   auto agent = test::start_agent(db, dir, kFast);
-  auto exit3 = submit(db, dir, {"--", "exit 3"});
+  auto exit3 = submit(db, dir, {"--retries", "0", "--", "exit 3"});
   auto missing = submit(db, dir, {"--", "/no/such/program", "arg"});
-  auto killed = submit(db, dir, {"--", "kill -9 $$"});
+  auto killed = submit(db, dir, {"--retries", "0", "--", "kill -9 $$"});
   CHECK(run_jobctl(db, dir, {"wait", exit3}).code == 1);
   CHECK(run_jobctl(db, dir, {"wait", missing}).code == 1);
   CHECK(run_jobctl(db, dir, {"wait", killed}).code == 1);
-  CHECK(get(db, dir, exit3)["run"]["error"] == "exited with code 3");
+  CHECK(get(db, dir, exit3)["status"] == "dead");
+  CHECK(get(db, dir, exit3)["run"]["error"] == "exited with code 3; no retries allowed");
   CHECK(get(db, dir, exit3)["run"]["exit_code"] == 3);
-  CHECK(get(db, dir, missing)["run"]["error"] == "command not found: /no/such/program");
-  CHECK(get(db, dir, killed)["run"]["error"] == "killed by SIGKILL");
+  CHECK(get(db, dir, missing)["status"] == "dead");  // permanent: not retried despite the default 3 retries
+  CHECK(get(db, dir, missing)["run"]["error"] == "command not found: /no/such/program; permanent failure");
+  CHECK(get(db, dir, killed)["run"]["error"] == "killed by SIGKILL; no retries allowed");
   CHECK(attempts(db, dir, killed)[0]["signal"] == 9);
 }
 
@@ -108,11 +110,11 @@ TEST_CASE("agent: a job past its timeout is terminated and fails") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto agent = test::start_agent(db, dir, with_fast({"--kill-grace", "1s"}));
-  auto id = submit(db, dir, {"--timeout", "300ms", "--", "trap '' TERM; sleep 30"});
+  auto id = submit(db, dir, {"--timeout", "300ms", "--retries", "0", "--", "trap '' TERM; sleep 30"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   auto job = get(db, dir, id);
-  CHECK(job["status"] == "failed");
-  CHECK(job["run"]["error"] == "timed out after 300ms");
+  CHECK(job["status"] == "dead");
+  CHECK(job["run"]["error"] == "timed out after 300ms; no retries allowed");
   CHECK(attempts(db, dir, id)[0]["signal"] == 9);  // it ignored SIGTERM, so SIGKILL
 }
 
@@ -231,7 +233,7 @@ TEST_CASE("agent: --log-format json writes one JSON object per line, with run an
   test::TempDir dir;
   test::TestDb db(dir);
   auto agent = test::start_agent(db, dir, with_fast({"--log-format", "json"}));
-  auto id = submit(db, dir, {"--", "exit 4"});
+  auto id = submit(db, dir, {"--retries", "0", "--", "exit 4"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   agent->signal(SIGTERM);
   CHECK(agent->wait() == 0);
@@ -243,7 +245,7 @@ TEST_CASE("agent: --log-format json writes one JSON object per line, with run an
     if (j["event"] == "finished") {
       saw_finish = true;
       CHECK(j["job_id"] == id);
-      CHECK(j["status"] == "failed");
+      CHECK(j["status"] == "dead");
       CHECK(j["run_id"].get<std::string>().size() == 26);
     }
   }

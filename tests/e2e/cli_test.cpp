@@ -119,13 +119,13 @@ TEST_CASE("cli: batch submit writes every line or none") {
   CHECK(job_count(db, dir) == 3);
 
   std::string bad = R"({"command": ["true"]}
-{"command": ["true"], "retries": 3}
+{"command": ["true"], "retires": 3}
 {"command": ["true"]}
 )";
   auto b = run_jobctl(db, dir, {"submit", "--file", "-"}, bad);
   CHECK(b.code == 2);
   CHECK(b.err.find("line 2") != std::string::npos);
-  CHECK(b.err.find("retries") != std::string::npos);
+  CHECK(b.err.find("retires") != std::string::npos);
   CHECK(job_count(db, dir) == 3);
 
   auto notjson = run_jobctl(db, dir, {"submit", "--file", "-"}, "{\"command\": [\"true\"]}\n{oops\n");

@@ -1,0 +1,165 @@
+// jobctl dlq: browse, replay and purge the dead-letter queue.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/context.hpp"
+#include "cli/output.hpp"
+#include "cli/resolve.hpp"
+#include "common/model/job_json.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+struct FilterFlags {
+  std::string queue, since, until;
+  int limit = 100;
+};
+
+void add_filter_flags(CLI::App* cmd, FilterFlags& f) {
+  cmd->add_option("--queue", f.queue, "Only runs of this queue");
+  cmd->add_option("--since", f.since, "Only runs that died at or after this time (RFC 3339, or a duration ago: 2h)");
+  cmd->add_option("--until", f.until, "Only runs that died before this time (RFC 3339, or a duration ago)");
+}
+
+store::DeadFilter to_filter(const FilterFlags& f) {
+  store::DeadFilter filter;
+  int64_t now = util::now_micros();
+  if (!f.queue.empty()) filter.queue = f.queue;
+  if (!f.since.empty()) filter.since = util::parse_time_arg(f.since, "--since", now);
+  if (!f.until.empty()) filter.until = util::parse_time_arg(f.until, "--until", now);
+  filter.limit = f.limit;
+  return filter;
+}
+
+// A dead run named by its run id, or by its job id when the job's latest
+// run is the dead one.
+std::string dead_run_id(Context& ctx, const std::string& id) {
+  auto r = resolve_id(ctx, id);
+  if (!r.run || r.run->status != model::RunStatus::dead || r.run->replayed_at)
+    throw Error(ExitCode::invalid_state,
+                fmt::format("{} is not in the dead-letter queue{}", id,
+                            r.run ? fmt::format(" (its run is {})", model::to_string(r.run->status)) : ""),
+                "list it with `jobctl dlq ls`");
+  return r.run->id;
+}
+
+void register_ls(CLI::App& dlq, Context& ctx) {
+  auto f = std::make_shared<FilterFlags>();
+  auto* cmd = dlq.add_subcommand("ls", "List dead runs, newest first");
+  add_filter_flags(cmd, *f);
+  cmd->add_option("--limit", f->limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->callback([f, &ctx] {
+    auto dead = ctx.store().dead_runs(to_filter(*f));
+    if (ctx.format() == OutputFormat::json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& v : dead) out.push_back(model::to_json(v));
+      print_json(out);
+      return;
+    }
+    std::vector<TableRow> rows;
+    int64_t now = util::now_micros();
+    for (const auto& v : dead) {
+      const auto& r = *v.latest_run;
+      rows.push_back({v.job.id, r.id, cell(v.job.spec.name, 20), v.job.spec.queue,
+                      util::format_age(r.finished_at.value_or(r.created_at), now), std::to_string(r.attempts),
+                      cell(r.error, 60)});
+    }
+    print_table({"JOB", "RUN", "NAME", "QUEUE", "DIED", "ATTEMPTS", "REASON"}, rows);
+  });
+}
+
+void register_show(CLI::App& dlq, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = dlq.add_subcommand("show", "Show a dead run: reason, payload, every attempt with its output");
+  cmd->add_option("id", *id, "Run id (or job id)")->required();
+  cmd->callback([id, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    if (!r.run || r.run->status != model::RunStatus::dead)
+      throw Error(ExitCode::invalid_state, fmt::format("{} is not a dead run", *id), "list them with `jobctl dlq ls`");
+    auto attempts = ctx.store().attempts(r.run->id);
+    if (ctx.format() == OutputFormat::json) {
+      r.job.latest_run = r.run;
+      auto j = model::to_json(r.job);
+      j["attempts"] = nlohmann::json::array();
+      for (const auto& a : attempts) j["attempts"].push_back(model::to_json(a, true));
+      print_json(j);
+      return;
+    }
+    print_fields({{"job", r.job.job.id},
+                  {"run", r.run->id},
+                  {"name", r.job.job.spec.name.empty() ? "-" : r.job.job.spec.name},
+                  {"command", r.job.job.spec.command.display()},
+                  {"queue", r.job.job.spec.queue},
+                  {"died", r.run->finished_at ? util::format_time(*r.run->finished_at) : "-"},
+                  {"reason", r.run->error},
+                  {"payload", r.job.job.spec.payload.value_or("-")},
+                  {"replayed", r.run->replayed_at ? util::format_time(*r.run->replayed_at) : "no"}});
+    for (const auto& a : attempts) {
+      std::printf("\nattempt %d on %s at %s: %s%s\n", a.number, (a.worker_name.empty() ? a.worker_id : a.worker_name).c_str(),
+                  util::format_time(a.started_at).c_str(), a.outcome.c_str(), a.error.empty() ? "" : (" — " + a.error).c_str());
+      if (!a.stdout_tail.empty()) std::printf("--- stdout (tail)\n%s\n", cell(a.stdout_tail, 2000).c_str());
+      if (!a.stderr_tail.empty()) std::printf("--- stderr (tail)\n%s\n", cell(a.stderr_tail, 2000).c_str());
+    }
+  });
+}
+
+void register_replay(CLI::App& dlq, Context& ctx) {
+  struct Flags {
+    std::vector<std::string> ids;
+    bool all = false;
+    FilterFlags filter;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = dlq.add_subcommand("replay", "Run dead runs again with a fresh retry budget: ID... or --all [filters]");
+  cmd->add_option("ids", f->ids, "Run ids (or job ids) to replay");
+  auto* all = cmd->add_flag("--all", f->all, "Replay every dead run the filters cover, in one transaction");
+  add_filter_flags(cmd, f->filter);
+  all->excludes(cmd->get_option("ids"));
+  for (const char* name : {"--queue", "--since", "--until"}) cmd->get_option(name)->needs(all);
+  cmd->callback([f, &ctx] {
+    if (f->all) {
+      int n = ctx.store().replay_all(to_filter(f->filter));
+      if (ctx.output == "json") print_json({{"replayed", n}});
+      else std::printf("replayed %d dead run%s\n", n, n == 1 ? "" : "s");
+      return;
+    }
+    if (f->ids.empty()) throw usage_error("name the runs to replay, or pass --all", "e.g. jobctl dlq replay RUN_ID");
+    std::vector<std::string> runs;
+    for (const auto& id : f->ids) runs.push_back(dead_run_id(ctx, id));
+    auto fresh = ctx.store().replay(runs);
+    if (ctx.output == "json") {
+      print_json({{"replayed", fresh.size()}, {"runs", fresh}});
+      return;
+    }
+    for (const auto& id : fresh) std::printf("%s\n", id.c_str());
+    std::fprintf(stderr, "replayed %zu dead run%s\n", fresh.size(), fresh.size() == 1 ? "" : "s");
+  });
+}
+
+void register_purge(CLI::App& dlq, Context& ctx) {
+  auto older = std::make_shared<std::string>();
+  auto* cmd = dlq.add_subcommand("purge", "Delete dead runs (and their attempts) older than a duration");
+  cmd->add_option("--older-than", *older, "Age, e.g. 7d")->required();
+  cmd->callback([older, &ctx] {
+    int n = ctx.store().purge_dead(util::parse_duration(*older, "--older-than").count());
+    if (ctx.output == "json") print_json({{"purged", n}});
+    else std::printf("purged %d dead run%s\n", n, n == 1 ? "" : "s");
+  });
+}
+
+}  // namespace
+
+void register_dlq(CLI::App& app, Context& ctx) {
+  auto* dlq = app.add_subcommand("dlq", "The dead-letter queue: runs that failed for good");
+  dlq->require_subcommand(1);
+  register_ls(*dlq, ctx);
+  register_show(*dlq, ctx);
+  register_replay(*dlq, ctx);
+  register_purge(*dlq, ctx);
+}
+
+}  // namespace jobctl::cli

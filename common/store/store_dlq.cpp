@@ -1,0 +1,113 @@
+// Store: the dead-letter queue, manual retry and pause.
+//
+// A dead run stays dead forever (it is history). Replaying it inserts a new
+// pending run of the same job, linked by replay_of, and stamps the dead
+// one's replayed_at, which takes it out of the queue.
+#include <fmt/format.h>
+
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+#include "common/util/ulid.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr const char* kDeadWhere =
+    "r.status = 'dead' AND r.replayed_at IS NULL AND ($1 = '' OR r.queue = $1) "
+    "AND ($2 < 0 OR r.finished_at >= $2) AND ($3 < 0 OR r.finished_at < $3)";
+
+Params dead_params(const DeadFilter& f) {
+  return {f.queue.value_or(""), f.since.value_or(-1), f.until.value_or(-1), int64_t{f.limit}};
+}
+
+}  // namespace
+
+bool Store::set_paused(const std::string& job_id, bool paused) {
+  Transaction tx(*conn_, TxMode::write);
+  auto rows = conn_->query("SELECT paused FROM jobs WHERE id = $1", {job_id});
+  if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+  if ((rows[0].i64(0) != 0) == paused) return false;
+  conn_->exec("UPDATE jobs SET paused = $2, updated_at = NOW_US WHERE id = $1", {job_id, int64_t{paused ? 1 : 0}});
+  if (!paused && dialect() == Dialect::postgres)
+    conn_->query("SELECT pg_notify('jobctl_wake', queue) FROM jobs WHERE id = $1", {job_id});
+  tx.commit();
+  return true;
+}
+
+std::vector<model::JobView> Store::dead_runs(const DeadFilter& filter) {
+  std::string sql = fmt::format("SELECT {}, {} FROM runs r JOIN jobs j ON j.id = r.job_id WHERE {} "
+                                "ORDER BY r.finished_at DESC, r.id DESC LIMIT $4",
+                                kJobColumns, kRunColumns, kDeadWhere);
+  std::vector<model::JobView> out;
+  for (const auto& row : conn_->query(sql, dead_params(filter)))
+    out.push_back(model::JobView{job_from_row(row), run_from_row(row, kJobColumnCount)});
+  return out;
+}
+
+std::string Store::rerun(const std::string& run_id) {
+  std::string fresh = util::new_ulid();
+  auto rows = conn_->query(
+      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of) "
+      "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
+      "WHERE r.id = $1 RETURNING queue",
+      {run_id, fresh});
+  conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
+  if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows.at(0).text(0)});
+  return fresh;
+}
+
+std::vector<std::string> Store::replay(const std::vector<std::string>& dead_run_ids) {
+  Transaction tx(*conn_, TxMode::write);
+  std::vector<std::string> fresh;
+  for (const auto& id : dead_run_ids) {
+    auto rows = conn_->query("SELECT status, replayed_at FROM runs WHERE id = $1", {id});
+    if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no run with id '{}'", id));
+    if (rows[0].text(0) != "dead")
+      throw Error(ExitCode::invalid_state, fmt::format("run {} is {}, not dead: nothing was replayed", id, rows[0].text(0)),
+                  "list the dead-letter queue with `jobctl dlq ls`");
+    if (!rows[0].is_null(1))
+      throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id));
+    fresh.push_back(rerun(id));
+  }
+  tx.commit();
+  return fresh;
+}
+
+int Store::replay_all(const DeadFilter& filter) {
+  Transaction tx(*conn_, TxMode::write);
+  DeadFilter all = filter;
+  all.limit = 1'000'000'000;
+  auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r WHERE {} LIMIT $4", kDeadWhere), dead_params(all));
+  for (const auto& row : rows) rerun(row.text(0));
+  tx.commit();
+  return static_cast<int>(rows.size());
+}
+
+int Store::purge_dead(int64_t older_than_us) {
+  Transaction tx(*conn_, TxMode::write);
+  const char* doomed = "SELECT id FROM runs WHERE status = 'dead' AND replayed_at IS NULL AND finished_at < NOW_US - $1";
+  conn_->exec(fmt::format("DELETE FROM attempts WHERE run_id IN ({})", doomed), {older_than_us});
+  int64_t n = conn_->exec(fmt::format("DELETE FROM runs WHERE id IN ({})", doomed), {older_than_us});
+  tx.commit();
+  return static_cast<int>(n);
+}
+
+std::string Store::retry_job(const std::string& job_id) {
+  Transaction tx(*conn_, TxMode::write);
+  auto rows = conn_->query("SELECT id, status FROM runs WHERE job_id = $1 ORDER BY id DESC LIMIT 1", {job_id});
+  if (rows.empty()) {
+    if (conn_->query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
+      throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+    throw Error(ExitCode::invalid_state, fmt::format("job {} has no run to retry", job_id));
+  }
+  const std::string& status = rows[0].text(1);
+  if (status != "dead" && status != "failed" && status != "cancelled")
+    throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
+                                                     job_id, status));
+  std::string fresh = rerun(rows[0].text(0));
+  tx.commit();
+  return fresh;
+}
+
+}  // namespace jobctl::store
