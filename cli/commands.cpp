@@ -32,6 +32,13 @@ void add_global_options(CLI::App& app, Context& ctx) {
       ->capture_default_str();
 }
 
+void add_global_options_below(CLI::App& app, Context& ctx) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    add_global_options(*sub, ctx);
+    add_global_options_below(*sub, ctx);
+  }
+}
+
 }  // namespace
 
 store::Store& Context::store(Schema schema) {
@@ -55,8 +62,8 @@ std::unique_ptr<CLI::App> build_app(Context& ctx) {
   app->require_subcommand(1);
   add_global_options(*app, ctx);
   for (Registrar r : kCommandGroups) r(*app, ctx);
-  // Global flags are accepted after the subcommand too (`jobctl ls -o json`).
-  for (CLI::App* sub : app->get_subcommands({})) add_global_options(*sub, ctx);
+  // Global flags are accepted after any subcommand too (`jobctl dlq ls -o json`).
+  add_global_options_below(*app, ctx);
   return app;
 }
 

@@ -14,8 +14,8 @@ namespace jobctl::store {
 namespace {
 
 constexpr const char* kDeadWhere =
-    "r.status = 'dead' AND r.replayed_at IS NULL AND ($1 = '' OR r.queue = $1) "
-    "AND ($2 < 0 OR r.finished_at >= $2) AND ($3 < 0 OR r.finished_at < $3)";
+    "r.status = 'dead' AND r.replayed_at IS NULL AND (r.queue = $1 OR $1 = '') "
+    "AND (r.finished_at >= $2 OR $2 < 0) AND (r.finished_at < $3 OR $3 < 0)";
 
 Params dead_params(const DeadFilter& f) {
   return {f.queue.value_or(""), f.since.value_or(-1), f.until.value_or(-1), int64_t{f.limit}};

@@ -1,0 +1,181 @@
+// Failure handling end to end: retries with backoff, permanent failures,
+// the dead-letter queue from the CLI, poison runs and at-most-once.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/model/retry.hpp"
+#include "common/util/time.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+using test::run_jobctl;
+
+namespace {
+
+const std::vector<std::string> kFast{"--poll-interval", "100ms"};
+
+std::string submit(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), "submit");
+  auto r = run_jobctl(db, dir, args);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return test::trim(r.out);
+}
+
+json get(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  return json::parse(run_jobctl(db, dir, {"get", id, "-o", "json"}).out);
+}
+
+}  // namespace
+
+TEST_CASE("failure: a job that fails twice then succeeds is retried at spacings within the policy's bounds") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  std::string counter = dir.file("count"), sched = dir.file("scheduled");
+  // Attempts 1 and 2 fail, attempt 3 succeeds; each records when it was
+  // scheduled to run (JOB_SCHEDULED_AT = the run's available_at).
+  auto id = submit(db, dir, {"--retries", "3", "--backoff", "exponential-jitter", "--retry-delay", "400ms", "--",
+                             "echo $JOB_SCHEDULED_AT >> " + sched + "; echo x >> " + counter +
+                                 "; [ $(wc -l < " + counter + ") -ge 3 ]"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  REQUIRE(attempts.size() == 3);
+  CHECK(attempts[0]["outcome"] == "failed");
+  CHECK(attempts[1]["outcome"] == "failed");
+  CHECK(attempts[2]["outcome"] == "succeeded");
+  CHECK(get(db, dir, id)["run"]["failures"] == 2);
+
+  model::RetryPolicy p;
+  p.delay_us = 400'000;
+  auto scheduled = test::lines(test::read_file(sched));
+  REQUIRE(scheduled.size() == 3);
+  int64_t now = util::now_micros();
+  for (int n = 1; n <= 2; ++n) {
+    // Retry n was scheduled at (attempt n's end + delay) with delay within
+    // the bounds; the store's timestamps have millisecond resolution here.
+    int64_t ended = util::parse_time_arg(attempts[n - 1]["finished_at"], "finished_at", now);
+    int64_t due = util::parse_time_arg(scheduled[static_cast<size_t>(n)], "scheduled", now);
+    int64_t started = util::parse_time_arg(attempts[n]["started_at"], "started_at", now);
+    auto [lo, hi] = model::backoff_bounds(p, n);
+    CAPTURE(n);
+    CHECK(due - ended >= lo - 2000);
+    CHECK(due - ended <= hi + 2000);
+    CHECK(started >= due - 1000);  // never before it was due
+  }
+}
+
+TEST_CASE("failure: a permanent exit code goes dead at once, without a retry") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  auto id = submit(db, dir, {"--retries", "5", "--no-retry-exit-codes", "2,64-78", "--", "exit 65"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "dead");
+  CHECK(job["run"]["error"] == "exited with code 65; permanent exit code 65");
+  CHECK(job["run"]["attempts"] == 1);
+}
+
+TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the DLQ can replay it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  auto id = submit(db, dir, {"--name", "flaky", "--retries", "2", "--backoff", "fixed", "--retry-delay", "50ms",
+                             "--payload", R"({"order": 7})", "--", "echo attempt $JOB_ATTEMPT; exit 1"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "dead");
+  CHECK(job["run"]["error"] == "exited with code 1; retries exhausted after 3 attempts");
+  std::string dead_run = job["run"]["id"];
+
+  auto ls = json::parse(run_jobctl(db, dir, {"dlq", "ls", "-o", "json"}).out);
+  REQUIRE(ls.size() == 1);
+  CHECK(ls[0]["id"] == id);
+  auto show = run_jobctl(db, dir, {"dlq", "show", dead_run, "-o", "json"});
+  REQUIRE(show.code == 0);
+  auto shown = json::parse(show.out);
+  CHECK(shown["payload"]["order"] == 7);
+  REQUIRE(shown["attempts"].size() == 3);
+  CHECK(shown["attempts"][2]["stdout"] == "attempt 3\n");
+  auto table = run_jobctl(db, dir, {"dlq", "show", id, "-o", "table"});
+  CHECK(table.out.find("retries exhausted") != std::string::npos);
+  CHECK(table.out.find("attempt 2") != std::string::npos);
+
+  auto replay = run_jobctl(db, dir, {"dlq", "replay", dead_run});
+  REQUIRE(replay.code == 0);
+  std::string fresh = test::trim(replay.out);
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);  // it fails again, with a fresh budget of 3 attempts
+  auto again = get(db, dir, id);
+  CHECK(again["run"]["id"] == fresh);
+  CHECK(again["run"]["replay_of"] == dead_run);
+  CHECK(again["run"]["attempts"] == 3);
+  CHECK(run_jobctl(db, dir, {"dlq", "replay", "not-a-ulid"}).code == 2);
+  CHECK(run_jobctl(db, dir, {"dlq", "replay"}).code == 2);
+}
+
+TEST_CASE("failure: bulk replay, purge and manual retry from the CLI") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  std::vector<std::string> ids;
+  for (const char* q : {"a", "a", "b"}) {
+    auto id = submit(db, dir, {"--queue", q, "--retries", "0", "--", "exit 1"});
+    ids.push_back(id);
+  }
+  auto agent_ab = test::start_agent(db, dir, {"--queues", "a,b", "--poll-interval", "100ms"}, "ab");
+  for (const auto& id : ids) CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  auto bulk = run_jobctl(db, dir, {"dlq", "replay", "--all", "--queue", "a"});
+  CHECK(bulk.code == 0);
+  CHECK(bulk.out == "replayed 2 dead runs\n");
+  CHECK(run_jobctl(db, dir, {"dlq", "replay", "--queue", "a"}).code == 2);  // a filter needs --all
+  for (const auto& id : ids) CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+
+  auto purge = run_jobctl(db, dir, {"dlq", "purge", "--older-than", "1h"});
+  CHECK(purge.out == "purged 0 dead runs\n");
+  CHECK(run_jobctl(db, dir, {"dlq", "purge", "--older-than", "0s"}).out == "purged 3 dead runs\n");
+  CHECK(json::parse(run_jobctl(db, dir, {"dlq", "ls", "-o", "json"}).out).empty());
+
+  auto ok = submit(db, dir, {"--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", ok}).code == 0);
+  auto refused = run_jobctl(db, dir, {"retry", ok});
+  CHECK(refused.code == 4);
+  CHECK(refused.err.find("succeeded") != std::string::npos);
+}
+
+TEST_CASE("failure: a job that kills its own agent every time goes dead as poison") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto id = submit(db, dir, {"--max-deliveries", "2", "--", "kill -9 $PPID; sleep 5"});
+  std::vector<std::unique_ptr<test::Process>> agents;
+  for (int i = 0; i < 6 && get(db, dir, id)["status"] != "dead"; ++i) {
+    agents.push_back(test::start_agent(db, dir, {"--lease", "1s", "--poll-interval", "100ms"},
+                                       "agent" + std::to_string(i)));
+    auto& a = *agents.back();
+    test::eventually([&] { return !a.running() || get(db, dir, id)["status"] == "dead"; },
+                     "the agent to be killed or the run to die");
+  }
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "dead");
+  CHECK(job["run"]["error"] == "poison: delivered 2 times without a result");
+  auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  REQUIRE(attempts.size() == 2);
+  for (const auto& a : attempts) CHECK(a["outcome"] == "lost");
+}
+
+TEST_CASE("failure: an at-most-once job is never run twice when its agent is killed") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string ledger = dir.file("ledger");
+  auto first = test::start_agent(db, dir, {"--lease", "1s", "--poll-interval", "100ms"}, "first");
+  auto id = submit(db, dir, {"--delivery", "at-most-once", "--", "echo ran >> " + ledger + "; sleep 3"});
+  test::eventually([&] { return !test::read_file(ledger).empty(); }, "the job to start");
+  first->signal(SIGKILL);
+  first->wait();
+  auto second = test::start_agent(db, dir, {"--lease", "1s", "--poll-interval", "100ms"}, "second");
+  test::eventually([&] { return get(db, dir, id)["status"] == "dead"; }, "the run to be declared dead");
+  CHECK(std::string(get(db, dir, id)["run"]["error"]).find("at-most-once") != std::string::npos);
+  CHECK(test::lines(test::read_file(ledger)).size() == 1);
+}

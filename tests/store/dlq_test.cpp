@@ -1,0 +1,184 @@
+// The dead-letter queue, manual retry and pause, at the store level.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::RunStatus;
+
+namespace {
+
+struct Fixture {
+  test::TempDir dir;
+  test::TestDb db{dir};
+  std::unique_ptr<store::Store> s = db.open();
+  std::string worker = s->register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000});
+
+  // Submits a job and drives it to dead, as an agent would.
+  store::SubmitResult dead_job(const std::string& queue = "default") {
+    model::JobSpec spec;
+    spec.command.argv = {"false"};
+    spec.queue = queue;
+    auto res = s->submit({spec})[0];
+    auto c = s->claim(worker, {queue}, 1, 30'000'000);
+    REQUIRE(c.size() == 1);
+    auto done = store::completion_of(c[0], RunStatus::dead);
+    done.outcome = "failed";
+    done.error = "exited with code 1; no retries allowed";
+    REQUIRE(s->complete({done}) == std::vector<bool>{true});
+    return res;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves the queue") {
+  Fixture f;
+  auto a = f.dead_job();
+  auto dead = f.s->dead_runs({});
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].latest_run->id == a.run_id);
+  CHECK(dead[0].latest_run->error == "exited with code 1; no retries allowed");
+
+  auto fresh = f.s->replay({a.run_id});
+  REQUIRE(fresh.size() == 1);
+  auto run = f.s->get_run(fresh[0]);
+  CHECK(run->status == RunStatus::pending);
+  CHECK(run->replay_of == a.run_id);
+  CHECK(run->failures == 0);
+  CHECK(f.s->get_run(a.run_id)->status == RunStatus::dead);  // history stays
+  CHECK(f.s->get_run(a.run_id)->replayed_at.has_value());
+  CHECK(f.s->dead_runs({}).empty());
+  CHECK(f.s->get_job(a.job_id)->latest_run->id == fresh[0]);
+  CHECK_THROWS_AS(f.s->replay({a.run_id}), Error);  // not twice
+}
+
+TEST_CASE("dlq: replay is all or nothing") {
+  Fixture f;
+  auto a = f.dead_job();
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  auto pending = f.s->submit({spec})[0];
+  try {
+    f.s->replay({a.run_id, pending.run_id});
+    FAIL("replayed a pending run");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+    CHECK(std::string(e.what()).find(pending.run_id) != std::string::npos);
+  }
+  CHECK(f.s->dead_runs({}).size() == 1);
+  CHECK(f.s->runs_of(a.job_id).size() == 1);
+}
+
+TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
+  Fixture f;
+  f.dead_job("default");
+  f.dead_job("other");
+  f.dead_job("other");
+  store::DeadFilter other;
+  other.queue = "other";
+  CHECK(f.s->dead_runs(other).size() == 2);
+  store::DeadFilter future;
+  future.since = f.s->now() + 60'000'000;
+  CHECK(f.s->dead_runs(future).empty());
+  CHECK(f.s->replay_all(future) == 0);
+  CHECK(f.s->replay_all(other) == 2);
+  auto left = f.s->dead_runs({});
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].job.spec.queue == "default");
+}
+
+TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts") {
+  Fixture f;
+  auto a = f.dead_job();
+  CHECK(f.s->purge_dead(3600'000'000) == 0);
+  int64_t until = f.s->now() + 2000;
+  while (f.s->now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(f.s->purge_dead(1000) == 1);
+  CHECK(f.s->dead_runs({}).empty());
+  CHECK_FALSE(f.s->get_run(a.run_id));
+  CHECK(f.s->attempts(a.run_id).empty());
+  CHECK(f.s->get_job(a.job_id).has_value());  // the job itself stays
+}
+
+TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses others") {
+  Fixture f;
+  auto a = f.dead_job();
+  auto fresh = f.s->retry_job(a.job_id);
+  CHECK(f.s->get_run(fresh)->status == RunStatus::pending);
+  CHECK(f.s->dead_runs({}).empty());
+  try {
+    f.s->retry_job(a.job_id);  // now pending
+    FAIL("retried a pending job");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+  }
+  f.s->cancel(a.job_id);
+  CHECK_NOTHROW(f.s->retry_job(a.job_id));
+  CHECK_THROWS_AS(f.s->retry_job("01ARZ3NDEKTSV4RRFFQ69G5FAV"), Error);
+}
+
+TEST_CASE("dlq: a paused job's runs are not claimed until it is resumed") {
+  Fixture f;
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  auto res = f.s->submit({spec})[0];
+  CHECK(f.s->set_paused(res.job_id, true));
+  CHECK_FALSE(f.s->set_paused(res.job_id, true));
+  CHECK(f.s->claim(f.worker, {"default"}, 8, 30'000'000).empty());
+  CHECK(f.s->get_job(res.job_id)->job.paused);
+  CHECK(f.s->set_paused(res.job_id, false));
+  CHECK(f.s->claim(f.worker, {"default"}, 8, 30'000'000).size() == 1);
+}
+
+TEST_CASE("dlq: retries reschedule the run with the delay and count failures") {
+  Fixture f;
+  model::JobSpec spec;
+  spec.command.argv = {"false"};
+  auto res = f.s->submit({spec})[0];
+  auto c = f.s->claim(f.worker, {"default"}, 1, 30'000'000);
+  REQUIRE(c.size() == 1);
+  auto retry = store::completion_of(c[0], RunStatus::pending);
+  retry.outcome = "failed";
+  retry.retry_delay_us = 60'000'000;
+  int64_t before = f.s->now();
+  REQUIRE(f.s->complete({retry}) == std::vector<bool>{true});
+  auto run = f.s->get_run(res.run_id);
+  CHECK(run->status == RunStatus::pending);
+  CHECK(run->failures == 1);
+  CHECK(run->available_at >= before + 60'000'000);
+  CHECK_FALSE(run->finished_at.has_value());
+  CHECK(f.s->claim(f.worker, {"default"}, 1, 30'000'000).empty());  // not due yet
+  CHECK(f.s->attempts(res.run_id).at(0).outcome == "failed");
+}
+
+TEST_CASE("dlq: rescue sends a run delivered too often without a result to the dead-letter queue") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = s->register_worker({"w", "host", 1, {"default"}, 8, "test", 30'000'000});
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  spec.retry.max_deliveries = 2;
+  auto res = s->submit({spec})[0];
+  auto lose = [&] {
+    auto c = s->claim(w, {"default"}, 1, 1000);
+    REQUIRE(c.size() == 1);
+    int64_t until = s->now() + 2000;
+    while (s->now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(s->rescue_expired() == 1);
+  };
+  lose();
+  CHECK(s->get_run(res.run_id)->status == RunStatus::pending);
+  lose();
+  auto run = s->get_run(res.run_id);
+  CHECK(run->status == RunStatus::dead);
+  CHECK(run->error == "poison: delivered 2 times without a result");
+  auto att = s->attempts(res.run_id);
+  REQUIRE(att.size() == 2);
+  CHECK(att[0].outcome == "lost");
+  CHECK(att[1].outcome == "lost");
+}
