@@ -2,9 +2,13 @@
 // command table itself so completions cannot drift from the CLI.
 //
 //   jobctl __complete                 subcommands and global flags
-//   jobctl __complete SUBCOMMAND      that subcommand's flags
+//   jobctl __complete SUBCOMMAND      that subcommand's own subcommands and flags
 //   jobctl __complete SUBCOMMAND --flag   the values the flag accepts (if a fixed set)
 //   jobctl __complete ids             recent job ids from the store
+//
+// SUBCOMMAND may be a path of nested ones (`dlq ls`). A `--` before the
+// words lets the first one be a flag: `jobctl __complete -- -o` gives the
+// values of the global -o.
 #include <cstdio>
 #include <filesystem>
 
@@ -37,6 +41,22 @@ void print_values(const CLI::Option& o) {
   }
 }
 
+// The visible subcommand of `app` called `name`, if any.
+const CLI::App* visible_subcommand(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (!sub->get_group().empty() && sub->get_name() == name) return sub;
+  return nullptr;
+}
+
+void print_ids(Context& ctx) {
+  // A completion must not create a database: no SQLite file, no ids.
+  auto dsn = config::resolve_dsn(ctx.db);
+  if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return;
+  store::JobFilter filter;
+  filter.limit = 200;
+  for (const auto& v : ctx.store().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
+}
+
 }  // namespace
 
 void register_complete(CLI::App& app, Context& ctx) {
@@ -49,31 +69,27 @@ void register_complete(CLI::App& app, Context& ctx) {
   cmd->add_option("words", *words);
   CLI::App* root = &app;
   cmd->callback([words, root, &ctx] {
-    if (words->empty()) {
-      for (const CLI::App* sub : root->get_subcommands({}))
+    if (!words->empty() && (*words)[0] == "ids") {
+      print_ids(ctx);
+      return;
+    }
+    // Follow the words down the tree of subcommands as far as they name one.
+    const CLI::App* node = root;
+    size_t used = 0;
+    while (used < words->size()) {
+      const CLI::App* sub = visible_subcommand(*node, (*words)[used]);
+      if (!sub) break;
+      node = sub;
+      ++used;
+    }
+    if (used == words->size()) {
+      for (const CLI::App* sub : node->get_subcommands({}))
         if (!sub->get_group().empty()) std::printf("%s\n", sub->get_name().c_str());
-      print_flags(*root);
+      print_flags(*node);
       return;
     }
-    if ((*words)[0] == "ids") {
-      // A completion must not create a database: no SQLite file, no ids.
-      auto dsn = config::resolve_dsn(ctx.db);
-      if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return;
-      store::JobFilter filter;
-      filter.limit = 200;
-      for (const auto& v : ctx.store().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
-      return;
-    }
-    const CLI::App* sub = nullptr;
-    for (const CLI::App* s : root->get_subcommands({}))
-      if (s->get_name() == (*words)[0]) sub = s;
-    if (!sub) return;
-    if (words->size() == 1) {
-      print_flags(*sub);
-      return;
-    }
-    for (const CLI::Option* o : sub->get_options())
-      if (o->check_name((*words)[1])) print_values(*o);
+    for (const CLI::Option* o : node->get_options())
+      if (o->check_name((*words)[used])) print_values(*o);
   });
 }
 

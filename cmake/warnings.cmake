@@ -2,7 +2,7 @@
 # jobctl_build_flags, so one switch changes the whole tree.
 add_library(jobctl_build_flags INTERFACE)
 target_compile_options(jobctl_build_flags INTERFACE -Wall -Wextra -Wpedantic -Wshadow
-  -Wnon-virtual-dtor -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference
+  -Wnon-virtual-dtor -Wcast-align -Wunused -Woverloaded-virtual
   -Wimplicit-fallthrough)
 if(JOBCTL_WERROR)
   target_compile_options(jobctl_build_flags INTERFACE -Werror)

@@ -1,0 +1,309 @@
+// jobctl_bench: the measuring half of scripts/bench, which decides what to
+// run and prints the table. Each mode measures one thing and prints its
+// results as key=value lines on stdout:
+//
+//   stamp FILE               writes CLOCK_REALTIME ns to FILE, first thing
+//   sql DSN STATEMENT        runs one statement, prints its rows tab-separated
+//   timed LIMIT_S -- CMD…    wall and CPU time of CMD (its output discarded)
+//   drain DSN N LIMIT_S LOG -- AGENT…
+//                            starts AGENT with N pending runs waiting, and
+//                            times it until none is pending or running
+//   latency N GAP_MS DIR -- SUBMIT…
+//                            N times: t0, then `SUBMIT… SELF stamp DIR/i`;
+//                            pickup latency = stamp − t0
+//   claim DSN N LIMIT_S      the Store's claim+complete cost per run
+//
+// Every loop is bounded in count and in time. A mode that cannot produce
+// its figure throws jobctl::Error; main prints it and exits non-zero.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/measure.hpp"
+#include "common/config/dsn.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::bench {
+namespace {
+
+using Args = std::vector<std::string>;
+using std::chrono::seconds;
+
+constexpr const char* kUnfinished = "SELECT count(*) FROM runs WHERE status IN ('pending', 'running')";
+constexpr const char* kSucceeded = "SELECT count(*) FROM runs WHERE status = 'succeeded'";
+constexpr int kClaimBatch = 64;
+constexpr size_t kSubmitBatch = 1000;
+constexpr int64_t kLeaseUs = 60'000'000;
+constexpr auto kProcessLimit = seconds(10);  // one jobctl submit, one stamp
+
+void put(const char* key, double value) { fmt::print("{}={:.6f}\n", key, value); }
+
+double number(const Args& args, size_t i, const char* what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(args.at(i), &used);
+    if (used == args[i].size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw usage_error(fmt::format("{}: expected a non-negative number, got '{}'", what, args.at(i)));
+}
+
+// The command after "--" at args[i].
+Args command_after(const Args& args, size_t i) {
+  if (i >= args.size() || args[i] != "--" || i + 1 == args.size())
+    throw usage_error("expected -- and a command after the mode's arguments");
+  return Args(args.begin() + static_cast<long>(i) + 1, args.end());
+}
+
+std::unique_ptr<store::Store> open_store(const std::string& dsn) {
+  auto s = store::Store::open(config::parse_dsn(dsn));
+  s->require_schema();
+  return s;
+}
+
+int64_t count(store::Connection& c, const char* sql) { return c.query(sql).at(0).i64(0); }
+
+std::string self_path() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw Error(ExitCode::internal, "cannot read /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// The first bytes of a file, "" when it cannot be read (yet).
+std::string read_small(const std::string& file) {
+  char buf[64];
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// A stamp file's nanoseconds once it is complete (ends in a newline);
+// empty when none appeared within `limit`.
+std::optional<int64_t> wait_stamp(const std::string& file, seconds limit) {
+  int64_t start = monotonic_ns();
+  for (int i = 0; i < 200'000 && seconds_since(start) < static_cast<double>(limit.count()); ++i) {
+    if (auto text = read_small(file); !text.empty() && text.back() == '\n') return std::stoll(text);
+    sleep_ms(0.5);
+  }
+  return std::nullopt;
+}
+
+// Runs argv to its end (output discarded); throws unless it exits 0.
+Exit run_to_end(const Args& argv, seconds limit) {
+  pid_t pid = start_process(argv, "/dev/null");
+  auto e = wait_process(pid, limit);
+  if (!e) {
+    stop_process(pid, milliseconds(1000));
+    throw Error(ExitCode::timeout, fmt::format("{} did not finish within {} s", argv[0], limit.count()));
+  }
+  if (e->status != 0)
+    throw Error(ExitCode::internal, fmt::format("{} ended with {}", argv[0], describe_exit(e->status)));
+  return *e;
+}
+
+void mode_sql(const Args& a) {
+  auto dsn = config::parse_dsn(a.at(0));
+  auto conn =
+      dsn.backend == config::Backend::postgres ? store::open_postgres(dsn.target) : store::open_sqlite(dsn.target);
+  for (const auto& row : conn->query(a.at(1))) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) line += (i ? "\t" : "") + row.text(i);
+    fmt::print("{}\n", line);
+  }
+}
+
+void mode_timed(const Args& a) {
+  auto limit = seconds(static_cast<int64_t>(number(a, 0, "LIMIT_S")));
+  auto cmd = command_after(a, 1);
+  auto server0 = server_cpu();
+  int64_t start = monotonic_ns();
+  Exit e = run_to_end(cmd, limit);
+  double wall = seconds_since(start);
+  auto server1 = server_cpu();
+  put("seconds", wall);
+  put("cpu", rusage_cpu(e.usage));
+  if (server0 && server1) put("server_cpu", *server1 - *server0);
+}
+
+// Polls the store until no run is pending or running, or `limit_s` passed;
+// returns how many still are. The poll interval grows with the elapsed
+// time (1/200 of it, 10–100 ms): about 0.5 % timing error, little load.
+int64_t wait_unfinished(store::Connection& c, pid_t agent, int64_t start, double limit_s) {
+  int64_t left = count(c, kUnfinished);
+  for (int polls = 0; left > 0 && polls < 100 * static_cast<int>(limit_s + 1); ++polls) {
+    sleep_ms(std::clamp(seconds_since(start) * 1000 / 200, 10.0, 100.0));
+    left = count(c, kUnfinished);
+    if (seconds_since(start) > limit_s) break;
+    if (auto e = wait_process(agent, milliseconds(0)))
+      throw Error(ExitCode::internal, fmt::format("the agent ended early with {}", describe_exit(e->status)));
+  }
+  return left;
+}
+
+void mode_drain(const Args& a) {
+  auto n = static_cast<int64_t>(number(a, 1, "N"));
+  double limit_s = number(a, 2, "LIMIT_S");
+  auto agent_argv = command_after(a, 4);
+  auto s = open_store(a.at(0));
+  auto& c = s->connection();
+  if (int64_t waiting = count(c, kUnfinished); waiting != n)
+    throw usage_error(fmt::format("expected {} runs waiting, found {}", n, waiting));
+
+  auto server0 = server_cpu();
+  int64_t start = monotonic_ns();
+  pid_t agent = start_process(agent_argv, a.at(3));
+  int64_t left = wait_unfinished(c, agent, start, limit_s);
+  double wall = seconds_since(start);
+  auto cpu = cpu_of(agent);
+  auto server1 = server_cpu();
+  stop_process(agent, milliseconds(15000));
+
+  int64_t done = count(c, kSucceeded);
+  put("jobs", static_cast<double>(n));
+  put("succeeded", static_cast<double>(done));
+  put("unfinished", static_cast<double>(left));
+  put("seconds", wall);
+  put("rate", static_cast<double>(done) / wall);
+  if (cpu) {
+    put("agent_cpu", cpu->self);
+    put("job_cpu", cpu->children);
+  }
+  if (server0 && server1) put("server_cpu", *server1 - *server0);
+}
+
+void mode_latency(const Args& a) {
+  auto n = static_cast<int>(number(a, 0, "N"));
+  double gap_ms = number(a, 1, "GAP_MS");
+  const std::string& dir = a.at(2);
+  auto submit = command_after(a, 3);
+  std::string self = self_path();
+  std::vector<double> latency, submit_ms, floor_ms;
+  int missed = 0;
+  for (int i = 0; i < n; ++i) {
+    std::string file = fmt::format("{}/{}", dir, i);
+    Args argv = submit;
+    argv.insert(argv.end(), {self, "stamp", file});
+    int64_t t0 = realtime_ns(), m0 = monotonic_ns();
+    run_to_end(argv, kProcessLimit);
+    submit_ms.push_back(seconds_since(m0) * 1000);
+    // A sample that never ran counts as the whole wait, so it shows in p99.
+    auto stamp = wait_stamp(file, kProcessLimit);
+    if (!stamp) ++missed;
+    latency.push_back(stamp ? static_cast<double>(*stamp - t0) / 1e6 : 1000.0 * kProcessLimit.count());
+    sleep_ms(gap_ms);
+  }
+  // The floor: the stamp helper spawned directly, no jobctl or agent between.
+  for (int i = 0; i < std::min(n, 50); ++i) {
+    std::string file = fmt::format("{}/floor-{}", dir, i);
+    int64_t t0 = realtime_ns();
+    run_to_end({self, "stamp", file}, kProcessLimit);
+    if (auto stamp = wait_stamp(file, kProcessLimit)) floor_ms.push_back(static_cast<double>(*stamp - t0) / 1e6);
+  }
+  put("samples", n);
+  put("missed", missed);
+  put("p50_ms", percentile(latency, 0.50));
+  put("p99_ms", percentile(latency, 0.99));
+  put("max_ms", percentile(latency, 1.0));
+  put("submit_p50_ms", percentile(submit_ms, 0.50));
+  put("floor_p50_ms", percentile(floor_ms, 0.50));
+}
+
+void submit_true_jobs(store::Store& s, size_t n) {
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  for (size_t done = 0; done < n; done += kSubmitBatch)
+    s.submit(std::vector<model::JobSpec>(std::min(kSubmitBatch, n - done), spec));
+}
+
+void mode_claim(const Args& a) {
+  auto n = static_cast<size_t>(number(a, 1, "N"));
+  double limit_s = number(a, 2, "LIMIT_S");
+  auto s = open_store(a.at(0));
+  std::string worker =
+      s->register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
+                          JOBCTL_VERSION, kLeaseUs});
+  submit_true_jobs(*s, n);
+
+  int64_t claim_ns = 0, complete_ns = 0, start = monotonic_ns();
+  size_t completed = 0;
+  for (size_t round = 0; round < n / kClaimBatch + 10 && seconds_since(start) < limit_s; ++round) {
+    int64_t t0 = monotonic_ns();
+    auto runs = s->claim(worker, {"default"}, kClaimBatch, kLeaseUs);
+    int64_t t1 = monotonic_ns();
+    claim_ns += t1 - t0;
+    if (runs.empty()) break;
+    std::vector<store::Completion> done;
+    for (const auto& r : runs) done.push_back(store::completion_of(r, model::RunStatus::succeeded));
+    for (bool applied : s->complete(done)) completed += applied ? 1 : 0;
+    complete_ns += monotonic_ns() - t1;
+  }
+  double wall = seconds_since(start);
+  if (completed != n)
+    throw Error(ExitCode::internal, fmt::format("claimed and completed {} of {} runs in {:.1f} s", completed, n, wall));
+  put("jobs", static_cast<double>(n));
+  put("seconds", wall);
+  put("us_per_job", wall * 1e6 / static_cast<double>(n));
+  put("claim_us_per_job", static_cast<double>(claim_ns) / 1e3 / static_cast<double>(n));
+  put("complete_us_per_job", static_cast<double>(complete_ns) / 1e3 / static_cast<double>(n));
+}
+
+struct Mode {
+  const char* name;
+  size_t min_args;
+  const char* usage;
+  void (*run)(const Args&);
+};
+
+constexpr Mode kModes[] = {
+    {"sql", 2, "sql DSN STATEMENT", mode_sql},
+    {"timed", 3, "timed LIMIT_S -- CMD...", mode_timed},
+    {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
+    {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
+    {"claim", 3, "claim DSN N LIMIT_S", mode_claim},
+};
+
+void run(const Args& args) {
+  for (const auto& m : kModes) {
+    if (args.empty() || args[0] != m.name) continue;
+    if (args.size() - 1 < m.min_args) throw usage_error(fmt::format("usage: jobctl_bench {}", m.usage));
+    m.run(Args(args.begin() + 1, args.end()));
+    return;
+  }
+  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim ...", "see bench/jobctl_bench.cpp");
+}
+
+// Writes the time first, before any other work: it marks the moment the
+// job's process got control.
+int stamp(const char* file) {
+  auto text = std::to_string(realtime_ns()) + "\n";
+  int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return 1;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  return close(fd) == 0 && ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace jobctl::bench
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "stamp") == 0) return jobctl::bench::stamp(argv[2]);
+  try {
+    jobctl::bench::run(std::vector<std::string>(argv + 1, argv + argc));
+    return 0;
+  } catch (const jobctl::Error& e) {
+    std::fprintf(stderr, "jobctl_bench: error: %s\n", e.what());
+    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+    return static_cast<int>(e.code());
+  }
+}
