@@ -27,12 +27,19 @@ namespace {
 // returns them joined with their jobs.
 const std::string kClaimPostgres = fmt::format(R"SQL(
 WITH picked AS (
-  SELECT id FROM runs
-  WHERE status = 'pending' AND queue = ANY ($3::text[]) AND available_at <= NOW_US
-    AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = runs.job_id AND p.paused = 1)
-  ORDER BY priority, available_at, id
+  -- One ordered walk of the claim index per queue (a plain `queue = ANY`
+  -- would read and sort every pending run), merged in claim order.
+  SELECT c.id FROM unnest($3::text[]) AS q (name)
+  CROSS JOIN LATERAL (
+    SELECT r.id, r.priority, r.available_at FROM runs r
+    WHERE r.status = 'pending' AND r.queue = q.name AND r.available_at <= NOW_US
+      AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)
+    ORDER BY r.priority, r.available_at, r.id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  ) c
+  ORDER BY c.priority, c.available_at, c.id
   LIMIT $4
-  FOR UPDATE SKIP LOCKED
 ), claimed AS (
   UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
