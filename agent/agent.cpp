@@ -144,7 +144,8 @@ void Agent::flush_reports() {
       for (size_t i = 0; i < applied.size(); ++i)
         if (!applied[i])
           log_event(LogLevel::warn, "completion_fenced",
-                    {{"run_id", completions_[i].run_id}, {"fence", std::to_string(completions_[i].fence)}});
+                    {{"run_id", completions_[i].run_id}, {"job_id", completions_[i].job_id},
+                     {"fence", std::to_string(completions_[i].fence)}});
       completions_.clear();
       claim_wanted_ = true;  // slots were freed
     });
@@ -177,7 +178,7 @@ void Agent::heartbeat() {
       if (it == leases.end()) {
         runner_.stop(id, Ending::lost);
       } else if (it->cancel_requested) {
-        log_event(LogLevel::info, "cancelling", {{"run_id", id}});
+        log_event(LogLevel::info, "cancelling", {{"run_id", id}, {"job_id", runner_.job_of(id)}});
         runner_.stop(id, Ending::cancel);
       }
     }

@@ -34,7 +34,7 @@ std::vector<std::string> split_queues(const std::string& csv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"jobagent: claims and runs jobctl jobs on this host. See jobagent(8)."};
+  CLI::App app{"jobagent: claims and runs jobctl jobs on this host. See jobagent(8).", "jobagent"};
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
   jobctl::agent::Options opts;
   std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
@@ -81,5 +81,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "jobagent: error: %s\n", e.what());
     if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
     return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jobagent: internal error: %s\n", e.what());
+    return static_cast<int>(jobctl::ExitCode::internal);
   }
 }

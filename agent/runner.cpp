@@ -152,6 +152,12 @@ bool Runner::running(const std::string& run_id) const {
   return false;
 }
 
+std::string Runner::job_of(const std::string& run_id) const {
+  for (const auto& [pid, job] : jobs_)
+    if (job.run.run_id == run_id) return job.run.job_id;
+  return {};
+}
+
 std::vector<std::string> Runner::run_ids() const {
   std::vector<std::string> ids;
   for (const auto& [pid, job] : jobs_) ids.push_back(job.run.run_id);

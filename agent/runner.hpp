@@ -66,6 +66,7 @@ class Runner {
 
   size_t size() const { return jobs_.size(); }
   bool running(const std::string& run_id) const;
+  std::string job_of(const std::string& run_id) const;  // "" when not running
   std::vector<std::string> run_ids() const;
 
  private:

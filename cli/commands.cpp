@@ -19,7 +19,7 @@ constexpr const char* kFooter = R"(Exit codes:
   0  success                    1  the job failed, died or was cancelled (wait, submit --wait)
   2  usage error or bad value   3  no such job or run
   4  the job is in the wrong state for this command
-  5  store unreachable, or its schema missing or too old
+  5  store unreachable, or its schema missing, too old or too new
   70 internal error (a bug)     124  wait --timeout elapsed
 See jobctl(1) for every command, the batch format and the JSON output shape.)";
 

@@ -7,7 +7,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
 foreach(f bin/jobctl bin/jobagent share/man/man1/jobctl.1 share/man/man8/jobagent.8
-          share/bash-completion/completions/jobctl share/zsh/vendor-completions/_jobctl
+          share/bash-completion/completions/jobctl share/zsh/site-functions/_jobctl
           share/fish/vendor_completions.d/jobctl.fish)
   if(NOT EXISTS "${PREFIX}/${f}")
     message(FATAL_ERROR "missing after install: ${f}")

@@ -7,7 +7,7 @@
 #   jobctl __complete SUB...         the subcommands and flags of SUB (`dlq ls`)
 #   jobctl __complete SUB... --flag  the fixed values of --flag, if it has some
 #   jobctl __complete ids            job ids in the store
-# Installed as share/zsh/vendor-completions/_jobctl.
+# Installed as share/zsh/site-functions/_jobctl.
 
 _jobctl() {
   local bin=${~words[1]}

@@ -52,6 +52,7 @@ struct ClaimedRun {
 // The end of one attempt, as the agent reports it.
 struct Completion {
   std::string run_id;
+  std::string job_id;  // for logs
   int64_t fence = 0;
   int attempt = 0;
   // What becomes of the run: succeeded, cancelled, dead, or pending again
@@ -70,6 +71,7 @@ struct Completion {
 inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) {
   Completion c;
   c.run_id = run.run_id;
+  c.job_id = run.job_id;
   c.fence = run.fence;
   c.attempt = run.attempt;
   c.status = status;
