@@ -30,9 +30,13 @@ CREATE TABLE jobs (
 );
 CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
+-- runs.job_id is deliberately not a foreign key: every write goes through
+-- the Store, which writes a job and its first run in one transaction, and
+-- the per-row check cost 30 % of batch submit on PostgreSQL (46,700 vs
+-- 66,000 jobs/s for 100,000 jobs).
 CREATE TABLE runs (
   id               TEXT PRIMARY KEY,
-  job_id           TEXT NOT NULL REFERENCES jobs (id),
+  job_id           TEXT NOT NULL,
   queue            TEXT NOT NULL,
   priority         INTEGER NOT NULL,
   status           TEXT NOT NULL,
