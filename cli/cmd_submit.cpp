@@ -12,6 +12,7 @@
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "cli/retry_flags.hpp"
 #include "cli/waiting.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
@@ -24,24 +25,8 @@ struct SubmitFlags {
   std::string name, queue = "default", priority = "normal", timeout, cwd, payload, idempotency_key, file;
   std::vector<std::string> env;
   bool wait = false;
-  // Retry policy; empty text = the default of model::RetryPolicy.
-  std::optional<int> retries, max_deliveries;
-  std::string backoff, retry_delay, max_retry_delay, retry_for, no_retry_exit_codes, delivery;
+  RetryFlags retry;
 };
-
-model::RetryPolicy policy_from_flags(const SubmitFlags& f) {
-  model::RetryPolicy p;
-  if (f.retries) p.max_retries = *f.retries;
-  if (!f.backoff.empty()) p.backoff = model::parse_backoff(f.backoff);
-  if (!f.retry_delay.empty()) p.delay_us = util::parse_duration(f.retry_delay, "--retry-delay").count();
-  if (!f.max_retry_delay.empty())
-    p.max_delay_us = util::parse_duration(f.max_retry_delay, "--max-retry-delay").count();
-  if (!f.retry_for.empty()) p.retry_for_us = util::parse_duration(f.retry_for, "--retry-for").count();
-  if (!f.no_retry_exit_codes.empty()) p.no_retry_exit_codes = model::ExitCodeSet::parse(f.no_retry_exit_codes);
-  if (f.max_deliveries) p.max_deliveries = *f.max_deliveries;
-  if (!f.delivery.empty()) p.delivery = model::parse_delivery(f.delivery);
-  return p;
-}
 
 // "@FILE" reads a file ("@-" standard input); anything else is the text.
 std::string text_or_file(const std::string& arg, const char* flag) {
@@ -86,7 +71,7 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
     }
   }
   s.idempotency_key = f.idempotency_key;
-  s.retry = policy_from_flags(f);
+  s.retry_given = to_overrides(f.retry);
   model::validate(s);
   return s;
 }
@@ -148,26 +133,15 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--payload", f->payload, "JSON given to the job on stdin and in JOB_PAYLOAD; @FILE reads a file");
   cmd->add_option("--idempotency-key", f->idempotency_key,
                   "Submit only once: a later submit with this key returns the existing job");
-  cmd->add_option("--retries", f->retries, "Retries after a failed attempt (default 3)");
-  cmd->add_option("--backoff", f->backoff, "Spacing of retries: fixed, exponential or exponential-jitter (default)")
-      ->check(CLI::IsMember({"fixed", "exponential", "exponential-jitter"}));
-  cmd->add_option("--retry-delay", f->retry_delay, "Base delay before the first retry (default 1s)");
-  cmd->add_option("--max-retry-delay", f->max_retry_delay, "Cap on one retry delay (default 5m)");
-  cmd->add_option("--retry-for", f->retry_for, "Start no retry later than this after the first attempt");
-  cmd->add_option("--no-retry-exit-codes", f->no_retry_exit_codes,
-                  "Exit codes that fail permanently, straight to the dead-letter queue (e.g. 2,64-78)");
-  cmd->add_option("--max-deliveries", f->max_deliveries,
-                  "Claims without any result before the run is dead as poison (default 5)");
-  cmd->add_option("--delivery", f->delivery, "at-least-once (default) or at-most-once (never run twice)")
-      ->check(CLI::IsMember({"at-least-once", "at-most-once"}));
+  auto retry_flags = add_retry_flags(*cmd, f->retry);
   cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does");
   auto* file = cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin");
   // A batch line carries its own fields: per-job flags beside --file would
   // be silently ignored, so they are refused.
   for (const char* name : {"command", "--name", "--queue", "--priority", "--timeout", "--env", "--cwd", "--payload",
-                           "--idempotency-key", "--retries", "--backoff", "--retry-delay", "--max-retry-delay",
-                           "--retry-for", "--no-retry-exit-codes", "--max-deliveries", "--delivery"})
+                           "--idempotency-key"})
     file->excludes(cmd->get_option(name));
+  for (const auto& name : retry_flags) file->excludes(cmd->get_option(name));
   cmd->callback([f, &ctx] {
     std::vector<model::JobSpec> specs;
     if (!f->file.empty()) specs = specs_from_file(f->file);

@@ -39,6 +39,7 @@ void register_inspect(CLI::App& app, Context& ctx);   // get, ls, runs, logs
 void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pause, resume
 void register_workers(CLI::App& app, Context& ctx);
 void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
+void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
 void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
 
 // Builds the whole jobctl command line (used by main and by the tests that

@@ -48,7 +48,8 @@ struct JobSpec {
   std::string cwd;                           // empty = the agent's working directory
   std::optional<std::string> payload;        // JSON text; on stdin and in JOB_PAYLOAD
   std::string idempotency_key;               // empty = none
-  RetryPolicy retry;                         // what a failure leads to
+  RetryOverrides retry_given;                // submit: the retry fields the user set
+  RetryPolicy retry;                         // the resolved policy (what a failure leads to)
 };
 
 struct Job {

@@ -89,21 +89,21 @@ JobSpec job_spec_from_json(const json& j) {
     } else if (key == "idempotency_key") {
       s.idempotency_key = want_string(v, key);
     } else if (key == "retries") {
-      s.retry.max_retries = want_int(v, key);
+      s.retry_given.max_retries = want_int(v, key);
     } else if (key == "backoff") {
-      s.retry.backoff = parse_backoff(want_string(v, key));
+      s.retry_given.backoff = parse_backoff(want_string(v, key));
     } else if (key == "retry_delay") {
-      s.retry.delay_us = util::parse_duration(want_string(v, key), "retry_delay").count();
+      s.retry_given.delay_us = util::parse_duration(want_string(v, key), "retry_delay").count();
     } else if (key == "max_retry_delay") {
-      s.retry.max_delay_us = util::parse_duration(want_string(v, key), "max_retry_delay").count();
+      s.retry_given.max_delay_us = util::parse_duration(want_string(v, key), "max_retry_delay").count();
     } else if (key == "retry_for") {
-      s.retry.retry_for_us = util::parse_duration(want_string(v, key), "retry_for").count();
+      s.retry_given.retry_for_us = util::parse_duration(want_string(v, key), "retry_for").count();
     } else if (key == "no_retry_exit_codes") {
-      s.retry.no_retry_exit_codes = ExitCodeSet::parse(want_string(v, key));
+      s.retry_given.no_retry_exit_codes = ExitCodeSet::parse(want_string(v, key));
     } else if (key == "max_deliveries") {
-      s.retry.max_deliveries = want_int(v, key);
+      s.retry_given.max_deliveries = want_int(v, key);
     } else if (key == "delivery") {
-      s.retry.delivery = parse_delivery(want_string(v, key));
+      s.retry_given.delivery = parse_delivery(want_string(v, key));
     } else {
       throw usage_error(fmt::format("unknown field '{}'", key),
                         "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
@@ -133,7 +133,7 @@ void validate(const JobSpec& s) {
   if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
   if (s.idempotency_key.size() > 255)
     throw usage_error("the idempotency key is longer than 255 characters");
-  validate(s.retry);
+  validate(s.retry_given.resolve());
 }
 
 std::string command_to_text(const Command& c) {

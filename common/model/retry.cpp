@@ -74,6 +74,35 @@ std::string ExitCodeSet::str() const {
   return out;
 }
 
+void RetryOverrides::merge(const RetryOverrides& top) {
+  if (top.max_retries) max_retries = top.max_retries;
+  if (top.backoff) backoff = top.backoff;
+  if (top.delay_us) delay_us = top.delay_us;
+  if (top.max_delay_us) max_delay_us = top.max_delay_us;
+  if (top.retry_for_us) retry_for_us = top.retry_for_us;
+  if (top.no_retry_exit_codes) no_retry_exit_codes = top.no_retry_exit_codes;
+  if (top.max_deliveries) max_deliveries = top.max_deliveries;
+  if (top.delivery) delivery = top.delivery;
+}
+
+RetryPolicy RetryOverrides::resolve() const {
+  RetryPolicy p;
+  if (max_retries) p.max_retries = *max_retries;
+  if (backoff) p.backoff = *backoff;
+  if (delay_us) p.delay_us = *delay_us;
+  if (max_delay_us) p.max_delay_us = *max_delay_us;
+  if (retry_for_us) p.retry_for_us = *retry_for_us;
+  if (no_retry_exit_codes) p.no_retry_exit_codes = *no_retry_exit_codes;
+  if (max_deliveries) p.max_deliveries = *max_deliveries;
+  if (delivery) p.delivery = *delivery;
+  return p;
+}
+
+bool RetryOverrides::empty() const {
+  return !max_retries && !backoff && !delay_us && !max_delay_us && !retry_for_us && !no_retry_exit_codes &&
+         !max_deliveries && !delivery;
+}
+
 void validate(const RetryPolicy& p) {
   if (p.max_retries < 0 || p.max_retries > 1000) throw usage_error(fmt::format("invalid --retries {}: use 0 to 1000", p.max_retries));
   if (p.delay_us < 0) throw usage_error("--retry-delay must not be negative");

@@ -57,6 +57,25 @@ struct RetryPolicy {
   Delivery delivery = Delivery::at_least_once;
 };
 
+// A partial policy: the fields a job or a queue sets. A job's policy is
+// resolved when it is submitted: built-in defaults, then its queue's
+// defaults, then what the job itself says.
+struct RetryOverrides {
+  std::optional<int> max_retries;
+  std::optional<Backoff> backoff;
+  std::optional<int64_t> delay_us;
+  std::optional<int64_t> max_delay_us;
+  std::optional<int64_t> retry_for_us;
+  std::optional<ExitCodeSet> no_retry_exit_codes;
+  std::optional<int> max_deliveries;
+  std::optional<Delivery> delivery;
+
+  // Copies the fields `top` sets over this one's.
+  void merge(const RetryOverrides& top);
+  RetryPolicy resolve() const;  // over the built-in defaults
+  bool empty() const;
+};
+
 // Throws usage Error for a policy that makes no sense (negative numbers,
 // max delay below the base delay, zero deliveries).
 void validate(const RetryPolicy& p);

@@ -109,6 +109,20 @@ CREATE INDEX runs_dead ON runs (finished_at) WHERE status = 'dead' AND replayed_
 -- The claim skips paused jobs; this tiny index keeps that check a lookup
 -- instead of a scan of all jobs.
 CREATE INDEX jobs_paused ON jobs (id) WHERE paused = 1;
+-- Per-queue defaults of the retry policy, applied at submit time to the
+-- fields a job leaves unset. NULL: the built-in default.
+CREATE TABLE queues (
+  name                TEXT PRIMARY KEY,
+  max_retries         INTEGER,
+  backoff             TEXT,
+  retry_delay_us      BIGINT,
+  max_retry_delay_us  BIGINT,
+  retry_for_us        BIGINT,
+  no_retry_exit_codes TEXT,
+  max_deliveries      INTEGER,
+  delivery            TEXT,
+  updated_at          BIGINT NOT NULL
+);
 )SQL";
 
 // PostgreSQL only: runs and workers are updated in place all day. Leave

@@ -13,7 +13,9 @@
 // * Failures throw jobctl::Error (see util/error.hpp).
 // * Times are the database clock, microseconds since the epoch.
 // * A Store is not thread-safe: one per thread.
+#include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,6 +106,15 @@ struct DeadFilter {
   int limit = 1000;
 };
 
+// A queue: its retry defaults and how many runs it holds in each state.
+struct QueueInfo {
+  std::string name;
+  model::RetryOverrides defaults;
+  int64_t pending = 0;
+  int64_t running = 0;
+  int64_t dead = 0;  // in the dead-letter queue
+};
+
 enum class CancelOutcome {
   cancelled,  // it had not started: it is cancelled now
   requested,  // it is running: its agent kills it at its next heartbeat
@@ -128,7 +139,9 @@ class Store {
 
   // --- jobs (jobctl) ------------------------------------------------------
   // Writes each job and its first run (pending, available now) in one
-  // transaction; on PostgreSQL NOTIFYs the queues in it. A spec whose
+  // transaction; on PostgreSQL NOTIFYs the queues in it. Each job's retry
+  // policy is resolved here: built-in defaults, its queue's defaults, then
+  // spec.retry_given (throws usage Error when the result makes no sense). A spec whose
   // idempotency key exists returns the existing job (existed = true),
   // also for two equal keys inside one batch.
   std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
@@ -144,6 +157,14 @@ class Store {
   // Pauses or resumes a job: a paused job's pending runs are not claimed.
   // Returns false when it already was in that state. Throws not_found.
   bool set_paused(const std::string& job_id, bool paused);
+
+  // --- queues ---------------------------------------------------------------
+  // Sets the given retry defaults of a queue (others keep their value);
+  // `clear` first resets all of them. Applies to jobs submitted afterwards.
+  enum class Clear { no, yes };
+  void set_queue_defaults(const std::string& queue, const model::RetryOverrides& defaults, Clear clear);
+  // Every queue that has defaults or runs, by name.
+  std::vector<QueueInfo> list_queues();
 
   // --- the dead-letter queue ----------------------------------------------
   // Dead runs not replayed yet, newest death first, each with its job.
@@ -191,7 +212,8 @@ class Store {
   int64_t now();  // the database clock
 
  private:
-  std::vector<SubmitResult> insert_jobs(const std::vector<model::JobSpec>& specs);
+  std::vector<SubmitResult> insert_jobs(std::vector<model::JobSpec> specs);
+  std::map<std::string, model::RetryOverrides> queue_defaults(const std::set<std::string>& queues);
   std::string rerun(const std::string& run_id);  // inside a transaction
 
 

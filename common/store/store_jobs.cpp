@@ -128,8 +128,17 @@ std::vector<SubmitResult> Store::submit(const std::vector<model::JobSpec>& specs
   }
 }
 
-std::vector<SubmitResult> Store::insert_jobs(const std::vector<model::JobSpec>& specs) {
+std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) {
   Transaction tx(*conn_, TxMode::write);
+  std::set<std::string> spec_queues;
+  for (const auto& s : specs) spec_queues.insert(s.queue);
+  auto defaults = queue_defaults(spec_queues);
+  for (auto& s : specs) {
+    model::RetryOverrides policy = defaults[s.queue];
+    policy.merge(s.retry_given);
+    s.retry = policy.resolve();
+    model::validate(s.retry);
+  }
   std::set<std::string> keys;
   for (const auto& s : specs)
     if (!s.idempotency_key.empty()) keys.insert(s.idempotency_key);

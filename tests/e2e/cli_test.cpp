@@ -170,3 +170,24 @@ TEST_CASE("cli: ls filters by status and queue") {
   CHECK(table.out.rfind("ID", 0) == 0);
   CHECK(test::lines(table.out).size() == 3);
 }
+
+TEST_CASE("cli: queue set and queue ls show and apply retry defaults") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  CHECK(run_jobctl(db, dir, {"queue", "set", "reports", "--retries", "6", "--backoff", "fixed"}).code == 0);
+  CHECK(run_jobctl(db, dir, {"queue", "set", "reports"}).code == 2);  // nothing to set
+  CHECK(run_jobctl(db, dir, {"queue", "set", "bad queue", "--retries", "1"}).code == 2);
+  CHECK(run_jobctl(db, dir, {"queue", "set", "reports", "--retry-delay", "10m"}).code == 2);  // above the 5m cap
+  auto id = test::trim(run_jobctl(db, dir, {"submit", "--queue", "reports", "--", "true"}).out);
+  auto job = json::parse(run_jobctl(db, dir, {"get", id, "-o", "json"}).out);
+  CHECK(job["retry"]["retries"] == 6);
+  CHECK(job["retry"]["backoff"] == "fixed");
+  auto ls = json::parse(run_jobctl(db, dir, {"queue", "ls", "-o", "json"}).out);
+  REQUIRE(ls.size() == 1);
+  CHECK(ls[0]["name"] == "reports");
+  CHECK(ls[0]["pending"] == 1);
+  CHECK(ls[0]["defaults"]["retries"] == 6);
+  CHECK_FALSE(ls[0]["defaults"].contains("delivery"));
+  auto table = run_jobctl(db, dir, {"queue", "ls", "-o", "table"});
+  CHECK(table.out.find("retries=6 backoff=fixed") != std::string::npos);
+}

@@ -162,7 +162,7 @@ TEST_CASE("dlq: rescue sends a run delivered too often without a result to the d
   auto w = s->register_worker({"w", "host", 1, {"default"}, 8, "test", 30'000'000});
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  spec.retry.max_deliveries = 2;
+  spec.retry_given.max_deliveries = 2;
   auto res = s->submit({spec})[0];
   auto lose = [&] {
     auto c = s->claim(w, {"default"}, 1, 1000);
@@ -181,4 +181,42 @@ TEST_CASE("dlq: rescue sends a run delivered too often without a result to the d
   REQUIRE(att.size() == 2);
   CHECK(att[0].outcome == "lost");
   CHECK(att[1].outcome == "lost");
+}
+
+TEST_CASE("dlq: queue defaults fill the retry fields a job leaves unset, at submit time") {
+  Fixture f;
+  model::RetryOverrides defaults;
+  defaults.max_retries = 7;
+  defaults.backoff = model::Backoff::fixed;
+  f.s->set_queue_defaults("default", defaults, store::Store::Clear::no);
+  model::RetryOverrides more;
+  more.max_deliveries = 9;
+  f.s->set_queue_defaults("default", more, store::Store::Clear::no);  // merges
+
+  model::JobSpec plain, own;
+  plain.command.argv = own.command.argv = {"true"};
+  own.retry_given.max_retries = 1;
+  auto res = f.s->submit({plain, own});
+  auto p1 = f.s->get_job(res[0].job_id)->job.spec.retry;
+  CHECK(p1.max_retries == 7);
+  CHECK(p1.backoff == model::Backoff::fixed);
+  CHECK(p1.max_deliveries == 9);
+  auto p2 = f.s->get_job(res[1].job_id)->job.spec.retry;
+  CHECK(p2.max_retries == 1);  // the job's own setting wins
+  CHECK(p2.backoff == model::Backoff::fixed);
+
+  f.s->set_queue_defaults("default", {}, store::Store::Clear::yes);
+  auto res3 = f.s->submit({plain});
+  CHECK(f.s->get_job(res3[0].job_id)->job.spec.retry.max_retries == 3);  // built-in again
+  CHECK(f.s->get_job(res[0].job_id)->job.spec.retry.max_retries == 7);   // earlier jobs keep theirs
+
+  auto queues = f.s->list_queues();
+  REQUIRE(queues.size() == 1);
+  CHECK(queues[0].name == "default");
+  CHECK(queues[0].pending == 3);
+  CHECK(queues[0].defaults.empty());
+
+  model::RetryOverrides bad;
+  bad.delay_us = 600'000'000;  // above the default 5m cap
+  CHECK_THROWS_AS(f.s->set_queue_defaults("default", bad, store::Store::Clear::no), Error);
 }

@@ -1,0 +1,87 @@
+// Store: queues and their retry-policy defaults.
+#include <fmt/format.h>
+
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr const char* kDefaultColumns =
+    "q.name, q.max_retries, q.backoff, q.retry_delay_us, q.max_retry_delay_us, q.retry_for_us, "
+    "q.no_retry_exit_codes, q.max_deliveries, q.delivery";
+
+model::RetryOverrides defaults_from_row(const Row& row) {
+  model::RetryOverrides o;
+  if (auto v = row.opt_i64(1)) o.max_retries = static_cast<int>(*v);
+  if (!row.is_null(2)) o.backoff = model::parse_backoff(row.text(2));
+  o.delay_us = row.opt_i64(3);
+  o.max_delay_us = row.opt_i64(4);
+  o.retry_for_us = row.opt_i64(5);
+  if (!row.is_null(6)) o.no_retry_exit_codes = model::ExitCodeSet::parse(row.text(6));
+  if (auto v = row.opt_i64(7)) o.max_deliveries = static_cast<int>(*v);
+  if (!row.is_null(8)) o.delivery = model::parse_delivery(row.text(8));
+  return o;
+}
+
+template <typename T>
+Value opt_value(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  return int64_t{*v};
+}
+
+}  // namespace
+
+std::map<std::string, model::RetryOverrides> Store::queue_defaults(const std::set<std::string>& queues) {
+  std::map<std::string, model::RetryOverrides> out;
+  if (queues.empty()) return out;
+  std::vector<std::string> list(queues.begin(), queues.end());
+  auto rows = conn_->query(fmt::format("SELECT {} FROM queues q WHERE {}", kDefaultColumns,
+                                       in_list(dialect(), "q.name", 1)),
+                           {list_param(dialect(), list)});
+  for (const auto& row : rows) out[row.text(0)] = defaults_from_row(row);
+  return out;
+}
+
+void Store::set_queue_defaults(const std::string& queue, const model::RetryOverrides& given, Clear clear) {
+  Transaction tx(*conn_, TxMode::write);
+  model::RetryOverrides merged;
+  if (clear == Clear::no) merged = queue_defaults({queue})[queue];
+  merged.merge(given);
+  model::validate(merged.resolve());
+  conn_->exec("DELETE FROM queues WHERE name = $1", {queue});
+  conn_->exec(
+      "INSERT INTO queues (name, max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, "
+      "no_retry_exit_codes, max_deliveries, delivery, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NOW_US)",
+      {queue, opt_value(merged.max_retries),
+       merged.backoff ? Value(std::string(model::to_string(*merged.backoff))) : Value(nullptr),
+       opt_value(merged.delay_us), opt_value(merged.max_delay_us), opt_value(merged.retry_for_us),
+       merged.no_retry_exit_codes ? Value(merged.no_retry_exit_codes->str()) : Value(nullptr),
+       opt_value(merged.max_deliveries),
+       merged.delivery ? Value(std::string(model::to_string(*merged.delivery))) : Value(nullptr)});
+  tx.commit();
+}
+
+std::vector<QueueInfo> Store::list_queues() {
+  std::map<std::string, QueueInfo> by_name;
+  for (const auto& row : conn_->query(fmt::format("SELECT {} FROM queues q", kDefaultColumns)))
+    by_name[row.text(0)] = QueueInfo{row.text(0), defaults_from_row(row), 0, 0, 0};
+  auto counts = conn_->query(
+      "SELECT queue, "
+      "SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN status = 'dead' AND replayed_at IS NULL THEN 1 ELSE 0 END) "
+      "FROM runs GROUP BY queue");
+  for (const auto& row : counts) {
+    auto& q = by_name[row.text(0)];
+    q.name = row.text(0);
+    q.pending = row.i64(1);
+    q.running = row.i64(2);
+    q.dead = row.i64(3);
+  }
+  std::vector<QueueInfo> out;
+  for (auto& [name, q] : by_name) out.push_back(std::move(q));
+  return out;
+}
+
+}  // namespace jobctl::store
