@@ -159,6 +159,9 @@ void Agent::flush_reports() {
 void Agent::heartbeat_if_due(Clock::time_point now) {
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + opts_.lease / 3;
+  // Also re-opens a broken LISTEN connection (a database restart), whose
+  // descriptor is not polled while it is down.
+  if (wakeups_->fd() < 0 && wakeups_->drain().work) claim_wanted_ = true;
   heartbeat();
   with_store("rescue", [&] {
     if (int n = store_->rescue_expired(); n > 0) {
@@ -186,7 +189,7 @@ void Agent::heartbeat() {
 }
 
 void Agent::claim_if_free(Clock::time_point now) {
-  if (phase_ != Phase::running || free_slots() == 0) return;
+  if (phase_ != Phase::running || free_slots() == 0 || now < store_backoff_until_) return;
   if (!claim_wanted_ && now < next_claim_) return;
   int want = free_slots();
   with_store("claim", [&] {
@@ -212,10 +215,9 @@ void Agent::claim_if_free(Clock::time_point now) {
 }
 
 void Agent::wait_for_events(Clock::time_point now) {
-  if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running) return;
-  if (!completions_.empty() || !releases_.empty()) {
-    if (now >= store_backoff_until_) return;
-  }
+  bool store_ok = now >= store_backoff_until_;
+  if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running && store_ok) return;
+  if ((!completions_.empty() || !releases_.empty()) && store_ok) return;
   Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
   if (phase_ == Phase::draining) until = std::min(until, drain_deadline_);

@@ -51,6 +51,23 @@ std::string decode_bytea(const char* p, int len) {
   return out;
 }
 
+// libpq's messages span lines ("…\n\tThis probably means…"): errors and
+// logs here are one line each.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
 struct ResultGuard {
   PGresult* res;
   ~ResultGuard() { PQclear(res); }
@@ -63,12 +80,9 @@ class PostgresConnection final : public Connection {
   explicit PostgresConnection(const std::string& conninfo) : conninfo_(conninfo) {
     conn_ = PQconnectdb(conninfo.c_str());
     if (PQstatus(conn_) != CONNECTION_OK) {
-      std::string msg = PQerrorMessage(conn_);
+      std::string msg = one_line(PQerrorMessage(conn_));
       PQfinish(conn_);
       conn_ = nullptr;
-      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-      for (auto& ch : msg)
-        if (ch == '\n') ch = ' ';
       throw Error(ExitCode::store,
                   fmt::format("cannot connect to PostgreSQL at {}: {}",
                               config::redacted({config::Backend::postgres, conninfo}), msg),
@@ -198,8 +212,7 @@ class PostgresConnection final : public Connection {
     ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
     std::string state = res && PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "";
-    std::string msg = res ? PQresultErrorMessage(res) : PQerrorMessage(conn_);
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    std::string msg = one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (state == "23505") throw UniqueViolation(msg);
     if (PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 ||
         state == "3D000" || state == "28P01" || state == "28000")

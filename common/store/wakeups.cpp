@@ -25,12 +25,18 @@ class PostgresWakeups final : public Wakeups {
   }
   ~PostgresWakeups() override { PQfinish(conn_); }
 
-  int fd() const override { return conn_ && PQstatus(conn_) == CONNECTION_OK ? PQsocket(conn_) : -1; }
+  int fd() const override { return healthy_ ? PQsocket(conn_) : -1; }
 
   WakeReasons drain() override {
     WakeReasons r;
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || !PQconsumeInput(conn_)) {
-      reconnect_later();
+    if (!healthy_) {
+      // Re-open at most every 5 s; once back, anything may have been missed.
+      if (std::chrono::steady_clock::now() - last_try_ > std::chrono::seconds(5)) connect();
+      r.work = r.cancel = healthy_;
+      return r;
+    }
+    if (!PQconsumeInput(conn_)) {
+      healthy_ = false;  // the server went away: stop polling its socket
       r.work = r.cancel = true;
       return r;
     }
@@ -49,16 +55,17 @@ class PostgresWakeups final : public Wakeups {
     PQfinish(conn_);
     conn_ = PQconnectdb(conninfo_.c_str());
     last_try_ = std::chrono::steady_clock::now();
-    if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "LISTEN jobctl_wake; LISTEN jobctl_cancel"));
-  }
-
-  void reconnect_later() {
-    if (std::chrono::steady_clock::now() - last_try_ > std::chrono::seconds(5)) connect();
+    healthy_ = false;
+    if (PQstatus(conn_) != CONNECTION_OK) return;
+    PGresult* res = PQexec(conn_, "LISTEN jobctl_wake; LISTEN jobctl_cancel");
+    healthy_ = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
   }
 
   std::string conninfo_;
   std::vector<std::string> queues_;
   PGconn* conn_ = nullptr;
+  bool healthy_ = false;
   std::chrono::steady_clock::time_point last_try_;
 };
 

@@ -30,7 +30,8 @@ class Wakeups {
   // The descriptor to poll for POLLIN, or -1 while there is none.
   virtual int fd() const = 0;
   // Consumes what arrived. Never throws: a broken LISTEN connection is
-  // retried later and reported as a wake so nothing waits on it.
+  // re-opened (at most every 5 s; call drain() now and then while fd() is
+  // -1) and reported as a wake so nothing waits on it.
   virtual WakeReasons drain() = 0;
 
   // Never null: a source that never fires when listening is off or
