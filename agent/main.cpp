@@ -7,6 +7,7 @@
 #include "agent/agent.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 
 namespace {
 
@@ -17,18 +18,12 @@ milliseconds to_ms(const std::string& text, const char* flag) {
 }
 
 std::vector<std::string> split_queues(const std::string& csv) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    size_t end = csv.find(',', start);
-    if (end == std::string::npos) end = csv.size();
-    std::string q = csv.substr(start, end - start);
-    if (q.empty()) throw jobctl::usage_error(fmt::format("invalid --queues '{}': empty queue name", csv),
-                                             "write it like --queues default,reports");
-    out.push_back(q);
-    start = end + 1;
-  }
-  return out;
+  auto queues = jobctl::util::split(csv, ',');
+  for (const auto& q : queues)
+    if (q.empty())
+      throw jobctl::usage_error(fmt::format("invalid --queues '{}': empty queue name", csv),
+                                "write it like --queues default,reports");
+  return queues;
 }
 
 }  // namespace

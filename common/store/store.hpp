@@ -215,6 +215,9 @@ class Store {
   std::vector<SubmitResult> insert_jobs(std::vector<model::JobSpec> specs);
   std::map<std::string, model::RetryOverrides> queue_defaults(const std::set<std::string>& queues);
   std::string rerun(const std::string& run_id);  // inside a transaction
+  // The id and status of the job's latest run, for a command that acts on
+  // it (`action` names it in errors). Throws not_found / invalid_state.
+  std::pair<std::string, model::RunStatus> latest_run_for(const std::string& job_id, const char* action);
 
 
 

@@ -17,6 +17,7 @@
 #include "common/model/job_json.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/ulid.hpp"
 
 namespace jobctl::store {
@@ -169,18 +170,6 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
   return applied;
 }
 
-std::vector<std::string> split_csv(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string Store::register_worker(const WorkerRegistration& w) {
@@ -211,7 +200,7 @@ std::vector<model::Worker> Store::list_workers() {
     w.name = row.text(1);
     w.host = row.text(2);
     w.pid = static_cast<int>(row.i64(3));
-    w.queues = split_csv(row.text(4));
+    w.queues = util::split(row.text(4), ',');
     w.capacity = static_cast<int>(row.i64(5));
     w.version = row.text(6);
     w.started_at = row.i64(7);

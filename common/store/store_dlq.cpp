@@ -95,17 +95,12 @@ int Store::purge_dead(int64_t older_than_us) {
 
 std::string Store::retry_job(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
-  auto rows = conn_->query("SELECT id, status FROM runs WHERE job_id = $1 ORDER BY id DESC LIMIT 1", {job_id});
-  if (rows.empty()) {
-    if (conn_->query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
-      throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
-    throw Error(ExitCode::invalid_state, fmt::format("job {} has no run to retry", job_id));
-  }
-  const std::string& status = rows[0].text(1);
-  if (status != "dead" && status != "failed" && status != "cancelled")
+  const auto [run_id, status] = latest_run_for(job_id, "retry");
+  using model::RunStatus;
+  if (status != RunStatus::dead && status != RunStatus::failed && status != RunStatus::cancelled)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
-                                                     job_id, status));
-  std::string fresh = rerun(rows[0].text(0));
+                                                     job_id, model::to_string(status)));
+  std::string fresh = rerun(run_id);
   tx.commit();
   return fresh;
 }

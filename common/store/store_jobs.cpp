@@ -242,16 +242,19 @@ std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
   return out;
 }
 
-CancelOutcome Store::cancel(const std::string& job_id) {
-  Transaction tx(*conn_, TxMode::write);
+std::pair<std::string, model::RunStatus> Store::latest_run_for(const std::string& job_id, const char* action) {
   auto rows = conn_->query("SELECT r.id, r.status FROM runs r WHERE r.job_id = $1 ORDER BY r.id DESC LIMIT 1", {job_id});
   if (rows.empty()) {
     if (conn_->query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
       throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
-    throw Error(ExitCode::invalid_state, fmt::format("job {} has no run to cancel", job_id));
+    throw Error(ExitCode::invalid_state, fmt::format("job {} has no run to {}", job_id, action));
   }
-  const std::string run_id = rows[0].text(0);
-  auto status = model::parse_run_status(rows[0].text(1));
+  return {rows[0].text(0), model::parse_run_status(rows[0].text(1))};
+}
+
+CancelOutcome Store::cancel(const std::string& job_id) {
+  Transaction tx(*conn_, TxMode::write);
+  const auto [run_id, status] = latest_run_for(job_id, "cancel");
   CancelOutcome outcome;
   if (status == model::RunStatus::pending || status == model::RunStatus::blocked) {
     conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
