@@ -205,11 +205,10 @@ void Agent::claim_if_free(Clock::time_point now) {
     claim_wanted_ = static_cast<int>(claimed.size()) == want && free_slots() > 0;
     next_claim_ = now + opts_.poll_interval;
     if (static_cast<int>(claimed.size()) < want) {
-      // Sleep exactly until the next known due run, if it is sooner.
-      if (auto due = store_->next_available_at(opts_.queues)) {
-        int64_t wait_us = std::max<int64_t>(0, *due - store_->now());
-        next_claim_ = std::min(next_claim_, now + microseconds(wait_us));
-      }
+      // Sleep exactly until the next known due run, if it is sooner. A run
+      // due already is one another agent holds locked: no point spinning.
+      if (auto due_in = store_->next_due_in(opts_.queues); due_in && *due_in > 0)
+        next_claim_ = std::min(next_claim_, now + microseconds(*due_in));
     }
   });
 }

@@ -207,8 +207,10 @@ class Store {
   // as lost; marks workers that stopped heartbeating as gone. Returns how
   // many runs it rescued.
   int rescue_expired();
-  // When the earliest pending run of `queues` becomes due, if any.
-  std::optional<int64_t> next_available_at(const std::vector<std::string>& queues);
+  // How long (µs, store clock) until the earliest claimable pending run of
+  // `queues` is due: 0 or less when one is due now, nothing when none
+  // waits. Runs of paused jobs do not count.
+  std::optional<int64_t> next_due_in(const std::vector<std::string>& queues);
   int64_t now();  // the database clock
 
  private:

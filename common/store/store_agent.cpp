@@ -332,9 +332,10 @@ int Store::rescue_expired() {
   return static_cast<int>(expired.size());
 }
 
-std::optional<int64_t> Store::next_available_at(const std::vector<std::string>& queues) {
-  auto rows = conn_->query("SELECT min(available_at) FROM runs WHERE status = 'pending' AND " +
-                               in_list(dialect(), "queue", 1),
+std::optional<int64_t> Store::next_due_in(const std::vector<std::string>& queues) {
+  auto rows = conn_->query("SELECT min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND " +
+                               in_list(dialect(), "r.queue", 1) +
+                               " AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)",
                            {list_param(dialect(), queues)});
   return rows.empty() ? std::nullopt : rows[0].opt_i64(0);
 }

@@ -201,17 +201,18 @@ TEST_CASE("store: cancel cancels a pending run, requests a running one, refuses 
   }
 }
 
-TEST_CASE("store: next_available_at reports the earliest pending run of the queues") {
+TEST_CASE("store: next_due_in reports the earliest claimable pending run of the queues") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  CHECK_FALSE(s->next_available_at({"default"}));
-  int64_t before = s->now();
-  s->submit({job("a")});
-  auto next = s->next_available_at({"default"});
-  REQUIRE(next);
-  CHECK(*next >= before - 1000);
-  CHECK_FALSE(s->next_available_at({"other"}));
+  CHECK_FALSE(s->next_due_in({"default"}));
+  auto res = s->submit({job("a")});
+  auto due = s->next_due_in({"default"});
+  REQUIRE(due);
+  CHECK(*due <= 0);  // due now
+  CHECK_FALSE(s->next_due_in({"other"}));
+  s->set_paused(res[0].job_id, true);
+  CHECK_FALSE(s->next_due_in({"default"}));  // a paused job's run does not count
 }
 
 TEST_CASE("store: require_schema refuses a database without the current schema") {
