@@ -16,6 +16,7 @@
 #include "cli/waiting.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
+#include "common/util/time.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -24,6 +25,7 @@ struct SubmitFlags {
   std::vector<std::string> command;
   std::string name, queue = "default", priority = "normal", timeout, cwd, payload, idempotency_key, file;
   std::vector<std::string> env;
+  std::string at, in, tz;
   bool wait = false;
   RetryFlags retry;
 };
@@ -72,6 +74,9 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
   }
   s.idempotency_key = f.idempotency_key;
   s.retry_given = to_overrides(f.retry);
+  if (!f.tz.empty() && f.at.empty()) throw usage_error("--tz goes with --at", "e.g. --at '2026-12-24 18:00' --tz Europe/Berlin");
+  if (!f.at.empty()) s.run_at_us = util::parse_at(f.at, f.tz, "--at");
+  if (!f.in.empty()) s.delay_us = util::parse_duration(f.in, "--in").count();
   model::validate(s);
   return s;
 }
@@ -133,13 +138,17 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--payload", f->payload, "JSON given to the job on stdin and in JOB_PAYLOAD; @FILE reads a file");
   cmd->add_option("--idempotency-key", f->idempotency_key,
                   "Submit only once: a later submit with this key returns the existing job");
+  auto* at = cmd->add_option("--at", f->at,
+                             "Run at this time: RFC 3339 (2026-12-24T18:00:00Z), or 'YYYY-MM-DD HH:MM[:SS]' in --tz");
+  cmd->add_option("--in", f->in, "Run this long from now (e.g. 90s, 10m, 1h30m)")->excludes(at);
+  cmd->add_option("--tz", f->tz, "IANA time zone of an --at without an offset (default: this host's zone)");
   auto retry_flags = add_retry_flags(*cmd, f->retry);
   cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does");
   auto* file = cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin");
   // A batch line carries its own fields: per-job flags beside --file would
   // be silently ignored, so they are refused.
   for (const char* name : {"command", "--name", "--queue", "--priority", "--timeout", "--env", "--cwd", "--payload",
-                           "--idempotency-key"})
+                           "--idempotency-key", "--at", "--in", "--tz"})
     file->excludes(cmd->get_option(name));
   for (const auto& name : retry_flags) file->excludes(cmd->get_option(name));
   cmd->callback([f, &ctx] {

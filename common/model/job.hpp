@@ -48,6 +48,8 @@ struct JobSpec {
   std::string cwd;                           // empty = the agent's working directory
   std::optional<std::string> payload;        // JSON text; on stdin and in JOB_PAYLOAD
   std::string idempotency_key;               // empty = none
+  std::optional<int64_t> run_at_us;          // --at: due at this time (µs since epoch); else now
+  int64_t delay_us = 0;                      // --in: due this long after submit (store clock)
   RetryOverrides retry_given;                // submit: the retry fields the user set
   RetryPolicy retry;                         // the resolved policy (what a failure leads to)
 };

@@ -66,6 +66,7 @@ JobSpec job_spec_from_json(const json& j) {
   if (!j.is_object()) throw usage_error("a job must be a JSON object");
   JobSpec s;
   bool has_command = false;
+  std::string at, tz;
   for (const auto& [key, v] : j.items()) {
     if (key == "command") {
       s.command = command_from_json(v, key);
@@ -88,6 +89,12 @@ JobSpec job_spec_from_json(const json& j) {
       s.payload = v.dump();
     } else if (key == "idempotency_key") {
       s.idempotency_key = want_string(v, key);
+    } else if (key == "at") {
+      at = want_string(v, key);
+    } else if (key == "tz") {
+      tz = want_string(v, key);
+    } else if (key == "in") {
+      s.delay_us = util::parse_duration(want_string(v, key), "in").count();
     } else if (key == "retries") {
       s.retry_given.max_retries = want_int(v, key);
     } else if (key == "backoff") {
@@ -107,11 +114,14 @@ JobSpec job_spec_from_json(const json& j) {
     } else {
       throw usage_error(fmt::format("unknown field '{}'", key),
                         "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
-                        "idempotency_key, retries, backoff, retry_delay, max_retry_delay, retry_for, "
+                        "idempotency_key, at, tz, in, retries, backoff, retry_delay, max_retry_delay, retry_for, "
                         "no_retry_exit_codes, max_deliveries, delivery (see jobctl(1), BATCH FORMAT)");
     }
   }
   if (!has_command) throw field_error("command", "is required");
+  if (!tz.empty() && at.empty()) throw field_error("tz", "goes with 'at'");
+  if (!at.empty() && s.delay_us) throw field_error("in", "cannot be combined with 'at'");
+  if (!at.empty()) s.run_at_us = util::parse_at(at, tz, "at");
   validate(s);
   return s;
 }

@@ -22,9 +22,10 @@ constexpr const char* kInsertJob =
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
     "delivery, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
     "$16, $17, $18, NOW_US, NOW_US)";
+// A run is due at --at when given, else --in after now (0 by default).
 constexpr const char* kInsertRun =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
-    "VALUES ($1, $2, $3, $4, 'pending', NOW_US, NOW_US)";
+    "VALUES ($1, $2, $3, $4, 'pending', COALESCE($5, NOW_US + $6), NOW_US)";
 constexpr const char* kInsertJobsUnnest =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
@@ -33,7 +34,9 @@ constexpr const char* kInsertJobsUnnest =
     "$13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[]) AS u";
 constexpr const char* kInsertRunsUnnest =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
-    "SELECT u.*, 'pending', NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS u";
+    "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US "
+    "FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int8[], $6::int8[]) "
+    "AS u (id, job_id, queue, priority, at, delay)";
 
 struct NewRow {
   const model::JobSpec* spec;
@@ -61,7 +64,8 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows) {
                         int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
                         p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
                         std::string(model::to_string(p.delivery))});
-    c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)}});
+    c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
+                        s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us});
   }
 }
 
@@ -95,10 +99,14 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
     Params jobs;
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));
     c.exec(kInsertJobsUnnest, jobs);
-    std::vector<std::optional<std::string>> run_ids;
-    run_ids.reserve(end - start);
-    for (size_t i = start; i < end; ++i) run_ids.push_back(rows[i].run_id);
-    c.exec(kInsertRunsUnnest, {pg_array(run_ids), jobs[0], jobs[2], jobs[3]});
+    std::vector<std::optional<std::string>> run_ids, at, delay;
+    for (size_t i = start; i < end; ++i) {
+      const auto& s = *rows[i].spec;
+      run_ids.push_back(rows[i].run_id);
+      at.push_back(s.run_at_us ? std::optional<std::string>(std::to_string(*s.run_at_us)) : std::nullopt);
+      delay.push_back(std::to_string(s.delay_us));
+    }
+    c.exec(kInsertRunsUnnest, {pg_array(run_ids), jobs[0], jobs[2], jobs[3], pg_array(at), pg_array(delay)});
   }
 }
 

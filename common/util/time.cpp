@@ -34,33 +34,51 @@ std::string format_age(int64_t micros, int64_t now) {
   return "in " + format_duration(Micros(round(-delta)));
 }
 
-int64_t parse_time_arg(const std::string& text, const char* flag, int64_t now) {
+std::optional<DateTime> parse_datetime(const std::string& text, const char* flag) {
   static const std::regex kTime(
       R"(^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?(Z|[+-]\d{2}:\d{2})?$)");
   std::smatch m;
-  if (std::regex_match(text, m, kTime)) {
-    std::tm tm{};
-    tm.tm_year = std::stoi(m[1]) - 1900;
-    tm.tm_mon = std::stoi(m[2]) - 1;
-    tm.tm_mday = std::stoi(m[3]);
-    tm.tm_hour = m[4].matched ? std::stoi(m[4]) : 0;
-    tm.tm_min = m[5].matched ? std::stoi(m[5]) : 0;
-    tm.tm_sec = m[6].matched ? std::stoi(m[6]) : 0;
-    if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
-      throw usage_error(fmt::format("invalid time '{}' for {}: a field is out of range", text, flag));
-    int64_t secs = timegm(&tm);
-    int64_t frac = 0;
-    if (m[7].matched) {
-      std::string digits = m[7].str() + std::string(6 - m[7].length(), '0');
-      frac = std::stoll(digits);
+  if (!std::regex_match(text, m, kTime)) return std::nullopt;
+  DateTime t;
+  t.year = std::stoi(m[1]);
+  t.month = std::stoi(m[2]);
+  t.day = std::stoi(m[3]);
+  t.hour = m[4].matched ? std::stoi(m[4]) : 0;
+  t.minute = m[5].matched ? std::stoi(m[5]) : 0;
+  t.second = m[6].matched ? std::stoi(m[6]) : 0;
+  if (t.month < 1 || t.month > 12 || t.day < 1 || t.day > 31 || t.hour > 23 || t.minute > 59 || t.second > 59)
+    throw usage_error(fmt::format("invalid time '{}' for {}: a field is out of range", text, flag));
+  if (m[7].matched) t.micros = std::stoll(m[7].str() + std::string(6 - static_cast<size_t>(m[7].length()), '0'));
+  if (m[8].matched) {
+    const std::string z = m[8].str();
+    t.offset_s = 0;
+    if (z != "Z") {
+      int64_t off = (std::stoi(z.substr(1, 2)) * 60 + std::stoi(z.substr(4, 2))) * 60;
+      t.offset_s = z[0] == '+' ? off : -off;
     }
-    if (m[8].matched && m[8].str() != "Z") {
-      const std::string z = m[8].str();
-      int64_t offset = (std::stoi(z.substr(1, 2)) * 60 + std::stoi(z.substr(4, 2))) * 60;
-      secs -= z[0] == '+' ? offset : -offset;
-    }
-    return secs * 1000000 + frac;
   }
+  return t;
+}
+
+namespace {
+
+// Seconds since the epoch of the date and time read as UTC.
+int64_t utc_seconds(const DateTime& t) {
+  std::tm tm{};
+  tm.tm_year = t.year - 1900;
+  tm.tm_mon = t.month - 1;
+  tm.tm_mday = t.day;
+  tm.tm_hour = t.hour;
+  tm.tm_min = t.minute;
+  tm.tm_sec = t.second;
+  return timegm(&tm);
+}
+
+}  // namespace
+
+int64_t parse_time_arg(const std::string& text, const char* flag, int64_t now) {
+  if (auto t = parse_datetime(text, flag))
+    return (utc_seconds(*t) - t->offset_s.value_or(0)) * 1000000 + t->micros;
   try {
     return now - parse_duration(text, flag).count();
   } catch (const Error&) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/util/time.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -270,4 +271,21 @@ TEST_CASE("agent: an agent that lost its lease kills its copy and reports nothin
   CHECK(run->status == model::RunStatus::running);
   CHECK(run->lease_owner == "other");
   CHECK(store->attempts(run_id).at(0).outcome == "running");
+}
+
+TEST_CASE("agent: a job submitted with --in runs once it is due, not before") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "10s"});  // the due time, not a poll, wakes it
+  auto id = submit(db, dir, {"--in", "1s", "--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto job = get(db, dir, id);
+  auto a = attempts(db, dir, id);
+  REQUIRE(a.size() == 1);
+  int64_t now = util::now_micros();
+  int64_t created = util::parse_time_arg(job["created_at"], "created", now);
+  int64_t due = util::parse_time_arg(job["run"]["available_at"], "due", now);
+  int64_t started = util::parse_time_arg(a[0]["started_at"], "started", now);
+  CHECK(due - created >= 999'000);
+  CHECK(started >= due - 1000);
 }

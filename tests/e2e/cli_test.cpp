@@ -191,3 +191,26 @@ TEST_CASE("cli: queue set and queue ls show and apply retry defaults") {
   auto table = run_jobctl(db, dir, {"queue", "ls", "-o", "table"});
   CHECK(table.out.find("retries=6 backoff=fixed") != std::string::npos);
 }
+
+TEST_CASE("cli: --in and --at delay a job, and bad combinations are refused") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto at = test::trim(run_jobctl(db, dir, {"submit", "--at", "2031-05-01 12:00", "--tz", "America/New_York", "--",
+                                            "true"}).out);
+  auto j = json::parse(run_jobctl(db, dir, {"get", at, "-o", "json"}).out);
+  CHECK(j["run"]["available_at"] == "2031-05-01T16:00:00.000Z");  // EDT, -4
+  CHECK(run_jobctl(db, dir, {"submit", "--at", "2030-01-01T00:00:00Z", "--in", "5m", "--", "true"}).code == 2);
+  CHECK(run_jobctl(db, dir, {"submit", "--tz", "Europe/Berlin", "--", "true"}).code == 2);
+  auto gap = run_jobctl(db, dir, {"submit", "--at", "2030-03-31 02:30", "--tz", "Europe/Berlin", "--", "true"});
+  CHECK(gap.code == 2);
+  CHECK(gap.err.find("does not exist") != std::string::npos);
+  auto batch = run_jobctl(db, dir, {"submit", "--file", "-"},
+                          "{\"command\": [\"true\"], \"in\": \"1h\"}\n"
+                          "{\"command\": [\"true\"], \"at\": \"2031-01-01 00:00\", \"tz\": \"UTC\"}\n");
+  REQUIRE(batch.code == 0);
+  auto ids = test::lines(batch.out);
+  REQUIRE(ids.size() == 2);
+  CHECK(json::parse(run_jobctl(db, dir, {"get", ids[1], "-o", "json"}).out)["run"]["available_at"] ==
+        "2031-01-01T00:00:00.000Z");
+  CHECK(job_count(db, dir) == 3);
+}

@@ -228,3 +228,25 @@ TEST_CASE("store: require_schema refuses a database without the current schema")
     CHECK(e.hint().find("jobctl init") != std::string::npos);
   }
 }
+
+TEST_CASE("store: a run due later is not claimed before its time") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto later = job("later");
+  later.delay_us = 3600'000'000;
+  auto fixed = job("fixed");
+  fixed.run_at_us = s->now() + 7200'000'000;
+  auto past = job("past");
+  past.run_at_us = 1'000'000;  // 1970: due at once
+  auto res = s->submit({later, fixed, past});
+  CHECK(s->get_run(res[1].run_id)->available_at == *fixed.run_at_us);
+  auto c = s->claim(w, {"default"}, 8, 30'000'000);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].spec.name == "past");
+  auto due_in = s->next_due_in({"default"});
+  REQUIRE(due_in);
+  CHECK(*due_in > 3500'000'000);
+  CHECK(*due_in <= 3600'000'000);
+}

@@ -1,0 +1,48 @@
+#include <doctest/doctest.h>
+
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+using jobctl::util::parse_at;
+using jobctl::util::parse_time_arg;
+
+namespace {
+constexpr int64_t kSec = 1'000'000;
+// 2030-01-01T00:00:00Z
+constexpr int64_t k2030 = 1'893'456'000LL * kSec;
+}  // namespace
+
+TEST_CASE("time: RFC 3339 with an offset is absolute") {
+  CHECK(parse_at("2030-01-01T00:00:00Z", "", "--at") == k2030);
+  CHECK(parse_at("2030-01-01T01:00:00+01:00", "", "--at") == k2030);
+  CHECK(parse_at("2029-12-31T19:00:00.5-05:00", "", "--at") == k2030 + kSec / 2);
+  CHECK(parse_time_arg("2030-01-01", "--since", 0) == k2030);
+  CHECK(parse_time_arg("2h", "--since", 10 * 3600 * kSec) == 8 * 3600 * kSec);
+}
+
+TEST_CASE("time: a local time is read in the --tz zone, across DST") {
+  CHECK(parse_at("2030-01-01 01:00", "Europe/Berlin", "--at") == k2030);              // CET, +1
+  CHECK(parse_at("2030-07-01 02:00", "Europe/Berlin", "--at") ==
+        parse_at("2030-07-01T00:00:00Z", "", "--at"));                                // CEST, +2
+  CHECK(parse_at("2030-01-01 00:00", "UTC", "--at") == k2030);
+  // The repeated hour after the DST end means its first occurrence (CEST).
+  CHECK(parse_at("2030-10-27 02:30", "Europe/Berlin", "--at") == parse_at("2030-10-27T00:30:00Z", "", "--at"));
+}
+
+TEST_CASE("time: bad --at values are usage errors naming the problem") {
+  auto fails_with = [](const std::string& text, const std::string& tz, const std::string& mention) {
+    CAPTURE(text);
+    try {
+      parse_at(text, tz, "--at");
+      FAIL("accepted");
+    } catch (const jobctl::Error& e) {
+      CHECK(e.code() == jobctl::ExitCode::usage);
+      CHECK(std::string(e.what()).find(mention) != std::string::npos);
+    }
+  };
+  fails_with("2030-03-31 02:30", "Europe/Berlin", "does not exist");  // the spring-forward gap
+  fails_with("2030-01-01 00:00", "Mars/Olympus", "unknown time zone");
+  fails_with("2030-01-01T00:00:00Z", "Europe/Berlin", "drop --tz");
+  fails_with("tomorrow", "", "invalid time");
+  fails_with("2030-13-01 00:00", "", "out of range");
+}
