@@ -146,16 +146,9 @@ std::optional<Clock::time_point> Runner::next_deadline() const {
   return next;
 }
 
-bool Runner::running(const std::string& run_id) const {
-  for (const auto& [pid, job] : jobs_)
-    if (job.run.run_id == run_id) return true;
-  return false;
-}
-
 std::string Runner::job_of(const std::string& run_id) const {
-  for (const auto& [pid, job] : jobs_)
-    if (job.run.run_id == run_id) return job.run.job_id;
-  return {};
+  const Job* job = find(run_id);
+  return job ? job->run.job_id : std::string();
 }
 
 std::vector<std::string> Runner::run_ids() const {

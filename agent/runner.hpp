@@ -65,7 +65,6 @@ class Runner {
   std::optional<Clock::time_point> next_deadline() const;
 
   size_t size() const { return jobs_.size(); }
-  bool running(const std::string& run_id) const;
   std::string job_of(const std::string& run_id) const;  // "" when not running
   std::vector<std::string> run_ids() const;
 
@@ -86,6 +85,7 @@ class Runner {
   void drain_fd(int& fd, exec::OutputTail& tail);
   void terminate(Job& job, Ending why, Now immediately);
   Job* find(const std::string& run_id);
+  const Job* find(const std::string& run_id) const { return const_cast<Runner*>(this)->find(run_id); }
 
   const Options& opts_;
   std::map<pid_t, Job> jobs_;

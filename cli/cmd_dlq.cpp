@@ -55,9 +55,7 @@ void register_ls(CLI::App& dlq, Context& ctx) {
   cmd->callback([f, &ctx] {
     auto dead = ctx.store().dead_runs(to_filter(*f));
     if (ctx.format() == OutputFormat::json) {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& v : dead) out.push_back(model::to_json(v));
-      print_json(out);
+      print_json_list(dead, [](const model::JobView& v) { return model::to_json(v); });
       return;
     }
     std::vector<TableRow> rows;

@@ -83,9 +83,7 @@ void register_ls(CLI::App& app, Context& ctx) {
     filter.limit = f->limit;
     auto jobs = ctx.store().list_jobs(filter);
     if (ctx.format() == OutputFormat::json) {
-      nlohmann::json all = nlohmann::json::array();
-      for (const auto& v : jobs) all.push_back(model::to_json(v));
-      print_json(all);
+      print_json_list(jobs, [](const model::JobView& v) { return model::to_json(v); });
       return;
     }
     std::vector<TableRow> rows;
@@ -113,9 +111,7 @@ void register_runs(CLI::App& app, Context& ctx) {
     for (const auto& run : runs)
       for (auto& a : ctx.store().attempts(run.id)) attempts.push_back(std::move(a));
     if (ctx.format() == OutputFormat::json) {
-      nlohmann::json all = nlohmann::json::array();
-      for (const auto& a : attempts) all.push_back(model::to_json(a, false));
-      print_json(all);
+      print_json_list(attempts, [](const model::Attempt& a) { return model::to_json(a, false); });
       return;
     }
     std::vector<TableRow> rows;

@@ -10,26 +10,13 @@
 namespace jobctl::cli {
 namespace {
 
-// The defaults a queue sets, "-" for those it leaves to the built-ins.
+// The defaults a queue sets as "key=value …", "-" when it sets none.
 std::string describe(const model::RetryOverrides& o) {
-  if (o.empty()) return "-";
-  auto p = o.resolve();
-  auto j = model::to_json(p);
+  const nlohmann::json set = model::to_json(o);
   std::string out;
-  auto add = [&](bool set, const char* key) {
-    if (!set) return;
-    if (!out.empty()) out += " ";
-    out += std::string(key) + "=" + (j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
-  };
-  add(o.max_retries.has_value(), "retries");
-  add(o.backoff.has_value(), "backoff");
-  add(o.delay_us.has_value(), "retry_delay");
-  add(o.max_delay_us.has_value(), "max_retry_delay");
-  add(o.retry_for_us.has_value(), "retry_for");
-  add(o.no_retry_exit_codes.has_value(), "no_retry_exit_codes");
-  add(o.max_deliveries.has_value(), "max_deliveries");
-  add(o.delivery.has_value(), "delivery");
-  return out;
+  for (auto it = set.begin(); it != set.end(); ++it)
+    out += (out.empty() ? "" : " ") + it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+  return out.empty() ? "-" : out;
 }
 
 void register_set(CLI::App& queue, Context& ctx) {
@@ -62,21 +49,10 @@ void register_ls(CLI::App& queue, Context& ctx) {
   cmd->callback([&ctx] {
     auto queues = ctx.store().list_queues();
     if (ctx.format() == OutputFormat::json) {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& q : queues) {
-        nlohmann::json defaults = nlohmann::json::object();
-        auto full = model::to_json(q.defaults.resolve());
-        const auto& o = q.defaults;
-        for (auto [set, key] : {std::pair{o.max_retries.has_value(), "retries"}, {o.backoff.has_value(), "backoff"},
-                                {o.delay_us.has_value(), "retry_delay"}, {o.max_delay_us.has_value(), "max_retry_delay"},
-                                {o.retry_for_us.has_value(), "retry_for"},
-                                {o.no_retry_exit_codes.has_value(), "no_retry_exit_codes"},
-                                {o.max_deliveries.has_value(), "max_deliveries"}, {o.delivery.has_value(), "delivery"}})
-          if (set) defaults[key] = full[key];
-        out.push_back({{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"dead", q.dead},
-                       {"defaults", defaults}});
-      }
-      print_json(out);
+      print_json_list(queues, [](const store::QueueInfo& q) {
+        return nlohmann::json{{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"dead", q.dead},
+                              {"defaults", model::to_json(q.defaults)}};
+      });
       return;
     }
     std::vector<TableRow> rows;

@@ -107,17 +107,21 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
 }
 
 void report(Context& ctx, const std::vector<store::SubmitResult>& results, const std::vector<model::JobSpec>& specs) {
-  bool json = ctx.output == "json";
-  nlohmann::json all = nlohmann::json::array();
+  std::vector<std::string> ids;
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     if (r.existed)
       std::fprintf(stderr, "jobctl: job %s already exists with idempotency key '%s'; not submitted again\n",
                    r.job_id.c_str(), specs[i].idempotency_key.c_str());
-    if (json) all.push_back(model::to_json(*ctx.store().get_job(r.job_id)));
-    else std::printf("%s\n", r.job_id.c_str());
+    ids.push_back(r.job_id);
   }
-  if (json) print_json(results.size() == 1 ? all[0] : all);
+  if (ctx.output != "json") {
+    for (const auto& id : ids) std::printf("%s\n", id.c_str());
+    return;
+  }
+  auto views = ctx.store().get_jobs(ids);  // one query, however large the batch
+  if (views.size() == 1) print_json(model::to_json(views[0]));
+  else print_json_list(views, [](const model::JobView& v) { return model::to_json(v); });
 }
 
 }  // namespace

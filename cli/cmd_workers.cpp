@@ -14,9 +14,7 @@ void register_workers(CLI::App& app, Context& ctx) {
     auto workers = ctx.store().list_workers();
     std::erase_if(workers, [&](const model::Worker& w) { return !*all && w.state == model::WorkerState::gone; });
     if (ctx.format() == OutputFormat::json) {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& w : workers) out.push_back(model::to_json(w));
-      print_json(out);
+      print_json_list(workers, [](const model::Worker& w) { return model::to_json(w); });
       return;
     }
     int64_t now = util::now_micros();

@@ -15,6 +15,14 @@ void print_table(const TableRow& header, const std::vector<TableRow>& rows);
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields);
 void print_json(const nlohmann::json& j);
 
+// Prints `items` as one JSON array, each element made by `to_json`.
+template <typename T, typename ToJson>
+void print_json_list(const std::vector<T>& items, ToJson&& to_json) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& item : items) out.push_back(to_json(item));
+  print_json(out);
+}
+
 // Cuts text to `width` characters (with "…") and flattens newlines, for cells.
 std::string cell(const std::string& text, size_t width = 60);
 

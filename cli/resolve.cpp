@@ -6,12 +6,16 @@
 #include "common/util/ulid.hpp"
 
 namespace jobctl::cli {
+namespace {
 
+// Throws usage when `id` is not a ULID, naming what was expected.
 void check_id(const std::string& id) {
   if (!util::is_ulid(id))
     throw usage_error(fmt::format("invalid id '{}': job and run ids are 26-character ULIDs", id),
                       "copy it from `jobctl ls` or the output of `jobctl submit`");
 }
+
+}  // namespace
 
 Resolved resolve_id(Context& ctx, const std::string& raw) {
   check_id(raw);

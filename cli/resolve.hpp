@@ -15,7 +15,4 @@ struct Resolved {
 // Accepts a job id or a run id. Throws usage (not a ULID) or not_found.
 Resolved resolve_id(Context& ctx, const std::string& id);
 
-// Throws usage when `id` is not a ULID, naming what was expected.
-void check_id(const std::string& id);
-
 }  // namespace jobctl::cli

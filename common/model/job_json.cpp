@@ -194,6 +194,18 @@ json to_json(const RetryPolicy& p) {
               {"delivery", to_string(p.delivery)}};
 }
 
+json to_json(const RetryOverrides& o) {
+  json full = to_json(o.resolve());
+  json out = json::object();
+  for (auto [set, key] : {std::pair{o.max_retries.has_value(), "retries"}, {o.backoff.has_value(), "backoff"},
+                          {o.delay_us.has_value(), "retry_delay"}, {o.max_delay_us.has_value(), "max_retry_delay"},
+                          {o.retry_for_us.has_value(), "retry_for"},
+                          {o.no_retry_exit_codes.has_value(), "no_retry_exit_codes"},
+                          {o.max_deliveries.has_value(), "max_deliveries"}, {o.delivery.has_value(), "delivery"}})
+    if (set) out[key] = full[key];
+  return out;
+}
+
 json to_json(const JobView& v) {
   const Job& job = v.job;
   const JobSpec& s = job.spec;

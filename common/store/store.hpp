@@ -146,6 +146,8 @@ class Store {
   // also for two equal keys inside one batch.
   std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
   std::optional<model::JobView> get_job(const std::string& job_id);
+  // The jobs that exist among `job_ids`, in that order, in one query.
+  std::vector<model::JobView> get_jobs(const std::vector<std::string>& job_ids);
   std::vector<model::JobView> list_jobs(const JobFilter& filter);
   std::optional<model::Run> get_run(const std::string& run_id);
   std::vector<model::Run> runs_of(const std::string& job_id);

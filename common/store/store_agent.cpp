@@ -293,10 +293,13 @@ int Store::rescue_expired() {
   // Cheap read first: almost always nothing expired, and then no write
   // lock is taken at all.
   const char* stale_workers = "state <> 'gone' AND heartbeat_at + lease_us < NOW_US";
-  bool runs_expired =
-      !conn_->query("SELECT 1 FROM runs WHERE status = 'running' AND lease_expires_at < NOW_US LIMIT 1").empty();
-  bool workers_stale = !conn_->query(fmt::format("SELECT 1 FROM workers WHERE {} LIMIT 1", stale_workers)).empty();
-  if (!runs_expired && !workers_stale) return 0;
+  bool anything = conn_->query(fmt::format(
+                         "SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires_at < "
+                         "NOW_US) OR EXISTS (SELECT 1 FROM workers WHERE {}) THEN 1 ELSE 0 END",
+                         stale_workers))
+                      .at(0)
+                      .i64(0) == 1;
+  if (!anything) return 0;
 
   Transaction tx(*conn_, TxMode::write);
   std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED" : "";

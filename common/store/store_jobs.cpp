@@ -181,33 +181,51 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
   return results;
 }
 
-std::optional<model::JobView> Store::get_job(const std::string& job_id) {
-  std::string sql = fmt::format(
-      "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job_id = j.id) "
-      "WHERE j.id = $1",
-      kJobColumns, kRunColumns);
-  auto rows = conn_->query(sql, {job_id});
-  if (rows.empty()) return std::nullopt;
-  model::JobView v{job_from_row(rows[0]), std::nullopt};
-  if (!rows[0].is_null(kJobColumnCount)) v.latest_run = run_from_row(rows[0], kJobColumnCount);
+namespace {
+
+// Jobs with their latest run: the FROM clause of get_jobs and list_jobs.
+constexpr const char* kJobsWithLatestRun =
+    "FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job_id = j.id)";
+
+model::JobView view_from_row(const Row& row) {
+  model::JobView v{job_from_row(row), std::nullopt};
+  if (!row.is_null(kJobColumnCount)) v.latest_run = run_from_row(row, kJobColumnCount);
   return v;
+}
+
+}  // namespace
+
+std::optional<model::JobView> Store::get_job(const std::string& job_id) {
+  auto views = get_jobs({job_id});
+  if (views.empty()) return std::nullopt;
+  return std::move(views[0]);
+}
+
+std::vector<model::JobView> Store::get_jobs(const std::vector<std::string>& job_ids) {
+  std::string sql = fmt::format("SELECT {}, {} {} WHERE {}", kJobColumns, kRunColumns, kJobsWithLatestRun,
+                                in_list(dialect(), "j.id", 1));
+  std::map<std::string, model::JobView> found;
+  for (const auto& row : conn_->query(sql, {list_param(dialect(), job_ids)})) {
+    auto v = view_from_row(row);
+    found.emplace(v.job.id, std::move(v));
+  }
+  std::vector<model::JobView> out;
+  for (const auto& id : job_ids)
+    if (auto it = found.find(id); it != found.end()) out.push_back(it->second);
+  return out;
 }
 
 std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
   std::string sql = fmt::format(
-      "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job_id = j.id) "
+      "SELECT {}, {} {} "
       "WHERE j.deleted_at IS NULL AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
       "ORDER BY j.id DESC LIMIT $3",
-      kJobColumns, kRunColumns);
+      kJobColumns, kRunColumns, kJobsWithLatestRun);
   std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
   auto rows = conn_->query(sql, {status, filter.queue.value_or(""), int64_t{filter.limit}});
   std::vector<model::JobView> out;
   out.reserve(rows.size());
-  for (const auto& row : rows) {
-    model::JobView v{job_from_row(row), std::nullopt};
-    if (!row.is_null(kJobColumnCount)) v.latest_run = run_from_row(row, kJobColumnCount);
-    out.push_back(std::move(v));
-  }
+  for (const auto& row : rows) out.push_back(view_from_row(row));
   return out;
 }
 

@@ -189,7 +189,7 @@ TEST_CASE("cli: queue set and queue ls show and apply retry defaults") {
   CHECK(ls[0]["defaults"]["retries"] == 6);
   CHECK_FALSE(ls[0]["defaults"].contains("delivery"));
   auto table = run_jobctl(db, dir, {"queue", "ls", "-o", "table"});
-  CHECK(table.out.find("retries=6 backoff=fixed") != std::string::npos);
+  CHECK(table.out.find("backoff=fixed retries=6") != std::string::npos);
 }
 
 TEST_CASE("cli: --in and --at delay a job, and bad combinations are refused") {
