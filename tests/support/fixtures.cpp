@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "common/store/migrations.hpp"
 #include "common/util/ulid.hpp"
 
 extern char** environ;
@@ -51,10 +52,10 @@ config::Backend test_backend() {
 
 const char* backend_name() { return test_backend() == config::Backend::postgres ? "postgres" : "sqlite"; }
 
-TestDb::TestDb(const TempDir& dir) {
+TestDb::TestDb(const TempDir& dir, int schema_version) {
   if (test_backend() == config::Backend::sqlite) {
     dsn_ = "sqlite:" + dir.file("jobs.db");
-    open();
+    migrate_to(schema_version);
     return;
   }
   const char* base = std::getenv("JOBCTL_TEST_PG_DSN");
@@ -66,7 +67,14 @@ TestDb::TestDb(const TempDir& dir) {
   auto admin = store::open_postgres(base);
   admin->exec_script("CREATE SCHEMA " + schema_);
   dsn_ = fmt::format("{} options='-csearch_path={}'", base, schema_);
-  open();
+  migrate_to(schema_version);
+}
+
+void TestDb::migrate_to(int version) {
+  auto target = config::parse_dsn(dsn_);
+  auto conn = target.backend == config::Backend::sqlite ? store::open_sqlite(target.target)
+                                                        : store::open_postgres(target.target);
+  store::migrate_to(*conn, version < 0 ? store::kSchemaVersion : version);
 }
 
 TestDb::~TestDb() {

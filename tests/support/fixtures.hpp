@@ -42,12 +42,16 @@ const char* backend_name();
 // the PostgreSQL server named by JOBCTL_TEST_PG_DSN.
 class TestDb {
  public:
-  explicit TestDb(const TempDir& dir);
+  // Migrated to `schema_version` (default: the current one), so upgrade
+  // paths can be tested from an older schema.
+  explicit TestDb(const TempDir& dir, int schema_version = -1);
   ~TestDb();
   const std::string& dsn() const { return dsn_; }  // for --db
-  std::unique_ptr<store::Store> open();            // migrated store
+  std::unique_ptr<store::Store> open();            // the store, migrated to the current schema
 
  private:
+  void migrate_to(int version);
+
   std::string dsn_;
   std::string schema_;  // postgres only
 };
