@@ -1,6 +1,9 @@
 // jobctl submit: one job from flags, or a batch from JSON lines.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,7 +43,9 @@ std::string text_or_file(const std::string& arg, const char* flag) {
     return ss.str();
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw usage_error(fmt::format("{}: cannot read file '{}'", flag, path));
+  if (!in)
+    throw usage_error(fmt::format("{}: cannot read file '{}': {}", flag, path, std::strerror(errno)),
+                      "check the path; @- reads standard input");
   ss << in.rdbuf();
   return ss.str();
 }
@@ -86,7 +91,9 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   std::istream* in = &std::cin;
   if (path != "-") {
     file.open(path);
-    if (!file) throw usage_error(fmt::format("--file: cannot read '{}'", path));
+    if (!file)
+      throw usage_error(fmt::format("--file: cannot read '{}': {}", path, std::strerror(errno)),
+                        "check the path; --file - reads standard input");
     in = &file;
   }
   std::vector<model::JobSpec> specs;
@@ -102,7 +109,9 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
                         e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
     }
   }
-  if (specs.empty()) throw usage_error(fmt::format("--file '{}' holds no jobs", path));
+  if (specs.empty())
+    throw usage_error(fmt::format("--file '{}' holds no jobs", path),
+                      "write one JSON job per line, e.g. {\"command\": [\"make\", \"test\"]}");
   return specs;
 }
 
