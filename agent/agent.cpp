@@ -77,6 +77,9 @@ int Agent::run() {
     heartbeat_if_due(now);
     // Timeouts and SIGTERM→SIGKILL escalations.
     runner_.enforce_deadlines(now);
+    // As the scheduler leader: turn cron occurrences into runs.
+    lead_if_due(now);
+    schedule_if_due(now);
     // Fill free slots with due runs.
     claim_if_free(now);
     if (phase_ == Phase::draining && runner_.size() == 0 && completions_.empty()) break;
@@ -102,6 +105,7 @@ void Agent::handle_signals() {
                 {{"running", std::to_string(runner_.size())},
                  {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
       with_store("drain", [&] { store_->set_worker_state(worker_id_, model::WorkerState::draining); });
+      next_lead_ = Clock::now();  // resign the scheduler lease at once
     } else {
       // A second signal: stop now, giving every run back.
       log_event(LogLevel::warn, "stopping", {{"running", std::to_string(runner_.size())}});
@@ -218,6 +222,7 @@ void Agent::wait_for_events(Clock::time_point now) {
   if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running && store_ok) return;
   if ((!completions_.empty() || !releases_.empty()) && store_ok) return;
   Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
+  if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
   if (phase_ == Phase::draining) until = std::min(until, drain_deadline_);
   if (store_backoff_until_ > now) until = std::max(until, store_backoff_until_);
@@ -249,22 +254,12 @@ void Agent::shut_down() {
     if (runner_.size() > 0) usleep(10000);
   }
   flush_reports();
+  if (epoch_) with_store("resign", [&] { store_->resign(worker_id_); });
   with_store("stop", [&] { store_->set_worker_state(worker_id_, model::WorkerState::gone); });
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
 }
 
 int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(runner_.size())); }
 
-template <typename Fn>
-bool Agent::with_store(const char* step, Fn&& fn) {
-  try {
-    fn();
-    return true;
-  } catch (const Error& e) {
-    log_event(LogLevel::error, "store_error", {{"step", step}, {"error", e.what()}});
-    store_backoff_until_ = Clock::now() + std::chrono::seconds(1);
-    return false;
-  }
-}
 
 }  // namespace jobctl::agent

@@ -2,9 +2,13 @@
 // jobagent's main loop: claim → execute → complete, with heartbeats,
 // rescue of dead agents' runs, and a graceful drain on SIGTERM.
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "common/util/error.hpp"
+#include "common/util/log.hpp"
 
 #include "agent/options.hpp"
 #include "agent/runner.hpp"
@@ -33,6 +37,9 @@ class Agent {
   void heartbeat_if_due(Clock::time_point now);
   void heartbeat();
   void claim_if_free(Clock::time_point now);
+  // The scheduler leader's duties (agent/scheduling.cpp).
+  void lead_if_due(Clock::time_point now);
+  void schedule_if_due(Clock::time_point now);
   void wait_for_events(Clock::time_point now);
   void shut_down();
   int free_slots() const;
@@ -55,9 +62,24 @@ class Agent {
   Clock::time_point last_cancel_check_{};
   Clock::time_point store_backoff_until_{};
   bool claim_wanted_ = true;
+  std::optional<int64_t> epoch_;          // set while this agent is the scheduler leader
+  Clock::time_point next_lead_{};         // next take-or-renew of the leader lease
+  Clock::time_point next_schedule_{};     // next materialisation, while leading
   std::vector<store::Completion> completions_;  // finished, not yet recorded
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
   std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };
+
+template <typename Fn>
+inline bool Agent::with_store(const char* step, Fn&& fn) {
+  try {
+    fn();
+    return true;
+  } catch (const Error& e) {
+    util::log_event(util::LogLevel::error, "store_error", {{"step", step}, {"error", e.what()}});
+    store_backoff_until_ = Clock::now() + std::chrono::seconds(1);
+    return false;
+  }
+}
 
 }  // namespace jobctl::agent

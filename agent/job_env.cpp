@@ -8,6 +8,9 @@ namespace jobctl::agent {
 
 std::string idempotency_key(const store::ClaimedRun& run) {
   if (!run.spec.idempotency_key.empty()) return run.spec.idempotency_key;
+  // A schedule's occurrence keeps its key across attempts and across a
+  // re-materialisation by another leader: job and fire time.
+  if (run.occurrence) return run.job_id + ":" + util::format_time(*run.occurrence);
   return run.job_id + ":" + run.run_id;
 }
 
@@ -27,7 +30,7 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
   env["JOB_ATTEMPT"] = std::to_string(run.attempt);
   env["JOB_FENCE_TOKEN"] = std::to_string(run.fence);
   env["JOB_IDEMPOTENCY_KEY"] = idempotency_key(run);
-  env["JOB_SCHEDULED_AT"] = util::format_time(run.available_at);
+  env["JOB_SCHEDULED_AT"] = util::format_time(run.occurrence.value_or(run.available_at));
   env["JOB_QUEUE"] = run.spec.queue;
   env["JOB_NAME"] = run.spec.name;
   if (run.spec.payload) env["JOB_PAYLOAD"] = *run.spec.payload;

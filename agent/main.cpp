@@ -33,8 +33,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
   jobctl::agent::Options opts;
   std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
+  std::string horizon = "60s", misfire = "60s";
   std::string log_format = "text", log_level = "info";
-  bool no_listen = false;
+  bool no_listen = false, no_scheduler = false;
   app.add_option("--db", db, "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, "
                              "else ~/.local/share/jobctl/jobs.db)");
   app.add_option("-q,--queues", queues, "Comma-separated queues to claim from")->capture_default_str();
@@ -46,6 +47,11 @@ int main(int argc, char** argv) {
   app.add_option("--kill-grace", grace, "Time between SIGTERM and SIGKILL on timeout or cancel")->capture_default_str();
   app.add_option("--poll-interval", poll, "Fallback poll when no wake-up arrives")->capture_default_str();
   app.add_flag("--no-listen", no_listen, "Do not LISTEN for wake-ups (PgBouncer transaction pooling); poll only");
+  app.add_flag("--no-scheduler", no_scheduler, "Never be the scheduler leader that turns cron occurrences into runs");
+  app.add_option("--schedule-horizon", horizon, "As leader, make runs of cron occurrences this far ahead")
+      ->capture_default_str();
+  app.add_option("--misfire-threshold", misfire, "As leader, treat an occurrence this late as missed (misfire policy)")
+      ->capture_default_str();
   app.add_option("--log-format", log_format, "Log format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--log-level", log_level, "Minimum level logged")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
@@ -64,6 +70,11 @@ int main(int argc, char** argv) {
     opts.poll_interval = to_ms(poll, "--poll-interval");
     if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
     opts.listen = !no_listen;
+    opts.scheduler = !no_scheduler;
+    opts.schedule_horizon = to_ms(horizon, "--schedule-horizon");
+    opts.misfire_threshold = to_ms(misfire, "--misfire-threshold");
+    if (opts.misfire_threshold < milliseconds(1000))
+      throw jobctl::usage_error("--misfire-threshold must be at least 1s");
     opts.log_format = log_format == "json" ? jobctl::util::LogFormat::json : jobctl::util::LogFormat::text;
     opts.log_level = log_level == "debug"  ? jobctl::util::LogLevel::debug
                      : log_level == "warn" ? jobctl::util::LogLevel::warn

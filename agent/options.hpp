@@ -21,6 +21,9 @@ struct Options {
   milliseconds kill_grace{5000};            // --kill-grace: SIGTERM to SIGKILL on timeout or cancel
   milliseconds poll_interval{1000};         // --poll-interval: fallback when no wake-up hint arrives
   bool listen = true;                       // --no-listen turns LISTEN/NOTIFY and inotify off
+  bool scheduler = true;                    // --no-scheduler: never lead, never materialise schedules
+  milliseconds schedule_horizon{60000};     // --schedule-horizon: occurrences become runs this far ahead
+  milliseconds misfire_threshold{60000};    // --misfire-threshold: an occurrence this late was missed
   size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr kept per attempt
   util::LogFormat log_format = util::LogFormat::text;  // --log-format
   util::LogLevel log_level = util::LogLevel::info;     // --log-level

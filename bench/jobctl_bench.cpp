@@ -12,6 +12,10 @@
 //                            N times: t0, then `SUBMIT… SELF stamp DIR/i`;
 //                            pickup latency = stamp − t0
 //   claim DSN N LIMIT_S      the Store's claim+complete cost per run
+//   herd DSN N AGENTS LOGDIR -- AGENT…
+//                            N schedules all due on one minute, AGENTS
+//                            agents started with them; lag from each
+//                            occurrence's time to its run's start
 //
 // Every loop is bounded in count and in time. A mode that cannot produce
 // its figure throws jobctl::Error; main prints it and exits non-zero.
@@ -258,6 +262,52 @@ void mode_claim(const Args& a) {
   put("complete_us_per_job", static_cast<double>(complete_ns) / 1e3 / static_cast<double>(n));
 }
 
+// The schedules' herd: every one of N schedules fires at the same minute
+// (at least 20 s away, so the leader has materialised them all before).
+// The lag of each occurrence is its first attempt's start minus its fire
+// time, both on the store's clock.
+void mode_herd(const Args& a) {
+  auto n = static_cast<int64_t>(number(a, 1, "N"));
+  auto agents = static_cast<int>(number(a, 2, "AGENTS"));
+  const std::string& logdir = a.at(3);
+  auto agent_argv = command_after(a, 4);
+  auto s = open_store(a.at(0));
+  auto& c = s->connection();
+  constexpr int64_t kMinuteUs = 60'000'000;
+  int64_t target = (s->now() / kMinuteUs + 1) * kMinuteUs;
+  if (target - s->now() < 20'000'000) target += kMinuteUs;
+  int minute = static_cast<int>(target / kMinuteUs % 60);
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  model::ScheduleSpec sc;
+  sc.cron = fmt::format("{} * * * *", minute);  // once an hour: one herd
+  spec.schedule = sc;
+  for (int64_t done = 0; done < n; done += static_cast<int64_t>(kSubmitBatch))
+    s->submit(std::vector<model::JobSpec>(std::min<size_t>(kSubmitBatch, static_cast<size_t>(n - done)), spec));
+
+  std::vector<pid_t> pids;
+  for (int i = 0; i < agents; ++i) pids.push_back(start_process(agent_argv, fmt::format("{}/herd-agent-{}.log", logdir, i)));
+  auto started = [&] {
+    return c.query("SELECT count(*) FROM runs WHERE occurrence = $1 AND started_at IS NOT NULL", {target}).at(0).i64(0);
+  };
+  int64_t start = monotonic_ns();
+  double limit_s = static_cast<double>(target - s->now()) / 1e6 + 60;
+  while (started() < n && seconds_since(start) < limit_s) sleep_ms(200);
+  int64_t materialised = c.query("SELECT count(*) FROM runs WHERE occurrence = $1", {target}).at(0).i64(0);
+  std::vector<double> lag_ms;
+  for (const auto& row : c.query("SELECT started_at - occurrence FROM runs WHERE occurrence = $1 AND started_at "
+                                 "IS NOT NULL",
+                                 {target}))
+    lag_ms.push_back(static_cast<double>(row.i64(0)) / 1000.0);
+  for (pid_t pid : pids) stop_process(pid, milliseconds(15000));
+  put("schedules", static_cast<double>(n));
+  put("materialised", static_cast<double>(materialised));
+  put("started", static_cast<double>(lag_ms.size()));
+  put("p50_ms", percentile(lag_ms, 0.50));
+  put("p99_ms", percentile(lag_ms, 0.99));
+  put("max_ms", percentile(lag_ms, 1.0));
+}
+
 struct Mode {
   const char* name;
   size_t min_args;
@@ -271,6 +321,7 @@ constexpr Mode kModes[] = {
     {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
     {"claim", 3, "claim DSN N LIMIT_S", mode_claim},
+    {"herd", 6, "herd DSN N AGENTS LOGDIR -- AGENT...", mode_herd},
 };
 
 void run(const Args& args) {
@@ -280,7 +331,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|herd ...", "see bench/jobctl_bench.cpp");
 }
 
 // Writes the time first, before any other work: it marks the moment the

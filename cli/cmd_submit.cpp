@@ -16,6 +16,7 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/retry_flags.hpp"
+#include "cli/schedule_flags.hpp"
 #include "cli/waiting.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
@@ -31,6 +32,7 @@ struct SubmitFlags {
   std::string at, in, tz;
   bool wait = false;
   RetryFlags retry;
+  ScheduleFlags schedule;
 };
 
 // "@FILE" reads a file ("@-" standard input); anything else is the text.
@@ -79,7 +81,22 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
   }
   s.idempotency_key = f.idempotency_key;
   s.retry_given = to_overrides(f.retry);
-  if (!f.tz.empty() && f.at.empty()) throw usage_error("--tz goes with --at", "e.g. --at '2026-12-24 18:00' --tz Europe/Berlin");
+  if (!f.schedule.cron.empty()) {
+    // A schedule: the zone is its own (default UTC), not the host's.
+    auto u = to_update(f.schedule, f.tz);
+    model::ScheduleSpec sc;
+    sc.cron = *u.cron;
+    sc.tz = u.tz.value_or("UTC");
+    sc.misfire = u.misfire.value_or(sc.misfire);
+    sc.catchup_window_us = u.catchup_window_us.value_or(sc.catchup_window_us);
+    sc.overlap = u.overlap.value_or(sc.overlap);
+    sc.max_concurrent = u.max_concurrent;
+    sc.jitter_us = u.jitter_us.value_or(0);
+    model::validate(sc, s.name);
+    s.schedule = std::move(sc);
+  }
+  if (!f.tz.empty() && f.at.empty() && !s.schedule)
+    throw usage_error("--tz goes with --at or --cron", "e.g. --at '2026-12-24 18:00' --tz Europe/Berlin");
   if (!f.at.empty()) s.run_at_us = util::parse_at(f.at, f.tz, "--at");
   if (!f.in.empty()) s.delay_us = util::parse_duration(f.in, "--in").count();
   model::validate(s);
@@ -139,7 +156,8 @@ void register_submit(CLI::App& app, Context& ctx) {
   auto f = std::make_shared<SubmitFlags>();
   auto* cmd = app.add_subcommand("submit", "Submit a job: jobctl submit [options] -- CMD [ARGS...]");
   cmd->footer("One argument after -- is run by `sh -c`; several are executed directly.\n"
-              "Prints the job id alone on stdout: id=$(jobctl submit -- make test)");
+              "Prints the job id alone on stdout: id=$(jobctl submit -- make test)\n"
+              "A schedule: jobctl submit --cron '0 3 * * *' --tz Europe/Berlin -- backup.sh");
   cmd->add_option("command", f->command, "The command to run");
   cmd->add_option("--name", f->name, "A name for people to recognise the job by");
   cmd->add_option("--queue", f->queue, "Queue the job waits in")->capture_default_str();
@@ -154,15 +172,23 @@ void register_submit(CLI::App& app, Context& ctx) {
   auto* at = cmd->add_option("--at", f->at,
                              "Run at this time: RFC 3339 (2026-12-24T18:00:00Z), or 'YYYY-MM-DD HH:MM[:SS]' in --tz");
   cmd->add_option("--in", f->in, "Run this long from now (e.g. 90s, 10m, 1h30m)")->excludes(at);
-  cmd->add_option("--tz", f->tz, "IANA time zone of an --at without an offset (default: this host's zone)");
+  cmd->add_option("--tz", f->tz,
+                  "IANA time zone of --cron (default UTC), or of an --at without an offset (default: this host's zone)");
+  auto* cron = cmd->add_option("--cron", f->schedule.cron,
+                               "Make it a schedule: run on this cron expression in --tz (see `jobctl cron next`)")
+                   ->excludes(at)
+                   ->excludes("--in");
+  auto schedule_flags = add_schedule_flags(*cmd, f->schedule);
+  for (const auto& name : schedule_flags) cmd->get_option(name)->needs(cron);
   auto retry_flags = add_retry_flags(*cmd, f->retry);
-  cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does");
+  cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does")->excludes(cron);
   auto* file = cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin");
   // A batch line carries its own fields: per-job flags beside --file would
   // be silently ignored, so they are refused.
   for (const char* name : {"command", "--name", "--queue", "--priority", "--timeout", "--env", "--cwd", "--payload",
-                           "--idempotency-key", "--at", "--in", "--tz"})
+                           "--idempotency-key", "--at", "--in", "--tz", "--cron"})
     file->excludes(cmd->get_option(name));
+  for (const auto& name : schedule_flags) file->excludes(cmd->get_option(name));
   for (const auto& name : retry_flags) file->excludes(cmd->get_option(name));
   cmd->callback([f, &ctx] {
     std::vector<model::JobSpec> specs;

@@ -8,7 +8,7 @@ namespace jobctl::cli {
 
 void register_workers(CLI::App& app, Context& ctx) {
   auto all = std::make_shared<bool>(false);
-  auto* cmd = app.add_subcommand("workers", "List agents: name, host, queues, slots, heartbeat, state");
+  auto* cmd = app.add_subcommand("workers", "List agents: name, host, queues, slots, heartbeat, state, scheduler leader");
   cmd->add_flag("--all", *all, "Include agents that are gone");
   cmd->callback([all, &ctx] {
     auto workers = ctx.store().list_workers();
@@ -24,9 +24,9 @@ void register_workers(CLI::App& app, Context& ctx) {
       for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
       rows.push_back({w.name, w.host, std::to_string(w.pid), queues,
                       std::to_string(w.running) + "/" + std::to_string(w.capacity),
-                      util::format_age(w.heartbeat_at, now), std::string(model::to_string(w.state)), w.version});
+                      util::format_age(w.heartbeat_at, now), std::string(model::to_string(w.state)), w.leader ? "leader" : "", w.version});
     }
-    print_table({"NAME", "HOST", "PID", "QUEUES", "SLOTS", "HEARTBEAT", "STATE", "VERSION"}, rows);
+    print_table({"NAME", "HOST", "PID", "QUEUES", "SLOTS", "HEARTBEAT", "STATE", "SCHEDULER", "VERSION"}, rows);
   });
 }
 

@@ -10,9 +10,9 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 8> kCommandGroups{
-    register_init, register_submit,  register_inspect, register_control,
-    register_dlq,  register_queue,   register_workers, register_complete,
+constexpr std::array<Registrar, 9> kCommandGroups{
+    register_init,  register_submit, register_inspect, register_control, register_schedule,
+    register_dlq,   register_queue,  register_workers, register_complete,
 };
 
 constexpr const char* kFooter = R"(Exit codes:

@@ -40,6 +40,7 @@ void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pa
 void register_workers(CLI::App& app, Context& ctx);
 void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
 void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
+void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …, update
 void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
 
 // Builds the whole jobctl command line (used by main and by the tests that

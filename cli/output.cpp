@@ -26,6 +26,8 @@ void print_table(const TableRow& header, const std::vector<TableRow>& rows) {
       line += r[i];
       if (i + 1 < r.size()) line += std::string(widths[i] - width_of(r[i]) + 2, ' ');
     }
+    // An empty last column leaves no padding behind.
+    line.erase(line.find_last_not_of(' ') + 1);
     std::printf("%s\n", line.c_str());
   };
   print_row(header);

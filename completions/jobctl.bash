@@ -98,7 +98,8 @@ _jobctl() {
     else
         # The commands whose arguments are job (or run) ids.
         case "${path[*]}" in
-            get | runs | logs | cancel | wait | retry | pause | resume | "dlq show" | "dlq replay")
+            get | runs | logs | cancel | wait | retry | pause | resume | "dlq show" | "dlq replay" | update | \
+                "schedule runs" | "schedule trigger" | "schedule backfill")
                 _jobctl_offer "$(_jobctl_ask ids)" "${cur^^}"
                 ;;
             *)

@@ -72,7 +72,7 @@ function __jobctl_complete
     else
         # The commands whose arguments are job (or run) ids.
         switch "$path"
-            case get runs logs cancel wait retry pause resume 'dlq show' 'dlq replay'
+            case get runs logs cancel wait retry pause resume 'dlq show' 'dlq replay' update 'schedule runs' 'schedule trigger' 'schedule backfill'
                 $bin $db __complete -- ids 2>/dev/null
             case '*'
                 string match -- '-*' $level

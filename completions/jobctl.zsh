@@ -66,7 +66,7 @@ _jobctl() {
   else
     # The commands whose arguments are job (or run) ids.
     case "$path_" in
-      get|runs|logs|cancel|wait|retry|pause|resume|"dlq show"|"dlq replay")
+      get|runs|logs|cancel|wait|retry|pause|resume|"dlq show"|"dlq replay"|update|"schedule runs"|"schedule trigger"|"schedule backfill")
         found=(${(f)"$(_jobctl_ask ids)"})
         compadd -M 'm:{a-z}={A-Z}' -a found
         ;;

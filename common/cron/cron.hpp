@@ -63,8 +63,10 @@ class Expr {
   // @every: its interval in µs; 0 otherwise.
   int64_t every_us() const;
 
- private:
+  // The parsed fields: opaque, defined in cron.cpp.
   struct Fields;
+
+ private:
   std::string text_;
   std::shared_ptr<const Fields> fields_;
 };

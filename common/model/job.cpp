@@ -17,7 +17,7 @@ constexpr std::array<std::pair<Priority, std::string_view>, 4> kPriorities{{
     {Priority::low, "low"},
 }};
 
-constexpr std::array<std::pair<RunStatus, std::string_view>, 7> kStatuses{{
+constexpr std::array<std::pair<RunStatus, std::string_view>, 8> kStatuses{{
     {RunStatus::blocked, "blocked"},
     {RunStatus::pending, "pending"},
     {RunStatus::running, "running"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<RunStatus, std::string_view>, 7> kStatuses{{
     {RunStatus::failed, "failed"},
     {RunStatus::dead, "dead"},
     {RunStatus::cancelled, "cancelled"},
+    {RunStatus::skipped, "skipped"},
 }};
 
 template <typename Table, typename Enum>
@@ -52,7 +53,7 @@ RunStatus parse_run_status(std::string_view text) { return parse_from(kStatuses,
 
 bool is_final(RunStatus s) {
   return s == RunStatus::succeeded || s == RunStatus::failed || s == RunStatus::dead ||
-         s == RunStatus::cancelled;
+         s == RunStatus::cancelled || s == RunStatus::skipped;
 }
 
 std::string_view to_string(WorkerState s) {

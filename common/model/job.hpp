@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/model/retry.hpp"
+#include "common/model/schedule.hpp"
 
 namespace jobctl::model {
 
@@ -17,14 +18,14 @@ namespace jobctl::model {
 enum class Priority : int { critical = 0, high = 1, normal = 2, low = 3 };
 
 // Run states; see DESIGN.md "Run states".
-enum class RunStatus { blocked, pending, running, succeeded, failed, dead, cancelled };
+enum class RunStatus { blocked, pending, running, succeeded, failed, dead, cancelled, skipped };
 
 std::string_view to_string(Priority p);
 std::string_view to_string(RunStatus s);
 // Both throw jobctl::Error(ExitCode::usage) naming the bad value.
 Priority parse_priority(std::string_view text);
 RunStatus parse_run_status(std::string_view text);
-// True for succeeded, failed, dead and cancelled: nothing more will happen.
+// True for succeeded, failed, dead, cancelled and skipped: nothing more will happen.
 bool is_final(RunStatus s);
 
 // What to execute. A command given as one string is run by `sh -c`; one
@@ -52,6 +53,7 @@ struct JobSpec {
   int64_t delay_us = 0;                      // --in: due this long after submit (store clock)
   RetryOverrides retry_given;                // submit: the retry fields the user set
   RetryPolicy retry;                         // the resolved policy (what a failure leads to)
+  std::optional<ScheduleSpec> schedule;      // --cron: a recurring job; it gets no first run
 };
 
 struct Job {
@@ -60,6 +62,10 @@ struct Job {
   int version = 1;
   bool paused = false;
   int64_t created_at = 0;  // µs since epoch, store clock
+  // A schedule: its first occurrence not materialised yet (none: it will
+  // not fire again), and where @every intervals count from.
+  std::optional<int64_t> next_fire_at;
+  int64_t schedule_anchor = 0;
 };
 
 struct Run {
@@ -76,6 +82,8 @@ struct Run {
   int deliveries = 0;                  // claims that did not end in a release
   int attempts = 0;                    // attempt rows so far
   int failures = 0;                    // attempts that reported a failure
+  std::optional<int64_t> occurrence;   // a schedule's run: the fire time it is for
+  int job_version = 1;                 // the job's version it was created under
   std::string replay_of;               // the dead run this run replays, if any
   std::optional<int64_t> replayed_at;  // a dead run: when it was replayed
   bool cancel_requested = false;
@@ -113,6 +121,7 @@ struct Worker {
   int64_t heartbeat_at = 0;
   WorkerState state = WorkerState::active;
   int running = 0;  // runs it holds a lease on (filled by list queries)
+  bool leader = false;  // it holds the scheduler lease
 };
 
 // A job together with its latest run, as `get` and `ls` show it.

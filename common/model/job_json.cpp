@@ -67,6 +67,8 @@ JobSpec job_spec_from_json(const json& j) {
   JobSpec s;
   bool has_command = false;
   std::string at, tz;
+  ScheduleSpec sched;
+  bool has_cron = false, has_schedule_field = false;
   for (const auto& [key, v] : j.items()) {
     if (key == "command") {
       s.command = command_from_json(v, key);
@@ -95,6 +97,24 @@ JobSpec job_spec_from_json(const json& j) {
       tz = want_string(v, key);
     } else if (key == "in") {
       s.delay_us = util::parse_duration(want_string(v, key), "in").count();
+    } else if (key == "cron") {
+      sched.cron = want_string(v, key);
+      has_cron = true;
+    } else if (key == "misfire") {
+      sched.misfire = parse_misfire(want_string(v, key));
+      has_schedule_field = true;
+    } else if (key == "catchup_window") {
+      sched.catchup_window_us = util::parse_duration(want_string(v, key), "catchup_window").count();
+      has_schedule_field = true;
+    } else if (key == "overlap") {
+      sched.overlap = parse_overlap(want_string(v, key));
+      has_schedule_field = true;
+    } else if (key == "max_concurrent") {
+      sched.max_concurrent = want_int(v, key);
+      has_schedule_field = true;
+    } else if (key == "jitter") {
+      sched.jitter_us = util::parse_duration(want_string(v, key), "jitter").count();
+      has_schedule_field = true;
     } else if (key == "retries") {
       s.retry_given.max_retries = want_int(v, key);
     } else if (key == "backoff") {
@@ -114,12 +134,22 @@ JobSpec job_spec_from_json(const json& j) {
     } else {
       throw usage_error(fmt::format("unknown field '{}'", key),
                         "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
-                        "idempotency_key, at, tz, in, retries, backoff, retry_delay, max_retry_delay, retry_for, "
-                        "no_retry_exit_codes, max_deliveries, delivery (see jobctl(1), BATCH FORMAT)");
+                        "idempotency_key, at, tz, in, cron, misfire, catchup_window, overlap, max_concurrent, jitter, "
+                        "retries, backoff, retry_delay, max_retry_delay, retry_for, no_retry_exit_codes, "
+                        "max_deliveries, delivery (see jobctl(1), BATCH FORMAT)");
     }
   }
   if (!has_command) throw field_error("command", "is required");
-  if (!tz.empty() && at.empty()) throw field_error("tz", "goes with 'at'");
+  if (has_schedule_field && !has_cron) throw field_error("cron", "is required by misfire, catchup_window, overlap, max_concurrent and jitter");
+  if (has_cron) {
+    if (!at.empty() || s.delay_us) throw field_error("cron", "cannot be combined with 'at' or 'in'");
+    if (!tz.empty()) sched.tz = tz;
+    validate(sched, s.name);
+    s.schedule = std::move(sched);
+    validate(s);
+    return s;
+  }
+  if (!tz.empty() && at.empty()) throw field_error("tz", "goes with 'at' or 'cron'");
   if (!at.empty() && s.delay_us) throw field_error("in", "cannot be combined with 'at'");
   if (!at.empty()) s.run_at_us = util::parse_at(at, tz, "at");
   validate(s);
@@ -174,11 +204,27 @@ json to_json(const Run& r) {
          {"failures", r.failures}};
   j["replay_of"] = r.replay_of.empty() ? json(nullptr) : json(r.replay_of);
   put(j, "replayed_at", opt_time(r.replayed_at));
+  put(j, "occurrence", opt_time(r.occurrence));
+  j["job_version"] = r.job_version;
   put(j, "started_at", opt_time(r.started_at));
   put(j, "finished_at", opt_time(r.finished_at));
   put(j, "lease_expires_at", opt_time(r.lease_expires_at));
   j["lease_owner"] = r.lease_owner.empty() ? json(nullptr) : json(r.lease_owner);
   j["exit_code"] = r.exit_code ? json(*r.exit_code) : json(nullptr);
+  return j;
+}
+
+json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at) {
+  auto dur = [](int64_t us) { return util::format_duration(util::Micros(us)); };
+  int max = effective_max_concurrent(s);
+  json j{{"cron", s.cron},
+         {"tz", s.tz},
+         {"misfire", to_string(s.misfire)},
+         {"catchup_window", dur(s.catchup_window_us)},
+         {"overlap", to_string(s.overlap)},
+         {"max_concurrent", max > 0 ? json(max) : json(nullptr)},
+         {"jitter", s.jitter_us ? json(dur(s.jitter_us)) : json(nullptr)}};
+  put(j, "next_fire_at", opt_time(next_fire_at));
   return j;
 }
 
@@ -224,6 +270,7 @@ json to_json(const JobView& v) {
   j["timeout"] = s.timeout_us ? json(util::format_duration(util::Micros(s.timeout_us))) : json(nullptr);
   j["payload"] = s.payload ? json::parse(*s.payload) : json(nullptr);
   j["retry"] = to_json(s.retry);
+  j["schedule"] = s.schedule ? to_json(*s.schedule, job.next_fire_at) : json(nullptr);
   j["status"] = v.latest_run ? json(to_string(v.latest_run->status)) : json(nullptr);
   j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
   return j;
@@ -256,6 +303,7 @@ json to_json(const Worker& w) {
               {"queues", w.queues},
               {"capacity", w.capacity},
               {"running", w.running},
+              {"leader", w.leader},
               {"version", w.version},
               {"state", to_string(w.state)},
               {"started_at", util::format_time(w.started_at)},

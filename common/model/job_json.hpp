@@ -27,6 +27,7 @@ std::string env_to_text(const std::map<std::string, std::string>& env);
 std::map<std::string, std::string> env_from_text(const std::string& text);
 
 nlohmann::json to_json(const RetryPolicy& p);
+nlohmann::json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at);
 // Only the fields that are set, spelled as in to_json(RetryPolicy).
 nlohmann::json to_json(const RetryOverrides& o);
 nlohmann::json to_json(const JobView& v);

@@ -125,6 +125,47 @@ CREATE TABLE queues (
 );
 )SQL";
 
+// Migration 3: schedules. A job with a cron expression is a schedule: the
+// leader agent materialises its occurrences as runs ahead of time.
+constexpr const char* kV3 = R"SQL(
+ALTER TABLE jobs ADD COLUMN cron TEXT;
+ALTER TABLE jobs ADD COLUMN tz TEXT NOT NULL DEFAULT 'UTC';
+-- The first occurrence not materialised yet (µs); NULL: not a schedule, or
+-- one that will never fire again.
+ALTER TABLE jobs ADD COLUMN next_fire_at BIGINT;
+ALTER TABLE jobs ADD COLUMN schedule_anchor BIGINT;
+ALTER TABLE jobs ADD COLUMN misfire TEXT NOT NULL DEFAULT 'latest';
+ALTER TABLE jobs ADD COLUMN catchup_window_us BIGINT NOT NULL DEFAULT 3600000000;
+ALTER TABLE jobs ADD COLUMN overlap TEXT NOT NULL DEFAULT 'skip';
+-- Runs of the job allowed at once; 0 = no limit.
+ALTER TABLE jobs ADD COLUMN max_concurrent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN jitter_us BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX jobs_next_fire ON jobs (next_fire_at) WHERE next_fire_at IS NOT NULL;
+
+-- The fire time a schedule's run is for, and the job version it was made
+-- under. One run per (job, version, occurrence): a leader that retries, or
+-- two leaders for a moment, cannot fire an occurrence twice.
+ALTER TABLE runs ADD COLUMN occurrence BIGINT;
+ALTER TABLE runs ADD COLUMN job_version INTEGER NOT NULL DEFAULT 1;
+-- Where a run came from: submit, schedule, trigger, backfill (replays and
+-- retries keep their origin). The overlap sweep skips only 'schedule' runs.
+ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'submit';
+CREATE UNIQUE INDEX runs_occurrence ON runs (job_id, job_version, occurrence) WHERE occurrence IS NOT NULL;
+-- The overlap checks at claim time: what of a job runs, what waits.
+CREATE INDEX runs_running_job ON runs (job_id) WHERE status = 'running';
+CREATE INDEX runs_waiting_occurrence ON runs (job_id, occurrence) WHERE status = 'pending' AND occurrence IS NOT NULL;
+
+-- One row: which agent is the scheduler. epoch grows with every change of
+-- holder and fences a deposed leader's writes.
+CREATE TABLE scheduler_lease (
+  id         INTEGER PRIMARY KEY,
+  holder     TEXT,
+  epoch      BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+INSERT INTO scheduler_lease (id, holder, epoch, expires_at) VALUES (1, NULL, 0, 0);
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -149,6 +190,8 @@ std::string migration_sql(Dialect d, int version) {
     if (d == Dialect::postgres) sql += kV1Postgres;
   } else if (version == 2) {
     sql = kV2;
+  } else if (version == 3) {
+    sql = kV3;
   }
   return sql;
 }

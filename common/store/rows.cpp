@@ -30,6 +30,19 @@ model::Job job_from_row(const Row& row, size_t f) {
   r.no_retry_exit_codes = model::ExitCodeSet::parse(row.text(f + 18));
   r.max_deliveries = static_cast<int>(row.i64(f + 19));
   r.delivery = model::parse_delivery(row.text(f + 20));
+  if (!row.is_null(f + 21)) {
+    model::ScheduleSpec sc;
+    sc.cron = row.text(f + 21);
+    sc.tz = row.text(f + 22);
+    sc.misfire = model::parse_misfire(row.text(f + 23));
+    sc.catchup_window_us = row.i64(f + 24);
+    sc.overlap = model::parse_overlap(row.text(f + 25));
+    if (auto max = row.i64(f + 26); max > 0) sc.max_concurrent = static_cast<int>(max);
+    sc.jitter_us = row.i64(f + 27);
+    j.spec.schedule = std::move(sc);
+    j.next_fire_at = row.opt_i64(f + 28);
+    j.schedule_anchor = row.i64(f + 29);
+  }
   return j;
 }
 
@@ -53,6 +66,8 @@ model::Run run_from_row(const Row& row, size_t f) {
   r.failures = static_cast<int>(row.i64(f + 15));
   r.replay_of = row.text(f + 16);
   r.replayed_at = row.opt_i64(f + 17);
+  r.occurrence = row.opt_i64(f + 18);
+  r.job_version = static_cast<int>(row.i64(f + 19));
   return r;
 }
 

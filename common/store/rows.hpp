@@ -9,18 +9,20 @@
 
 namespace jobctl::store {
 
-// 21 columns of jobs aliased j.
+// 30 columns of jobs aliased j.
 inline constexpr const char* kJobColumns =
     "j.id, j.name, j.queue, j.priority, j.command, j.env, j.cwd, j.payload, j.timeout_us, "
     "j.idempotency_key, j.version, j.paused, j.created_at, j.max_retries, j.backoff, j.retry_delay_us, "
-    "j.max_retry_delay_us, j.retry_for_us, j.no_retry_exit_codes, j.max_deliveries, j.delivery";
-inline constexpr size_t kJobColumnCount = 21;
+    "j.max_retry_delay_us, j.retry_for_us, j.no_retry_exit_codes, j.max_deliveries, j.delivery, "
+    "j.cron, j.tz, j.misfire, j.catchup_window_us, j.overlap, j.max_concurrent, j.jitter_us, j.next_fire_at, "
+    "j.schedule_anchor";
+inline constexpr size_t kJobColumnCount = 30;
 
-// 18 columns of runs aliased r.
+// 20 columns of runs aliased r.
 inline constexpr const char* kRunColumns =
     "r.id, r.job_id, r.status, r.created_at, r.available_at, r.started_at, r.finished_at, r.lease_owner, "
     "r.lease_expires_at, r.fence, r.deliveries, r.attempts, r.cancel_requested, r.exit_code, r.error, "
-    "r.failures, r.replay_of, r.replayed_at";
+    "r.failures, r.replay_of, r.replayed_at, r.occurrence, r.job_version";
 
 model::Job job_from_row(const Row& row, size_t first = 0);
 model::Run run_from_row(const Row& row, size_t first = 0);

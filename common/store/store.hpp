@@ -22,6 +22,7 @@
 
 #include "common/config/dsn.hpp"
 #include "common/model/job.hpp"
+#include "common/model/schedule.hpp"
 #include "common/store/sql.hpp"
 
 namespace jobctl::store {
@@ -48,6 +49,7 @@ struct ClaimedRun {
   int64_t available_at = 0;
   int64_t first_started_at = 0;  // the run's first claim (store clock)
   int64_t claimed_at = 0;        // this claim (store clock)
+  std::optional<int64_t> occurrence;  // a schedule's run: its fire time
   model::JobSpec spec;
 };
 
@@ -114,6 +116,47 @@ struct QueueInfo {
   int64_t running = 0;
   int64_t dead = 0;  // in the dead-letter queue
 };
+
+// How the leader materialises schedules (jobagent flags).
+struct SchedulerSettings {
+  int64_t horizon_us = 60'000'000;       // materialise occurrences this far ahead
+  int64_t misfire_after_us = 60'000'000;  // an occurrence this late was missed
+  int batch = 500;                        // schedules per transaction
+};
+
+struct MaterialiseResult {
+  bool fenced = false;  // this agent no longer leads: nothing was written
+  int schedules = 0;    // schedules looked at
+  int64_t runs = 0;     // occurrences that became runs
+  int64_t skipped = 0;  // occurrences recorded as skipped (misfire)
+  bool more = false;    // stopped at a limit: call again soon
+  std::vector<std::string> errors;  // schedules that could not be evaluated
+};
+
+// A schedule with its most recent run that is due (not a future occurrence).
+struct ScheduleView {
+  model::Job job;
+  std::optional<model::Run> last_run;
+};
+
+// The fields `jobctl update` changes on a schedule; unset ones stay.
+struct ScheduleUpdate {
+  std::optional<std::string> cron;
+  std::optional<std::string> tz;
+  std::optional<model::Misfire> misfire;
+  std::optional<int64_t> catchup_window_us;
+  std::optional<model::Overlap> overlap;
+  std::optional<int> max_concurrent;
+  std::optional<int64_t> jitter_us;
+};
+
+struct BackfillResult {
+  int64_t occurrences = 0;  // in the span
+  int64_t created = 0;      // new runs (the others had one already)
+};
+
+// Most occurrences one backfill may create.
+inline constexpr size_t kMaxBackfill = 10000;
 
 enum class CancelOutcome {
   cancelled,  // it had not started: it is cancelled now
@@ -211,14 +254,48 @@ class Store {
   int rescue_expired();
   // How long (µs, store clock) until the earliest claimable pending run of
   // `queues` is due: 0 or less when one is due now, nothing when none
-  // waits. Runs of paused jobs do not count.
+  // waits. Runs of paused jobs, and occurrences their overlap policy holds
+  // back, do not count.
   std::optional<int64_t> next_due_in(const std::vector<std::string>& queues);
   int64_t now();  // the database clock
+
+  // --- the scheduler (the leader agent) -------------------------------------
+  // Takes or renews the scheduler lease for `lease_us`. Returns the epoch
+  // while this worker leads; nothing when another agent does.
+  std::optional<int64_t> lead(const std::string& worker_id, int64_t lease_us);
+  // Gives the lease up (agent shutdown), so another agent takes over at once.
+  void resign(const std::string& worker_id);
+  // Turns the occurrences of due schedules into runs (see cron/plan.hpp),
+  // fenced by the lease: writes nothing unless `worker_id` still leads at
+  // `epoch`. On PostgreSQL NOTIFYs the queues that got runs.
+  MaterialiseResult materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& settings);
+  // The overlap policies that act rather than wait: skips due occurrences
+  // (skip, buffer-one) and asks running ones to stop (cancel-other).
+  // Returns how many runs it changed.
+  int enforce_overlap();
+
+  // --- schedules (jobctl) -----------------------------------------------------
+  std::vector<ScheduleView> list_schedules();  // by next fire time
+  // The schedule's runs that are due or done, newest first. Throws
+  // not_found, or invalid_state when the job is not a schedule.
+  std::vector<model::Run> schedule_runs(const std::string& job_id, int limit);
+  // One run now. Unless `force`, obeys the overlap policy: throws
+  // invalid_state when it would be skipped. Returns the run id.
+  std::string trigger(const std::string& job_id, bool force);
+  // Runs for the occurrences in [from, to] that have none yet.
+  BackfillResult backfill(const std::string& job_id, int64_t from_us, int64_t to_us);
+  // Changes a schedule and bumps its version; returns the new version.
+  int update_schedule(const std::string& job_id, const ScheduleUpdate& update);
 
  private:
   std::vector<SubmitResult> insert_jobs(std::vector<model::JobSpec> specs);
   std::map<std::string, model::RetryOverrides> queue_defaults(const std::set<std::string>& queues);
   std::string rerun(const std::string& run_id);  // inside a transaction
+  // Submit: fills in the schedule columns of new jobs (id, spec) that have
+  // one. Inside the submit transaction.
+  void start_schedules(const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);
+  // Resume: a schedule starts over from now. Inside a transaction.
+  void restart_schedule(const std::string& job_id);
   // The id and status of the job's latest run, for a command that acts on
   // it (`action` names it in errors). Throws not_found / invalid_state.
   std::pair<std::string, model::RunStatus> latest_run_for(const std::string& job_id, const char* action);

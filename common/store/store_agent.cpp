@@ -23,6 +23,17 @@
 namespace jobctl::store {
 namespace {
 
+// A schedule's occurrence waits while its job is at max_concurrent, and
+// behind any earlier occurrence still waiting, so occurrences start in
+// order and never beyond the limit. Checked here, in the claim, so no agent
+// can get it wrong and no crash leaves a stale flag. Runs without an
+// occurrence (plain jobs, a forced trigger) are not held.
+constexpr const char* kOverlapFree =
+    "(r.occurrence IS NULL OR NOT EXISTS (SELECT 1 FROM jobs g WHERE g.id = r.job_id AND g.max_concurrent > 0 "
+    "AND ((SELECT count(*) FROM runs o WHERE o.job_id = r.job_id AND o.status = 'running') >= g.max_concurrent "
+    "OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = r.job_id AND e.status = 'pending' "
+    "AND e.occurrence < r.occurrence))))";
+
 // PostgreSQL: one statement picks the due runs in claim order, skipping
 // rows other agents hold locked, leases them, opens their attempts and
 // returns them joined with their jobs.
@@ -35,6 +46,7 @@ WITH picked AS (
     SELECT r.id, r.priority, r.available_at FROM runs r
     WHERE r.status = 'pending' AND r.queue = q.name AND r.available_at <= NOW_US
       AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)
+      AND {}
     ORDER BY r.priority, r.available_at, r.id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
@@ -46,29 +58,31 @@ WITH picked AS (
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
          started_at = COALESCE(r.started_at, NOW_US)
   FROM picked WHERE r.id = picked.id
-  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at
+  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence
 ), opened AS (
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome)
   SELECT id, attempts, $1, NOW_US, 'running' FROM claimed
 )
-SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, {}
+SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, {}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
-                                               kJobColumns);
+                                               kOverlapFree, kJobColumns);
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file.
-constexpr const char* kClaimSqlite = R"SQL(
+const std::string kClaimSqlite = fmt::format(R"SQL(
 UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
        started_at = COALESCE(started_at, NOW_US)
-WHERE id IN (SELECT id FROM runs
-             WHERE status = 'pending' AND queue IN (SELECT value FROM json_each($3)) AND available_at <= NOW_US
-               AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = runs.job_id AND p.paused = 1)
-             ORDER BY priority, available_at, id LIMIT $4)
-RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US
-)SQL";
+WHERE id IN (SELECT r.id FROM runs r
+             WHERE r.status = 'pending' AND r.queue IN (SELECT value FROM json_each($3)) AND r.available_at <= NOW_US
+               AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)
+               AND {}
+             ORDER BY r.priority, r.available_at, r.id LIMIT $4)
+RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence
+)SQL",
+                                             kOverlapFree);
 
 // PostgreSQL: a batch of completions in one statement. Fenced like
 // kFinishRun; returns the runs it finished.
@@ -116,7 +130,7 @@ void close_attempt(Connection& c, const Completion& d, const std::string& outcom
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}});
 }
 
-// The first 8 columns of both claim statements.
+// The first 9 columns of both claim statements.
 ClaimedRun claimed_from_row(const Row& row) {
   ClaimedRun c;
   c.run_id = row.text(0);
@@ -127,6 +141,7 @@ ClaimedRun claimed_from_row(const Row& row) {
   c.failures = static_cast<int>(row.i64(5));
   c.first_started_at = row.i64(6);
   c.claimed_at = row.i64(7);
+  c.occurrence = row.opt_i64(8);
   return c;
 }
 
@@ -191,7 +206,8 @@ void Store::set_worker_state(const std::string& worker_id, model::WorkerState st
 std::vector<model::Worker> Store::list_workers() {
   auto rows = conn_->query(
       "SELECT w.id, w.name, w.host, w.pid, w.queues, w.capacity, w.version, w.started_at, w.heartbeat_at, w.state, "
-      "(SELECT count(*) FROM runs r WHERE r.lease_owner = w.id AND r.status = 'running') "
+      "(SELECT count(*) FROM runs r WHERE r.lease_owner = w.id AND r.status = 'running'), "
+      "(SELECT count(*) FROM scheduler_lease l WHERE l.holder = w.id AND l.expires_at > NOW_US) "
       "FROM workers w ORDER BY CASE w.state WHEN 'gone' THEN 1 ELSE 0 END, w.heartbeat_at DESC");
   std::vector<model::Worker> out;
   for (const auto& row : rows) {
@@ -210,6 +226,7 @@ std::vector<model::Worker> Store::list_workers() {
               : st == "gone"   ? model::WorkerState::gone
                                : model::WorkerState::active;
     w.running = static_cast<int>(row.i64(10));
+    w.leader = row.i64(11) > 0;
     out.push_back(std::move(w));
   }
   return out;
@@ -223,7 +240,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
   if (dialect() == Dialect::postgres) {
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, 8).spec;
+      c.spec = job_from_row(row, 9).spec;
       out.push_back(std::move(c));
     }
     return out;
@@ -336,9 +353,12 @@ int Store::rescue_expired() {
 }
 
 std::optional<int64_t> Store::next_due_in(const std::vector<std::string>& queues) {
+  // Occurrences held back by their overlap policy do not count: the agent
+  // that finishes the run holding them back claims them.
   auto rows = conn_->query("SELECT min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND " +
                                in_list(dialect(), "r.queue", 1) +
-                               " AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)",
+                               " AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1) AND " +
+                               kOverlapFree,
                            {list_param(dialect(), queues)});
   return rows.empty() ? std::nullopt : rows[0].opt_i64(0);
 }

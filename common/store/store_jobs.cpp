@@ -64,6 +64,7 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows) {
                         int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
                         p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
                         std::string(model::to_string(p.delivery))});
+    if (r.run_id.empty()) continue;  // a schedule: its leader makes the runs
     c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
                         s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us});
   }
@@ -100,13 +101,20 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));
     c.exec(kInsertJobsUnnest, jobs);
     std::vector<std::optional<std::string>> run_ids, at, delay;
+    std::vector<std::optional<std::string>> job_ids, queues, priorities;
     for (size_t i = start; i < end; ++i) {
       const auto& s = *rows[i].spec;
+      if (rows[i].run_id.empty()) continue;  // a schedule: its leader makes the runs
       run_ids.push_back(rows[i].run_id);
+      job_ids.push_back(rows[i].job_id);
+      queues.push_back(s.queue);
+      priorities.push_back(std::to_string(static_cast<int>(s.priority)));
       at.push_back(s.run_at_us ? std::optional<std::string>(std::to_string(*s.run_at_us)) : std::nullopt);
       delay.push_back(std::to_string(s.delay_us));
     }
-    c.exec(kInsertRunsUnnest, {pg_array(run_ids), jobs[0], jobs[2], jobs[3], pg_array(at), pg_array(delay)});
+    if (!run_ids.empty())
+      c.exec(kInsertRunsUnnest, {pg_array(run_ids), pg_array(job_ids), pg_array(queues), pg_array(priorities),
+                                 pg_array(at), pg_array(delay)});
   }
 }
 
@@ -146,6 +154,7 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
     policy.merge(s.retry_given);
     s.retry = policy.resolve();
     model::validate(s.retry);
+    if (s.schedule) model::validate(*s.schedule, s.name);
   }
   std::set<std::string> keys;
   for (const auto& s : specs)
@@ -164,7 +173,7 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
         continue;
       }
     }
-    NewRow row{&s, util::new_ulid(), util::new_ulid()};
+    NewRow row{&s, util::new_ulid(), s.schedule ? std::string() : util::new_ulid()};
     if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});
     queues.insert(s.queue);
@@ -175,6 +184,10 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
   } else {
     insert_each(*conn_, fresh);
   }
+  std::vector<std::pair<std::string, const model::JobSpec*>> schedules;
+  for (const auto& r : fresh)
+    if (r.spec->schedule) schedules.emplace_back(r.job_id, r.spec);
+  start_schedules(schedules);
   if (dialect() == Dialect::postgres)
     for (const auto& q : queues) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {q});
   tx.commit();

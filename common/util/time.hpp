@@ -33,10 +33,21 @@ std::optional<DateTime> parse_datetime(const std::string& text, const char* flag
 // Throws jobctl::Error(ExitCode::usage) naming `flag`.
 int64_t parse_time_arg(const std::string& text, const char* flag, int64_t now);
 
+class TimeZone;
+
 // --at: RFC 3339 with an offset, or a date and time without one read in the
 // IANA zone `tz` ("" = this host's zone). A local time the zone skips (a DST
 // gap) is an error; a repeated one (the hour after a DST end) means its
-// first occurrence. Throws usage Error naming `flag`.
-int64_t parse_at(const std::string& text, const std::string& tz, const char* flag);
+// first occurrence. Throws usage Error naming `flag`. A text with its own
+// offset beside a `tz` the user typed is refused as contradictory
+// (OwnOffset::conflicts); where `tz` is only a default, the text's offset
+// wins (OwnOffset::wins).
+enum class OwnOffset { conflicts, wins };
+int64_t parse_at(const std::string& text, const std::string& tz, const char* flag,
+                 OwnOffset own = OwnOffset::conflicts);
+
+// The wall clock of `zone` at `micros`, with the zone's abbreviation:
+// "2026-03-08 03:00:00 EDT".
+std::string format_local(int64_t micros, const TimeZone& zone);
 
 }  // namespace jobctl::util

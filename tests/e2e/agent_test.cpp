@@ -221,7 +221,7 @@ TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrad
     CHECK(run_jobctl(db, dir, {"submit", "--", "true"}).code == 5);  // jobctl refuses it too
     auto init = run_jobctl(db, dir, {"init", "-o", "table"});
     CHECK(init.code == 0);
-    CHECK(init.out == "schema upgraded to version 2 (1 migration applied)\n");
+    CHECK(init.out == "schema upgraded to version 3 (2 migrations applied)\n");
     auto agent = test::start_agent(db, dir, kFast);
     auto id = submit(db, dir, {"--", "true"});
     CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);

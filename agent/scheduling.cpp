@@ -1,0 +1,73 @@
+// The scheduler leader's duties in the agent loop. Every agent (unless
+// --no-scheduler) tries to take the leader lease every third of --lease;
+// the one that holds it materialises cron occurrences --schedule-horizon
+// ahead, once a second or sooner when a tick left work over, and applies
+// the overlap policies that skip or cancel. A draining agent resigns so
+// another takes over at once.
+#include <fmt/format.h>
+
+#include "agent/agent.hpp"
+#include "common/util/log.hpp"
+
+namespace jobctl::agent {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using util::log_event;
+using util::LogLevel;
+
+namespace {
+constexpr auto kScheduleTick = std::chrono::seconds(1);
+constexpr auto kBacklogTick = std::chrono::milliseconds(50);
+}  // namespace
+
+void Agent::lead_if_due(Clock::time_point now) {
+  if (!opts_.scheduler || now < next_lead_ || now < store_backoff_until_) return;
+  if (phase_ != Phase::running) {
+    if (epoch_) with_store("resign", [&] {
+        store_->resign(worker_id_);
+        log_event(LogLevel::info, "scheduler_resigned", {{"epoch", std::to_string(*epoch_)}});
+        epoch_.reset();
+      });
+    next_lead_ = Clock::time_point::max();
+    return;
+  }
+  next_lead_ = now + opts_.lease / 3;
+  with_store("lead", [&] {
+    auto epoch = store_->lead(worker_id_, duration_cast<microseconds>(opts_.lease).count());
+    if (epoch && epoch != epoch_) {
+      log_event(LogLevel::info, "scheduler_leading", {{"epoch", std::to_string(*epoch)}});
+      next_schedule_ = now;
+    } else if (!epoch && epoch_) {
+      log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
+    }
+    epoch_ = epoch;
+  });
+}
+
+void Agent::schedule_if_due(Clock::time_point now) {
+  if (!epoch_ || now < next_schedule_ || now < store_backoff_until_) return;
+  next_schedule_ = now + kScheduleTick;
+  store::SchedulerSettings settings;
+  settings.horizon_us = duration_cast<microseconds>(opts_.schedule_horizon).count();
+  settings.misfire_after_us = duration_cast<microseconds>(opts_.misfire_threshold).count();
+  with_store("schedule", [&] {
+    auto r = store_->materialise(worker_id_, *epoch_, settings);
+    if (r.fenced) {
+      log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
+      epoch_.reset();
+      return;
+    }
+    for (const auto& e : r.errors) log_event(LogLevel::error, "schedule_error", {{"error", e}});
+    if (r.runs > 0 || r.skipped > 0)
+      log_event(r.skipped > 0 ? LogLevel::warn : LogLevel::debug, "materialised",
+                {{"schedules", std::to_string(r.schedules)}, {"runs", std::to_string(r.runs)},
+                 {"skipped", std::to_string(r.skipped)}});
+    if (r.runs > 0) claim_wanted_ = true;  // our own next due time may be sooner now
+    if (r.more) next_schedule_ = now + kBacklogTick;
+    if (int n = store_->enforce_overlap(); n > 0)
+      log_event(LogLevel::info, "overlap_enforced", {{"runs", std::to_string(n)}});
+  });
+}
+
+}  // namespace jobctl::agent

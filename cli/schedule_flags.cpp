@@ -1,0 +1,35 @@
+#include "cli/schedule_flags.hpp"
+
+#include "common/util/duration.hpp"
+
+namespace jobctl::cli {
+
+std::vector<std::string> add_schedule_flags(CLI::App& cmd, ScheduleFlags& f) {
+  cmd.add_option("--misfire", f.misfire,
+                 "Occurrences missed while no scheduler ran: skip, latest (default: run the newest) or all")
+      ->check(CLI::IsMember({"skip", "latest", "all"}));
+  cmd.add_option("--catchup-window", f.catchup_window, "How far back --misfire all reaches (default 1h)");
+  cmd.add_option("--overlap", f.overlap,
+                 "An occurrence due while the last still runs: skip (default), buffer-one, buffer-all, "
+                 "cancel-other or allow")
+      ->check(CLI::IsMember({"skip", "buffer-one", "buffer-all", "cancel-other", "allow"}));
+  cmd.add_option("--max-concurrent", f.max_concurrent, "Runs of this schedule at once (default 1; allow: no limit)")
+      ->check(CLI::Range(1, 100000));
+  cmd.add_option("--jitter", f.jitter, "Start each occurrence up to this much later, spreading a herd (e.g. 30s)");
+  return {"--misfire", "--catchup-window", "--overlap", "--max-concurrent", "--jitter"};
+}
+
+store::ScheduleUpdate to_update(const ScheduleFlags& f, const std::string& tz) {
+  store::ScheduleUpdate u;
+  if (!f.cron.empty()) u.cron = f.cron;
+  if (!tz.empty()) u.tz = tz;
+  if (!f.misfire.empty()) u.misfire = model::parse_misfire(f.misfire);
+  if (!f.catchup_window.empty())
+    u.catchup_window_us = util::parse_duration(f.catchup_window, "--catchup-window").count();
+  if (!f.overlap.empty()) u.overlap = model::parse_overlap(f.overlap);
+  u.max_concurrent = f.max_concurrent;
+  if (!f.jitter.empty()) u.jitter_us = util::parse_duration(f.jitter, "--jitter").count();
+  return u;
+}
+
+}  // namespace jobctl::cli

@@ -1,0 +1,66 @@
+#include "common/cron/plan.hpp"
+
+#include <fmt/format.h>
+
+namespace jobctl::cron {
+namespace {
+
+// Adds `at` to the last span when it has the same reason, else opens one.
+void skip(Plan& plan, int64_t at, const char* reason) {
+  if (!plan.skipped.empty() && plan.skipped.back().reason == reason) {
+    plan.skipped.back().last = at;
+    ++plan.skipped.back().count;
+    return;
+  }
+  plan.skipped.push_back(SkippedSpan{at, at, 1, reason});
+}
+
+}  // namespace
+
+Plan plan_occurrences(const PlanInput& in) {
+  Plan plan;
+  const int64_t missed_before = in.now_us - in.misfire_after_us;
+  const int64_t until = in.now_us + in.horizon_us;
+  const int64_t window_start = in.now_us - in.catchup_window_us;
+  std::optional<int64_t> t = in.next_fire_at;
+  // `latest` keeps the newest missed occurrence back until it knows no
+  // newer one is missed too.
+  std::optional<int64_t> latest_missed;
+  int caught_up = 0;
+  for (int steps = 0; t && *t <= until; ++steps) {
+    if (steps == kStepsPerTick || caught_up == kCatchUpPerTick) {
+      plan.more = true;
+      break;
+    }
+    if (*t >= missed_before) {
+      if (latest_missed) {
+        plan.fire.push_back(*latest_missed);
+        latest_missed.reset();
+      }
+      plan.fire.push_back(*t);
+    } else if (in.misfire == model::Misfire::skip) {
+      skip(plan, *t, "missed: no scheduler ran at its time (misfire skip)");
+    } else if (in.misfire == model::Misfire::latest) {
+      if (latest_missed) skip(plan, *latest_missed, "missed: a later occurrence ran instead (misfire latest)");
+      latest_missed = *t;
+    } else if (*t < window_start) {
+      skip(plan, *t, "missed: older than the catch-up window (misfire all)");
+    } else {
+      plan.fire.push_back(*t);
+      ++caught_up;
+    }
+    t = in.expr->next(*t, *in.zone, in.anchor_us);
+  }
+  if (latest_missed) {
+    if (plan.more) {
+      // Not known yet whether it is the newest missed one: start there next tick.
+      plan.next_fire_at = latest_missed;
+      return plan;
+    }
+    plan.fire.push_back(*latest_missed);
+  }
+  plan.next_fire_at = t;
+  return plan;
+}
+
+}  // namespace jobctl::cron

@@ -1,0 +1,53 @@
+#pragma once
+// What the scheduler does with one schedule at one tick: which
+// occurrences become runs, which are recorded as skipped and why, and where
+// the schedule resumes next time. A pure function of the schedule, its
+// policies and the clock, so every misfire case is tested without a
+// database.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cron/cron.hpp"
+#include "common/model/schedule.hpp"
+
+namespace jobctl::cron {
+
+// Consecutive occurrences recorded as one skipped run.
+struct SkippedSpan {
+  int64_t first = 0;  // fire time of the first (µs)
+  int64_t last = 0;
+  int64_t count = 0;
+  std::string reason;
+};
+
+struct Plan {
+  std::vector<int64_t> fire;          // occurrences to materialise, in order
+  std::vector<SkippedSpan> skipped;
+  std::optional<int64_t> next_fire_at;  // where the next tick starts; none: never again
+  bool more = false;                  // stopped at a limit: tick again soon
+};
+
+struct PlanInput {
+  const Expr* expr = nullptr;
+  const util::TimeZone* zone = nullptr;
+  int64_t anchor_us = 0;
+  model::Misfire misfire = model::Misfire::latest;
+  int64_t catchup_window_us = 0;
+  int64_t next_fire_at = 0;      // the first occurrence not materialised yet
+  int64_t now_us = 0;
+  int64_t horizon_us = 0;        // materialise occurrences up to now + horizon
+  int64_t misfire_after_us = 0;  // an occurrence this far in the past was missed
+};
+
+// Bounds on one tick's work per schedule: a long outage of a per-second
+// schedule is worked off over several ticks instead of one huge
+// transaction, and `misfire all` starts at most kCatchUpPerTick missed
+// occurrences per tick.
+inline constexpr int kStepsPerTick = 20000;
+inline constexpr int kCatchUpPerTick = 10;
+
+Plan plan_occurrences(const PlanInput& in);
+
+}  // namespace jobctl::cron

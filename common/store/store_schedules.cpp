@@ -1,0 +1,394 @@
+// Store: schedules — the scheduler leader's lease, materialising
+// occurrences, the overlap sweep, and the jobctl commands on schedules.
+//
+// The leader lease is one row (scheduler_lease). An agent takes it when it
+// is free or expired, bumping its epoch; the holder renews it with its
+// heartbeat. Every materialisation re-reads the row inside its own
+// transaction (locking it on PostgreSQL) and writes nothing unless this
+// agent still holds it at the epoch it was granted, so a deposed leader
+// cannot write; the unique (job, version, occurrence) index would refuse a
+// second run of an occurrence even so.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "common/cron/plan.hpp"
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+#include "common/util/ulid.hpp"
+
+namespace jobctl::store {
+namespace {
+
+// A pending or skipped run of an occurrence, ready to insert.
+struct OccurrenceRun {
+  std::string id;
+  std::string job_id;
+  std::string queue;
+  int priority = 0;
+  int version = 1;
+  int64_t occurrence = 0;
+  int64_t available_at = 0;
+  std::string origin;
+  std::string status = "pending";
+  std::string error;
+};
+
+constexpr const char* kInsertOccurrence =
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
+    "origin, error, finished_at) VALUES ($1, $2, $3, $4, $5, $6, NOW_US, $7, $8, $9, $10, "
+    "CASE WHEN $5 = 'skipped' THEN NOW_US END) ON CONFLICT DO NOTHING";
+constexpr const char* kInsertOccurrencesUnnest =
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
+    "origin, error, finished_at) SELECT u.id, u.job_id, u.queue, u.priority, u.status, u.at, NOW_US, u.occ, u.ver, "
+    "u.origin, u.error, CASE WHEN u.status = 'skipped' THEN NOW_US END FROM unnest($1::text[], $2::text[], "
+    "$3::text[], $4::int[], $5::text[], $6::int8[], $7::int8[], $8::int[], $9::text[], $10::text[]) "
+    "AS u (id, job_id, queue, priority, status, at, occ, ver, origin, error) ON CONFLICT DO NOTHING";
+
+// Inserts the runs; an occurrence that already has one is left alone.
+// Returns how many were new.
+int64_t insert_occurrences(Connection& c, const std::vector<OccurrenceRun>& runs) {
+  if (runs.empty()) return 0;
+  if (c.dialect() == Dialect::postgres) {
+    std::vector<std::vector<std::optional<std::string>>> cols(10);
+    for (const auto& r : runs) {
+      cols[0].push_back(r.id);
+      cols[1].push_back(r.job_id);
+      cols[2].push_back(r.queue);
+      cols[3].push_back(std::to_string(r.priority));
+      cols[4].push_back(r.status);
+      cols[5].push_back(std::to_string(r.available_at));
+      cols[6].push_back(std::to_string(r.occurrence));
+      cols[7].push_back(std::to_string(r.version));
+      cols[8].push_back(r.origin);
+      cols[9].push_back(r.error);
+    }
+    Params params;
+    for (const auto& col : cols) params.emplace_back(pg_array(col));
+    return c.exec(kInsertOccurrencesUnnest, params);
+  }
+  int64_t n = 0;
+  for (const auto& r : runs)
+    n += c.exec(kInsertOccurrence, {r.id, r.job_id, r.queue, int64_t{r.priority}, r.status, r.available_at,
+                                    r.occurrence, int64_t{r.version}, r.origin, r.error});
+  return n;
+}
+
+OccurrenceRun occurrence_run(const model::Job& job, int64_t at, const char* origin) {
+  OccurrenceRun r;
+  r.id = util::new_ulid();
+  r.job_id = job.id;
+  r.queue = job.spec.queue;
+  r.priority = static_cast<int>(job.spec.priority);
+  r.version = job.version;
+  r.occurrence = at;
+  r.available_at = at;
+  r.origin = origin;
+  return r;
+}
+
+// A stable offset in [0, jitter) per (job, occurrence): the same whichever
+// leader materialises it, and different across jobs sharing a minute.
+int64_t jitter_of(const std::string& job_id, int64_t at, int64_t jitter_us) {
+  if (jitter_us <= 0) return 0;
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](unsigned char c) { h = (h ^ c) * 1099511628211ULL; };
+  for (char c : job_id) mix(static_cast<unsigned char>(c));
+  for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(static_cast<uint64_t>(at) >> (8 * i)));
+  return static_cast<int64_t>(h % static_cast<uint64_t>(jitter_us));
+}
+
+std::string span_text(const cron::SkippedSpan& s) {
+  if (s.count == 1) return s.reason;
+  return fmt::format("{} ({} occurrences, through {})", s.reason, s.count, util::format_time(s.last));
+}
+
+// H in a schedule's expression hashes its name, or its id when unnamed.
+std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job.id : job.spec.name; }
+
+cron::Expr expr_of(const model::Job& job) { return cron::Expr::parse(job.spec.schedule->cron, hash_key(job)); }
+
+model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
+  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
+                                  lock && c.dialect() == Dialect::postgres ? " FOR UPDATE" : ""),
+                      {job_id});
+  if (rows.empty())
+    throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list schedules with `jobctl schedules ls`");
+  auto job = job_from_row(rows[0]);
+  if (!job.spec.schedule)
+    throw Error(ExitCode::invalid_state, fmt::format("job {} is not a schedule", job_id),
+                "schedules are created with `jobctl submit --cron EXPR`");
+  return job;
+}
+
+void notify_queue(Connection& c, const std::string& queue) {
+  if (c.dialect() == Dialect::postgres) c.query("SELECT pg_notify('jobctl_wake', $1)", {queue});
+}
+
+// The first occurrence after `after` (µs), for a schedule starting over.
+std::optional<int64_t> next_after(const model::Job& job, int64_t after) {
+  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  return expr_of(job).next(after, *zone, job.schedule_anchor);
+}
+
+Value opt_value(const std::optional<int64_t>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+}  // namespace
+
+// --- submit ------------------------------------------------------------------
+
+void Store::start_schedules(const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs) {
+  if (jobs.empty()) return;
+  int64_t now = this->now();
+  for (const auto& [id, spec] : jobs) {
+    const auto& s = *spec->schedule;
+    model::Job job;
+    job.id = id;
+    job.spec = *spec;
+    job.schedule_anchor = now;
+    conn_->exec(
+        "UPDATE jobs SET cron = $2, tz = $3, misfire = $4, catchup_window_us = $5, overlap = $6, "
+        "max_concurrent = $7, jitter_us = $8, schedule_anchor = $9, next_fire_at = $10 WHERE id = $1",
+        {id, s.cron, s.tz, std::string(model::to_string(s.misfire)), s.catchup_window_us,
+         std::string(model::to_string(s.overlap)), int64_t{model::effective_max_concurrent(s)}, s.jitter_us, now,
+         opt_value(next_after(job, now))});
+  }
+}
+
+// --- the leader ----------------------------------------------------------------
+
+std::optional<int64_t> Store::lead(const std::string& worker_id, int64_t lease_us) {
+  auto rows = conn_->query(
+      "UPDATE scheduler_lease SET epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, holder = $1, "
+      "expires_at = NOW_US + $2 WHERE id = 1 AND (holder = $1 OR holder IS NULL OR expires_at <= NOW_US) "
+      "RETURNING epoch",
+      {worker_id, lease_us});
+  if (rows.empty()) return std::nullopt;
+  return rows[0].i64(0);
+}
+
+void Store::resign(const std::string& worker_id) {
+  conn_->exec("UPDATE scheduler_lease SET expires_at = 0 WHERE id = 1 AND holder = $1", {worker_id});
+}
+
+MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& s) {
+  MaterialiseResult result;
+  Transaction tx(*conn_, TxMode::write);
+  bool pg = dialect() == Dialect::postgres;
+  auto held = conn_->query(std::string("SELECT NOW_US FROM scheduler_lease WHERE id = 1 AND holder = $1 AND "
+                                       "epoch = $2 AND expires_at > NOW_US") +
+                               (pg ? " FOR UPDATE" : ""),
+                           {worker_id, epoch});
+  if (held.empty()) {
+    result.fenced = true;
+    return result;
+  }
+  int64_t now = held[0].i64(0);
+  auto rows = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.next_fire_at <= $1 AND j.paused = 0 AND "
+                                       "j.deleted_at IS NULL ORDER BY j.next_fire_at LIMIT $2{}",
+                                       kJobColumns, pg ? " FOR UPDATE" : ""),
+                           {now + s.horizon_us, int64_t{s.batch}});
+  result.more = static_cast<int>(rows.size()) == s.batch;
+  std::vector<OccurrenceRun> runs, skipped;
+  std::set<std::string> queues;
+  for (const auto& row : rows) {
+    auto job = job_from_row(row);
+    const auto& sc = *job.spec.schedule;
+    std::optional<int64_t> next;
+    try {
+      auto expr = expr_of(job);
+      auto zone = util::TimeZone::locate(sc.tz);
+      cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
+                         *job.next_fire_at, now, s.horizon_us, s.misfire_after_us};
+      auto plan = cron::plan_occurrences(in);
+      for (int64_t at : plan.fire) {
+        auto r = occurrence_run(job, at, "schedule");
+        r.available_at = at + jitter_of(job.id, at, sc.jitter_us);
+        runs.push_back(std::move(r));
+      }
+      for (const auto& span : plan.skipped) {
+        auto r = occurrence_run(job, span.first, "schedule");
+        r.status = "skipped";
+        r.error = span_text(span);
+        skipped.push_back(std::move(r));
+        result.skipped += span.count;
+      }
+      if (!plan.fire.empty()) queues.insert(job.spec.queue);
+      next = plan.next_fire_at;
+      result.more = result.more || plan.more;
+    } catch (const Error& e) {
+      // The expression or zone no longer loads (tzdata changed under us):
+      // say so and look again in a minute rather than every tick.
+      result.errors.push_back(fmt::format("schedule {}: {}", job.id, e.what()));
+      next = now + 60'000'000;
+    }
+    conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job.id, opt_value(next)});
+    ++result.schedules;
+  }
+  result.runs = insert_occurrences(*conn_, runs);
+  insert_occurrences(*conn_, skipped);
+  for (const auto& q : queues) notify_queue(*conn_, q);
+  tx.commit();
+  return result;
+}
+
+int Store::enforce_overlap() {
+  // The due occurrences of jobs at their limit that must not wait: all of
+  // them under skip; under buffer-one, all but the earliest.
+  constexpr const char* kBlocked =
+      "SELECT p.id FROM runs p JOIN jobs g ON g.id = p.job_id "
+      "WHERE p.status = 'pending' AND p.origin = 'schedule' AND p.available_at <= NOW_US AND g.max_concurrent > 0 "
+      "AND g.overlap = $1 AND p.job_id IN (SELECT job_id FROM runs WHERE status = 'running') "
+      "AND (SELECT count(*) FROM runs o WHERE o.job_id = p.job_id AND o.status = 'running') >= g.max_concurrent "
+      "AND ($1 = 'skip' OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = p.job_id AND e.status = 'pending' "
+      "AND e.occurrence < p.occurrence))";
+  Transaction tx(*conn_, TxMode::write);
+  int64_t n = 0;
+  for (auto [policy, reason] : {std::pair{"skip", "overlap: an earlier occurrence was still running (overlap skip)"},
+                                std::pair{"buffer-one", "overlap: another occurrence already waited (overlap buffer-one)"}})
+    n += conn_->exec(fmt::format("UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $2 "
+                                 "WHERE id IN ({})",
+                                 kBlocked),
+                     {std::string(policy), std::string(reason)});
+  // cancel-other: a due occurrence asks the older running ones to stop; it
+  // starts once they have.
+  auto cancelled = conn_->query(
+      "UPDATE runs SET cancel_requested = 1 WHERE status = 'running' AND cancel_requested = 0 "
+      "AND occurrence IS NOT NULL AND EXISTS (SELECT 1 FROM runs p JOIN jobs g ON g.id = p.job_id "
+      "WHERE p.job_id = runs.job_id AND g.overlap = 'cancel-other' AND p.status = 'pending' "
+      "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US) RETURNING id");
+  if (dialect() == Dialect::postgres)
+    for (const auto& row : cancelled) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
+  tx.commit();
+  return static_cast<int>(n + static_cast<int64_t>(cancelled.size()));
+}
+
+// --- jobctl ----------------------------------------------------------------------
+
+std::vector<ScheduleView> Store::list_schedules() {
+  auto rows = conn_->query(fmt::format(
+      "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(x.id) FROM runs x WHERE x.job_id = j.id "
+      "AND x.available_at <= NOW_US) WHERE j.cron IS NOT NULL AND j.deleted_at IS NULL "
+      "ORDER BY j.next_fire_at IS NULL, j.next_fire_at, j.id",
+      kJobColumns, kRunColumns));
+  std::vector<ScheduleView> out;
+  for (const auto& row : rows) {
+    ScheduleView v{job_from_row(row), std::nullopt};
+    if (!row.is_null(kJobColumnCount)) v.last_run = run_from_row(row, kJobColumnCount);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<model::Run> Store::schedule_runs(const std::string& job_id, int limit) {
+  schedule_job(*conn_, job_id, false);
+  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 AND r.available_at <= NOW_US "
+                                       "ORDER BY r.id DESC LIMIT $2",
+                                       kRunColumns),
+                           {job_id, int64_t{limit}});
+  std::vector<model::Run> out;
+  for (const auto& row : rows) out.push_back(run_from_row(row));
+  return out;
+}
+
+std::string Store::trigger(const std::string& job_id, bool force) {
+  Transaction tx(*conn_, TxMode::write);
+  auto job = schedule_job(*conn_, job_id, true);
+  int limit = model::effective_max_concurrent(*job.spec.schedule);
+  auto overlap = job.spec.schedule->overlap;
+  if (!force && limit > 0 && (overlap == model::Overlap::skip || overlap == model::Overlap::buffer_one)) {
+    auto busy = conn_->query(
+        "SELECT (SELECT count(*) FROM runs WHERE job_id = $1 AND status = 'running'), "
+        "(SELECT count(*) FROM runs WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL "
+        "AND available_at <= NOW_US)",
+        {job_id});
+    int64_t running = busy.at(0).i64(0), waiting = busy.at(0).i64(1);
+    if (running >= limit && (overlap == model::Overlap::skip || waiting > 0))
+      throw Error(ExitCode::invalid_state,
+                  fmt::format("job {} already runs {} of at most {} (overlap {}): the trigger would be skipped",
+                              job_id, running, limit, model::to_string(overlap)),
+                  "wait for it, or add --force to start one now regardless");
+  }
+  auto run = occurrence_run(job, 0, "trigger");
+  // A forced run carries no occurrence, so the overlap rules do not hold it.
+  auto rows = conn_->query(
+      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
+      "origin) VALUES ($1, $2, $3, $4, 'pending', NOW_US, NOW_US, CASE WHEN $5 = 1 THEN NULL ELSE NOW_US END, $6, "
+      "'trigger') RETURNING id",
+      {run.id, run.job_id, run.queue, int64_t{run.priority}, int64_t{force ? 1 : 0}, int64_t{run.version}});
+  notify_queue(*conn_, job.spec.queue);
+  tx.commit();
+  return rows.at(0).text(0);
+}
+
+BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64_t to_us) {
+  if (to_us < from_us) throw usage_error("--to is before --from", "give the earlier time as --from");
+  Transaction tx(*conn_, TxMode::write);
+  auto job = schedule_job(*conn_, job_id, true);
+  std::vector<OccurrenceRun> runs;
+  for (auto t = next_after(job, from_us - 1); t && *t <= to_us; t = next_after(job, *t)) {
+    if (runs.size() == kMaxBackfill)
+      throw usage_error(fmt::format("{} to {} holds more than {} occurrences of job {}", util::format_time(from_us),
+                                    util::format_time(to_us), kMaxBackfill, job_id),
+                        "backfill a shorter span at a time");
+    runs.push_back(occurrence_run(job, *t, "backfill"));
+  }
+  BackfillResult result;
+  result.occurrences = static_cast<int64_t>(runs.size());
+  result.created = insert_occurrences(*conn_, runs);
+  if (result.created > 0) notify_queue(*conn_, job.spec.queue);
+  tx.commit();
+  return result;
+}
+
+int Store::update_schedule(const std::string& job_id, const ScheduleUpdate& u) {
+  Transaction tx(*conn_, TxMode::write);
+  auto job = schedule_job(*conn_, job_id, true);
+  auto& sc = *job.spec.schedule;
+  if (u.cron) sc.cron = *u.cron;
+  if (u.tz) sc.tz = *u.tz;
+  if (u.misfire) sc.misfire = *u.misfire;
+  if (u.catchup_window_us) sc.catchup_window_us = *u.catchup_window_us;
+  if (u.overlap) sc.overlap = *u.overlap;
+  if (u.max_concurrent) sc.max_concurrent = *u.max_concurrent;
+  if (u.jitter_us) sc.jitter_us = *u.jitter_us;
+  model::validate(sc, hash_key(job));
+  int64_t now = this->now();
+  int version = job.version + 1;
+  job.schedule_anchor = now;
+  // Occurrences made under the old version never run: the new version
+  // materialises its own from now on.
+  conn_->exec(
+      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $3 "
+      "WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND job_version < $2",
+      {job_id, int64_t{version}, fmt::format("dropped: the schedule changed (version {})", version)});
+  conn_->exec(
+      "UPDATE jobs SET cron = $2, tz = $3, misfire = $4, catchup_window_us = $5, overlap = $6, max_concurrent = $7, "
+      "jitter_us = $8, schedule_anchor = $9, next_fire_at = $10, version = $11, updated_at = NOW_US WHERE id = $1",
+      {job_id, sc.cron, sc.tz, std::string(model::to_string(sc.misfire)), sc.catchup_window_us,
+       std::string(model::to_string(sc.overlap)), int64_t{model::effective_max_concurrent(sc)}, sc.jitter_us, now,
+       opt_value(next_after(job, now)), int64_t{version}});
+  tx.commit();
+  return version;
+}
+
+void Store::restart_schedule(const std::string& job_id) {
+  auto rows = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {job_id});
+  if (rows.empty()) return;
+  auto job = job_from_row(rows[0]);
+  if (!job.spec.schedule) return;
+  // Resume continues from now: what came due while paused is not run.
+  conn_->exec(
+      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = 'paused when it came due' "
+      "WHERE job_id = $1 AND status = 'pending' AND origin = 'schedule' AND available_at <= NOW_US",
+      {job_id});
+  conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, opt_value(next_after(job, now()))});
+}
+
+}  // namespace jobctl::store

@@ -1,0 +1,339 @@
+// Schedules in the store: the leader lease, materialising occurrences,
+// misfire and overlap policies, update, trigger and backfill.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <thread>
+
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::RunStatus;
+
+namespace {
+
+constexpr int64_t kSecond = 1'000'000;
+
+std::string submit_schedule(store::Store& s, const std::string& cron, model::Overlap overlap = model::Overlap::skip,
+                            model::Misfire misfire = model::Misfire::latest) {
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  model::ScheduleSpec sc;
+  sc.cron = cron;
+  sc.overlap = overlap;
+  sc.misfire = misfire;
+  spec.schedule = sc;
+  return s.submit({spec})[0].job_id;
+}
+
+std::string worker(store::Store& s, const std::string& name) {
+  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 5 * kSecond});
+}
+
+void outlive(store::Store& s, int64_t us) {
+  int64_t until = s.now() + us;
+  while (s.now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+std::vector<model::Run> runs_with(store::Store& s, const std::string& job_id, RunStatus status) {
+  auto runs = s.runs_of(job_id);
+  std::erase_if(runs, [&](const model::Run& r) { return r.status != status; });
+  return runs;
+}
+
+// Pretends the scheduler last ran `us` ago: the schedule's next occurrence
+// not yet materialised is that far in the past.
+void rewind(store::Store& s, const std::string& job_id, int64_t us) {
+  int64_t at = s.now() - us;
+  s.connection().exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, at - at % 60'000'000});
+}
+
+store::SchedulerSettings settings(int64_t horizon_us) {
+  store::SchedulerSettings st;
+  st.horizon_us = horizon_us;
+  st.misfire_after_us = 5 * kSecond;
+  return st;
+}
+
+}  // namespace
+
+TEST_CASE("schedule: submit --cron stores a schedule with its next fire time and no run") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  int64_t before = s->now();
+  auto id = submit_schedule(*s, "*/5 * * * *");
+  auto job = s->get_job(id);
+  REQUIRE(job);
+  REQUIRE(job->job.spec.schedule);
+  CHECK(job->job.spec.schedule->cron == "*/5 * * * *");
+  CHECK(job->job.spec.schedule->tz == "UTC");
+  REQUIRE(job->job.next_fire_at);
+  CHECK(*job->job.next_fire_at > before);
+  CHECK(*job->job.next_fire_at % (300 * kSecond) == 0);
+  CHECK(s->runs_of(id).empty());
+  CHECK(s->list_schedules().size() == 1);
+}
+
+TEST_CASE("schedule: one leader at a time, a new epoch on takeover, and a deposed leader writes nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a"), b = worker(*s, "b");
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch_a = s->lead(a, 200'000);
+  REQUIRE(epoch_a);
+  CHECK_FALSE(s->lead(b, 200'000));
+  CHECK(s->lead(a, 200'000) == epoch_a);  // renewal keeps the epoch
+  auto workers = s->list_workers();
+  CHECK(std::count_if(workers.begin(), workers.end(), [](const model::Worker& w) { return w.leader; }) == 1);
+  outlive(*s, 200'000);
+  auto epoch_b = s->lead(b, 10 * kSecond);
+  REQUIRE(epoch_b);
+  CHECK(*epoch_b == *epoch_a + 1);
+  CHECK_FALSE(s->lead(a, 200'000));
+  auto fenced = s->materialise(a, *epoch_a, settings(3 * kSecond));
+  CHECK(fenced.fenced);
+  CHECK(s->runs_of(job).empty());
+  auto done = s->materialise(b, *epoch_b, settings(3 * kSecond));
+  CHECK_FALSE(done.fenced);
+  CHECK(done.runs >= 3);
+  s->resign(b);
+  CHECK(s->lead(a, 200'000) == *epoch_b + 1);
+}
+
+TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at their fire time") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch = s->lead(a, 10 * kSecond);
+  REQUIRE(epoch);
+  int64_t now = s->now();
+  auto first = s->materialise(a, *epoch, settings(5 * kSecond));
+  auto runs = s->runs_of(job);
+  CHECK(first.runs == static_cast<int64_t>(runs.size()));
+  CHECK(runs.size() >= 4);
+  CHECK(runs.size() <= 6);
+  std::set<int64_t> occurrences;
+  for (const auto& r : runs) {
+    REQUIRE(r.occurrence);
+    CHECK(*r.occurrence % kSecond == 0);
+    CHECK(r.available_at == *r.occurrence);
+    CHECK(*r.occurrence > now - kSecond);
+    CHECK(*r.occurrence <= now + 6 * kSecond);
+    CHECK(r.status == RunStatus::pending);
+    occurrences.insert(*r.occurrence);
+  }
+  CHECK(occurrences.size() == runs.size());
+  // Again at once: nothing new, nothing doubled.
+  auto again = s->materialise(a, *epoch, settings(5 * kSecond));
+  CHECK(again.runs == 0);
+  CHECK(s->runs_of(job).size() == runs.size());
+  // Even a leader that re-materialises the same span (a lost next_fire_at
+  // update) cannot double an occurrence.
+  s->connection().exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job, *occurrences.begin()});
+  s->materialise(a, *epoch, settings(5 * kSecond));
+  auto after = s->runs_of(job);
+  std::set<int64_t> unique;
+  for (const auto& r : after) unique.insert(*r.occurrence);
+  CHECK(unique.size() == after.size());
+}
+
+TEST_CASE("schedule: misfire latest runs the newest missed occurrence and records the rest as skipped") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::latest);
+  rewind(*s, job, 10 * 60 * kSecond);
+  auto epoch = s->lead(a, 10 * kSecond);
+  auto r = s->materialise(a, *epoch, settings(kSecond));
+  auto pending = runs_with(*s, job, RunStatus::pending);
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  // Missed: older than misfire_after (5 s). A minute may also begin inside
+  // the last 5 s or the 1 s horizon: that one is on time, not missed.
+  int64_t missed_before = s->now() - 5 * kSecond;
+  std::erase_if(pending, [&](const model::Run& run) { return *run.occurrence >= missed_before - kSecond; });
+  REQUIRE(pending.size() == 1);
+  CHECK(*pending[0].occurrence > s->now() - 66 * kSecond);
+  REQUIRE(skipped.size() == 1);  // one row for the span
+  CHECK(r.skipped >= 9);
+  CHECK(skipped[0].error.find("misfire latest") != std::string::npos);
+  CHECK(skipped[0].error.find("occurrences") != std::string::npos);
+}
+
+TEST_CASE("schedule: misfire skip runs none of the missed occurrences") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::skip);
+  rewind(*s, job, 10 * 60 * kSecond);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(kSecond));
+  for (const auto& run : runs_with(*s, job, RunStatus::pending)) CHECK(*run.occurrence > s->now() - 5 * kSecond);
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].error.find("misfire skip") != std::string::npos);
+}
+
+TEST_CASE("schedule: misfire all catches up within the window, rate-limited per tick") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  model::ScheduleSpec sc;
+  sc.cron = "* * * * *";
+  sc.misfire = model::Misfire::all;
+  sc.overlap = model::Overlap::buffer_all;
+  sc.catchup_window_us = 30 * 60 * kSecond;
+  spec.schedule = sc;
+  auto job = s->submit({spec})[0].job_id;
+  rewind(*s, job, 60 * 60 * kSecond);  // an hour missed, a 30-minute window
+  auto epoch = s->lead(a, 10 * kSecond);
+  auto first = s->materialise(a, *epoch, settings(kSecond));
+  CHECK(first.more);
+  CHECK(runs_with(*s, job, RunStatus::pending).size() == 10);  // kCatchUpPerTick
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].error.find("catch-up window") != std::string::npos);
+  for (int i = 0; i < 5; ++i) s->materialise(a, *epoch, settings(kSecond));
+  auto pending = runs_with(*s, job, RunStatus::pending);
+  CHECK(pending.size() >= 30);
+  CHECK(pending.size() <= 32);
+}
+
+TEST_CASE("schedule: overlap skip holds the next occurrence at claim time and then records it skipped") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(2 * kSecond));
+  outlive(*s, 1'100'000);
+  auto claimed = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);  // one at a time: the earliest
+  outlive(*s, 2'100'000);
+  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->enforce_overlap() >= 1);
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  REQUIRE_FALSE(skipped.empty());
+  CHECK(skipped[0].error.find("overlap skip") != std::string::npos);
+}
+
+TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and then starts the next in order") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_all);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(2 * kSecond));
+  outlive(*s, 2'100'000);
+  auto first = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(first.size() == 1);
+  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->enforce_overlap() == 0);
+  s->complete({store::completion_of(first[0], RunStatus::succeeded)});
+  auto second = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(second.size() == 1);
+  CHECK(*second[0].occurrence > *first[0].occurrence);
+  CHECK(runs_with(*s, job, RunStatus::skipped).empty());
+}
+
+TEST_CASE("schedule: overlap cancel-other asks the running occurrence to stop") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  submit_schedule(*s, "* * * * * *", model::Overlap::cancel_other);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(2 * kSecond));
+  outlive(*s, 1'100'000);
+  auto first = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(first.size() == 1);
+  outlive(*s, 1'100'000);
+  CHECK(s->enforce_overlap() == 1);
+  auto leases = s->heartbeat(a, model::WorkerState::active, 10 * kSecond);
+  REQUIRE(leases.size() == 1);
+  CHECK(leases[0].cancel_requested);
+}
+
+TEST_CASE("schedule: update bumps the version and drops the occurrences made under the old one") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(30 * kSecond));
+  REQUIRE(runs_with(*s, job, RunStatus::pending).size() >= 25);
+  store::ScheduleUpdate u;
+  u.cron = "0 0 1 1 *";
+  u.tz = "Europe/Berlin";
+  CHECK(s->update_schedule(job, u) == 2);
+  CHECK(runs_with(*s, job, RunStatus::pending).empty());
+  auto dropped = runs_with(*s, job, RunStatus::skipped);
+  CHECK(dropped.size() >= 25);
+  CHECK(dropped[0].error.find("version 2") != std::string::npos);
+  auto view = s->get_job(job);
+  CHECK(view->job.version == 2);
+  CHECK(view->job.spec.schedule->tz == "Europe/Berlin");
+  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  u = {};
+  u.cron = "61 * * * *";
+  CHECK_THROWS_AS(s->update_schedule(job, u), Error);
+  CHECK(s->get_job(job)->job.version == 2);  // nothing written
+}
+
+TEST_CASE("schedule: trigger obeys the overlap policy unless forced, backfill fills a past span once") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "0 * * * *");
+  auto run = s->trigger(job, false);
+  auto claimed = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].run_id == run);
+  CHECK_THROWS_AS(s->trigger(job, false), Error);
+  auto forced = s->trigger(job, true);
+  auto second = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].run_id == forced);
+  CHECK_FALSE(second[0].occurrence);
+
+  int64_t day = 86400 * kSecond;
+  int64_t from = (s->now() / day - 2) * day;  // midnight UTC two days ago
+  auto filled = s->backfill(job, from, from + 3 * 3600 * kSecond);
+  CHECK(filled.occurrences == 4);  // 00:00, 01:00, 02:00, 03:00
+  CHECK(filled.created == 4);
+  auto again = s->backfill(job, from, from + 3 * 3600 * kSecond);
+  CHECK(again.created == 0);
+  CHECK_THROWS_AS(s->backfill(job, from, from - 1), Error);
+  CHECK_THROWS_AS(s->trigger("01ARZ3NDEKTSV4RRFFQ69G5FAV", false), Error);
+}
+
+TEST_CASE("schedule: resume continues from now and skips what came due while paused") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(2 * kSecond));
+  s->set_paused(job, true);
+  outlive(*s, 2'100'000);
+  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  int64_t resumed = s->now();
+  s->set_paused(job, false);
+  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(runs_with(*s, job, RunStatus::skipped).size() >= 2);
+  CHECK(*s->get_job(job)->job.next_fire_at > resumed);
+}
