@@ -79,11 +79,10 @@ int next_set(uint64_t mask, int from) {
 
 uint64_t bit(int n) { return uint64_t{1} << n; }
 
-// A stable 64-bit hash (FNV-1a, then splitmix64 per field) so `H` means the
-// same value on every host and in every release.
+// A stable hash of the key, mixed (splitmix64) per field so that the
+// fields of one job draw independent values.
 uint64_t hashed(std::string_view key, FieldId field) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+  uint64_t h = util::stable_hash(key);
   h += 0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(field) + 1);
   h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
   h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;

@@ -17,6 +17,7 @@
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/time.hpp"
 #include "common/util/ulid.hpp"
 
@@ -94,10 +95,7 @@ OccurrenceRun occurrence_run(const model::Job& job, int64_t at, const char* orig
 // leader materialises it, and different across jobs sharing a minute.
 int64_t jitter_of(const std::string& job_id, int64_t at, int64_t jitter_us) {
   if (jitter_us <= 0) return 0;
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&](unsigned char c) { h = (h ^ c) * 1099511628211ULL; };
-  for (char c : job_id) mix(static_cast<unsigned char>(c));
-  for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(static_cast<uint64_t>(at) >> (8 * i)));
+  const uint64_t h = util::stable_hash(fmt::format("{}:{}", job_id, at));
   return static_cast<int64_t>(h % static_cast<uint64_t>(jitter_us));
 }
 

@@ -13,4 +13,10 @@ std::vector<std::string> split(std::string_view text, char sep) {
   }
 }
 
+uint64_t stable_hash(std::string_view text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
 }  // namespace jobctl::util

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -7,5 +8,9 @@ namespace jobctl::util {
 
 // Splits on `sep`, keeping empty pieces ("a,,b" -> {"a", "", "b"}; "" -> {""}).
 std::vector<std::string> split(std::string_view text, char sep);
+
+// FNV-1a of `text`: the same on every host and in every release (unlike
+// std::hash), for values that must not move, such as cron's H and jitter.
+uint64_t stable_hash(std::string_view text);
 
 }  // namespace jobctl::util
