@@ -34,6 +34,8 @@ void show_job(const model::JobView& v) {
       {"version", std::to_string(j.version)},
       {"created", util::format_time(j.created_at)},
   };
+  if (j.deleted_at) f.emplace_back("deleted", util::format_time(*j.deleted_at) + " (jobctl restore undoes it)");
+  if (j.paused) f.emplace_back("paused", "yes");
   if (!j.spec.cwd.empty()) f.emplace_back("cwd", j.spec.cwd);
   for (const auto& [k, val] : j.spec.env) f.emplace_back("env", k + "=" + val);
   if (j.spec.payload) f.emplace_back("payload", cell(*j.spec.payload, 200));
@@ -69,6 +71,7 @@ void register_ls(CLI::App& app, Context& ctx) {
   struct Flags {
     std::string status, queue;
     int limit = 50;
+    bool deleted = false;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("ls", "List jobs, newest first");
@@ -76,8 +79,10 @@ void register_ls(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"blocked", "pending", "running", "succeeded", "failed", "dead", "cancelled"}));
   cmd->add_option("--queue", f->queue, "Only jobs of this queue");
   cmd->add_option("--limit", f->limit, "At most this many jobs")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_flag("--deleted", f->deleted, "Only deleted jobs (jobctl delete); without it, only live ones");
   cmd->callback([f, &ctx] {
     store::JobFilter filter;
+    filter.deleted = f->deleted;
     if (!f->status.empty()) filter.status = model::parse_run_status(f->status);
     if (!f->queue.empty()) filter.queue = f->queue;
     filter.limit = f->limit;

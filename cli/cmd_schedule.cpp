@@ -7,7 +7,6 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
-#include "cli/schedule_flags.hpp"
 #include "common/cron/cron.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/duration.hpp"
@@ -181,32 +180,6 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
   });
 }
 
-void register_update(CLI::App& app, Context& ctx) {
-  struct Flags {
-    std::string id, tz;
-    ScheduleFlags schedule;
-  };
-  auto f = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand("update", "Change a schedule; bumps its version and drops runs of the old one");
-  cmd->add_option("id", f->id, "Schedule (job) id")->required();
-  cmd->add_option("--cron", f->schedule.cron, "New cron expression");
-  cmd->add_option("--tz", f->tz, "New IANA time zone");
-  add_schedule_flags(*cmd, f->schedule);
-  cmd->footer("Occurrences already made under the old version that have not started are dropped (shown as\n"
-              "skipped in `schedule runs`); the new version fires from now on. Running ones finish.");
-  cmd->callback([f, &ctx] {
-    auto update = to_update(f->schedule, f->tz);
-    if (!update.cron && !update.tz && !update.misfire && !update.catchup_window_us && !update.overlap &&
-        !update.max_concurrent && !update.jitter_us)
-      throw usage_error("nothing to update", "give --cron, --tz, --misfire, --catchup-window, --overlap, "
-                                             "--max-concurrent or --jitter");
-    auto r = resolve_id(ctx, f->id);
-    int version = ctx.store().update_schedule(r.job.job.id, update);
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"version", version}});
-    else std::fprintf(stderr, "job %s: now version %d\n", r.job.job.id.c_str(), version);
-  });
-}
-
 }  // namespace
 
 void register_schedule(CLI::App& app, Context& ctx) {
@@ -217,7 +190,6 @@ void register_schedule(CLI::App& app, Context& ctx) {
   register_schedule_runs(*group, ctx);
   register_schedule_trigger(*group, ctx);
   register_schedule_backfill(*group, ctx);
-  register_update(app, ctx);
 }
 
 }  // namespace jobctl::cli

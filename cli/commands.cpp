@@ -1,8 +1,10 @@
 // The table of jobctl's command groups and the one place errors are caught.
+#include <pwd.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/context.hpp"
 #include "common/util/error.hpp"
@@ -10,9 +12,9 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 9> kCommandGroups{
-    register_init,  register_submit, register_inspect, register_control, register_schedule,
-    register_dlq,   register_queue,  register_workers, register_complete,
+constexpr std::array<Registrar, 10> kCommandGroups{
+    register_init, register_submit, register_inspect, register_control,  register_schedule,
+    register_lifecycle, register_dlq, register_queue, register_workers, register_complete,
 };
 
 constexpr const char* kFooter = R"(Exit codes:
@@ -20,6 +22,7 @@ constexpr const char* kFooter = R"(Exit codes:
   2  usage error or bad value   3  no such job or run
   4  the job is in the wrong state for this command
   5  store unreachable, or its schema missing, too old or too new
+  6  the job changed since you read it (update --if-version)
   70 internal error (a bug)     124  wait --timeout elapsed
 See jobctl(1) for every command, the batch format and the JSON output shape.)";
 
@@ -30,6 +33,19 @@ void add_global_options(CLI::App& app, Context& ctx) {
   app.add_option("-o,--output", ctx.output, "Output format: table, json, or auto (table on a terminal, else json)")
       ->check(CLI::IsMember({"auto", "table", "json"}))
       ->capture_default_str();
+  app.add_option("--actor", ctx.actor,
+                 "Who changes are recorded as in the audit trail (default: $JOBCTL_ACTOR, else user@host)");
+}
+
+// --actor, else JOBCTL_ACTOR, else the OS user and host running jobctl.
+std::string actor_of(const Context& ctx) {
+  if (ctx.actor && !ctx.actor->empty()) return *ctx.actor;
+  if (const char* env = std::getenv("JOBCTL_ACTOR"); env && *env) return env;
+  std::string user = "uid " + std::to_string(geteuid());
+  if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return user + "@" + host;
 }
 
 void add_global_options_below(CLI::App& app, Context& ctx) {
@@ -44,6 +60,7 @@ void add_global_options_below(CLI::App& app, Context& ctx) {
 store::Store& Context::store(Schema schema) {
   if (!store_) {
     store_ = store::Store::open(config::resolve_dsn(db));
+    store_->set_actor(actor_of(*this));
     if (schema == Schema::require) store_->require_schema();
   }
   return *store_;

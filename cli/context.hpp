@@ -17,6 +17,7 @@ class Context {
  public:
   std::optional<std::string> db;  // --db; else JOBCTL_DB; else the default SQLite file
   std::string output = "auto";    // -o/--output: table, json, or auto (table on a terminal, else json)
+  std::optional<std::string> actor;  // --actor; else JOBCTL_ACTOR; else user@host: who changes are recorded as
 
   // The store, with its schema checked (`jobctl init` skips the check).
   enum class Schema { require, any };
@@ -40,7 +41,8 @@ void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pa
 void register_workers(CLI::App& app, Context& ctx);
 void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
 void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
-void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …, update
+void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …
+void register_lifecycle(CLI::App& app, Context& ctx); // update, delete, restore, history
 void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
 
 // Builds the whole jobctl command line (used by main and by the tests that

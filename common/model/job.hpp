@@ -59,9 +59,10 @@ struct JobSpec {
 struct Job {
   std::string id;        // ULID
   JobSpec spec;
-  int version = 1;
+  int version = 1;       // bumped by every `jobctl update` that changes something
   bool paused = false;
   int64_t created_at = 0;  // µs since epoch, store clock
+  std::optional<int64_t> deleted_at;  // `jobctl delete`: soft-deleted at (until `restore`)
   // A schedule: its first occurrence not materialised yet (none: it will
   // not fire again), and where @every intervals count from.
   std::optional<int64_t> next_fire_at;
@@ -83,7 +84,10 @@ struct Run {
   int attempts = 0;                    // attempt rows so far
   int failures = 0;                    // attempts that reported a failure
   std::optional<int64_t> occurrence;   // a schedule's run: the fire time it is for
-  int job_version = 1;                 // the job's version it was created under
+  // The job's version the run belongs to: the one it was made under, moved
+  // forward by `jobctl update` while the run waits. What each attempt ran
+  // is Attempt::job_version.
+  int job_version = 1;
   std::string replay_of;               // the dead run this run replays, if any
   std::optional<int64_t> replayed_at;  // a dead run: when it was replayed
   bool cancel_requested = false;
@@ -104,6 +108,7 @@ struct Attempt {
   std::string error;
   std::string stdout_tail;             // bytes, not necessarily UTF-8
   std::string stderr_tail;
+  int job_version = 1;                 // the job's version this attempt ran
 };
 
 enum class WorkerState { active, draining, gone };
@@ -122,6 +127,18 @@ struct Worker {
   WorkerState state = WorkerState::active;
   int running = 0;  // runs it holds a lease on (filled by list queries)
   bool leader = false;  // it holds the scheduler lease
+};
+
+// One entry of a job's audit trail (`jobctl history`): a change a user
+// made, recorded in the transaction that made it.
+struct JobEvent {
+  std::string id;       // ULID: events sort by it
+  std::string job_id;
+  int64_t at = 0;       // store clock
+  std::string action;   // create, update, pause, resume, cancel, retry, replay, trigger, backfill, delete, restore
+  std::string actor;    // who: --actor / JOBCTL_ACTOR, else user@host of the jobctl that made it
+  int version = 1;      // the job's version after the change
+  std::string details;  // JSON object: for update, {"field": {"from": …, "to": …}}; else what the action touched
 };
 
 // A job together with its latest run, as `get` and `ls` show it.

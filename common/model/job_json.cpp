@@ -273,7 +273,18 @@ json to_json(const JobView& v) {
   j["schedule"] = s.schedule ? to_json(*s.schedule, job.next_fire_at) : json(nullptr);
   j["status"] = v.latest_run ? json(to_string(v.latest_run->status)) : json(nullptr);
   j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
+  put(j, "deleted_at", opt_time(job.deleted_at));
   return j;
+}
+
+json to_json(const JobEvent& e) {
+  return json{{"id", e.id},
+              {"job_id", e.job_id},
+              {"at", util::format_time(e.at)},
+              {"action", e.action},
+              {"actor", e.actor},
+              {"version", e.version},
+              {"details", json::parse(e.details)}};
 }
 
 json to_json(const Attempt& a, bool with_output) {
@@ -283,7 +294,8 @@ json to_json(const Attempt& a, bool with_output) {
          {"worker", a.worker_name},
          {"started_at", util::format_time(a.started_at)},
          {"outcome", a.outcome},
-         {"error", a.error}};
+         {"error", a.error},
+         {"job_version", a.job_version}};
   put(j, "finished_at", opt_time(a.finished_at));
   j["duration_ms"] = a.finished_at ? json((*a.finished_at - a.started_at) / 1000) : json(nullptr);
   j["exit_code"] = a.exit_code ? json(*a.exit_code) : json(nullptr);

@@ -34,5 +34,6 @@ nlohmann::json to_json(const JobView& v);
 nlohmann::json to_json(const Run& r);
 nlohmann::json to_json(const Attempt& a, bool with_output);
 nlohmann::json to_json(const Worker& w);
+nlohmann::json to_json(const JobEvent& e);
 
 }  // namespace jobctl::model

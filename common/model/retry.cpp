@@ -85,8 +85,9 @@ void RetryOverrides::merge(const RetryOverrides& top) {
   if (top.delivery) delivery = top.delivery;
 }
 
-RetryPolicy RetryOverrides::resolve() const {
-  RetryPolicy p;
+RetryPolicy RetryOverrides::resolve() const { return apply_to(RetryPolicy{}); }
+
+RetryPolicy RetryOverrides::apply_to(RetryPolicy p) const {
   if (max_retries) p.max_retries = *max_retries;
   if (backoff) p.backoff = *backoff;
   if (delay_us) p.delay_us = *delay_us;

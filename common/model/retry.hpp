@@ -73,6 +73,7 @@ struct RetryOverrides {
   // Copies the fields `top` sets over this one's.
   void merge(const RetryOverrides& top);
   RetryPolicy resolve() const;  // over the built-in defaults
+  RetryPolicy apply_to(RetryPolicy base) const;  // over `base` (jobctl update)
   bool empty() const;
 };
 

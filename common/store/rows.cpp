@@ -43,6 +43,7 @@ model::Job job_from_row(const Row& row, size_t f) {
     j.next_fire_at = row.opt_i64(f + 28);
     j.schedule_anchor = row.i64(f + 29);
   }
+  j.deleted_at = row.opt_i64(f + 30);
   return j;
 }
 

@@ -36,6 +36,7 @@ struct SubmitResult {
 struct JobFilter {
   std::optional<model::RunStatus> status;  // of the job's latest run
   std::optional<std::string> queue;
+  bool deleted = false;                    // list only soft-deleted jobs (else only live ones)
   int limit = 50;
 };
 
@@ -148,7 +149,36 @@ struct ScheduleUpdate {
   std::optional<model::Overlap> overlap;
   std::optional<int> max_concurrent;
   std::optional<int64_t> jitter_us;
+
+  bool empty() const {
+    return !cron && !tz && !misfire && !catchup_window_us && !overlap && !max_concurrent && !jitter_us;
+  }
 };
+
+// What `jobctl update` changes on a job; unset fields stay as they are.
+struct JobUpdate {
+  std::optional<std::string> name;
+  std::optional<std::string> queue;
+  std::optional<model::Priority> priority;
+  std::optional<int64_t> timeout_us;
+  std::map<std::string, std::string> set_env;  // added or replaced
+  std::vector<std::string> unset_env;          // removed (after set_env)
+  std::optional<model::Command> command;
+  model::RetryOverrides retry;                 // the retry fields given
+  ScheduleUpdate schedule;                     // only for a schedule
+  // Optimistic concurrency: apply only while the job is at this version,
+  // else throw Error(ExitCode::conflict) and write nothing.
+  std::optional<int> if_version;
+};
+
+struct UpdateResult {
+  int version = 0;       // the job's version after the update
+  bool changed = false;  // false: every given value was the current one (no new version, no event)
+  int dropped = 0;       // pending occurrences dropped because the schedule's timing changed
+};
+
+// Whether `jobctl delete` stops a run that is already running.
+enum class CancelRunning { no, yes };
 
 struct BackfillResult {
   int64_t occurrences = 0;  // in the span
@@ -284,13 +314,44 @@ class Store {
   std::string trigger(const std::string& job_id, bool force);
   // Runs for the occurrences in [from, to] that have none yet.
   BackfillResult backfill(const std::string& job_id, int64_t from_us, int64_t to_us);
-  // Changes a schedule and bumps its version; returns the new version.
-  int update_schedule(const std::string& job_id, const ScheduleUpdate& update);
+
+  // --- lifecycle and audit (jobctl update, delete, restore, history) ---------
+  // Who the changes this Store makes are recorded as (jobctl: --actor,
+  // JOBCTL_ACTOR or user@host). Default "unknown".
+  void set_actor(std::string actor) { actor_ = std::move(actor); }
+  // Changes the job's definition and bumps its version, in one transaction
+  // with its audit event. Pending runs run the new definition (their queue,
+  // priority and version follow it); a running one keeps what it started
+  // with. A schedule whose timing changed (cron, tz, jitter) drops its
+  // pending occurrences and fires from now under the new version. Throws
+  // not_found; invalid_state for a deleted job or schedule fields on a job
+  // that is no schedule; conflict when if_version does not match; usage
+  // for values that make no sense. Nothing is written when it throws.
+  UpdateResult update_job(const std::string& job_id, const JobUpdate& update);
+  // Soft-deletes the job: it makes no new runs, its pending and blocked runs
+  // are cancelled, a running one finishes (or is asked to stop with
+  // CancelRunning::yes); the job and its history stay. Throws not_found,
+  // or invalid_state when it is deleted already. Returns how many runs it
+  // cancelled or asked to stop.
+  int delete_job(const std::string& job_id, CancelRunning cancel_running);
+  // Undoes delete_job: a schedule fires again from now (no catch-up); runs
+  // the delete cancelled stay cancelled. Throws not_found, or
+  // invalid_state when the job is not deleted.
+  void restore_job(const std::string& job_id);
+  // The job's audit trail, newest first: its creation, then every event.
+  // Throws not_found.
+  std::vector<model::JobEvent> history(const std::string& job_id, int limit);
 
  private:
   std::vector<SubmitResult> insert_jobs(std::vector<model::JobSpec> specs);
   std::map<std::string, model::RetryOverrides> queue_defaults(const std::set<std::string>& queues);
-  std::string rerun(const std::string& run_id);  // inside a transaction
+  // A fresh pending run replaying `run_id`, audited as `action`. Inside a
+  // transaction.
+  std::string rerun(const std::string& run_id, const char* action);
+  // Records an audit event for the job, inside the caller's transaction.
+  void audit(const std::string& job_id, const char* action, const std::string& details = "{}");
+  // Throws invalid_state naming `action` when the job is soft-deleted.
+  void require_not_deleted(const std::string& job_id, const char* action);
   // Submit: fills in the schedule columns of new jobs (id, spec) that have
   // one. Inside the submit transaction.
   void start_schedules(const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);
@@ -300,9 +361,8 @@ class Store {
   // it (`action` names it in errors). Throws not_found / invalid_state.
   std::pair<std::string, model::RunStatus> latest_run_for(const std::string& job_id, const char* action);
 
-
-
   std::unique_ptr<Connection> conn_;
+  std::string actor_ = "unknown";
 };
 
 }  // namespace jobctl::store

@@ -23,6 +23,12 @@
 namespace jobctl::store {
 namespace {
 
+// A paused or deleted job's runs wait: after pause, and after delete for a
+// run that was running then and came back for a retry. One index lookup
+// per candidate run (jobs_held on PostgreSQL, the primary key on SQLite).
+const std::string kJobHeld =
+    "(SELECT 1 FROM jobs p WHERE p.id = r.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL))";
+
 // A schedule's occurrence waits while its job is at max_concurrent, and
 // behind any earlier occurrence still waiting, so occurrences start in
 // order and never beyond the limit. Checked here, in the claim, so no agent
@@ -45,7 +51,7 @@ WITH picked AS (
   CROSS JOIN LATERAL (
     SELECT r.id, r.priority, r.available_at FROM runs r
     WHERE r.status = 'pending' AND r.queue = q.name AND r.available_at <= NOW_US
-      AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)
+      AND NOT EXISTS {}
       AND {}
     ORDER BY r.priority, r.available_at, r.id
     LIMIT $4
@@ -60,14 +66,14 @@ WITH picked AS (
   FROM picked WHERE r.id = picked.id
   RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence
 ), opened AS (
-  INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome)
-  SELECT id, attempts, $1, NOW_US, 'running' FROM claimed
+  INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
+  SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
 )
 SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, {}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
-                                               kOverlapFree, kJobColumns);
+                                               kJobHeld, kOverlapFree, kJobColumns);
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file.
@@ -77,12 +83,12 @@ UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US 
        started_at = COALESCE(started_at, NOW_US)
 WHERE id IN (SELECT r.id FROM runs r
              WHERE r.status = 'pending' AND r.queue IN (SELECT value FROM json_each($3)) AND r.available_at <= NOW_US
-               AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1)
+               AND NOT EXISTS {}
                AND {}
              ORDER BY r.priority, r.available_at, r.id LIMIT $4)
 RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence
 )SQL",
-                                             kOverlapFree);
+                                             kJobHeld, kOverlapFree);
 
 // PostgreSQL: a batch of completions in one statement. Fenced like
 // kFinishRun; returns the runs it finished.
@@ -249,9 +255,9 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
   std::map<std::string, model::JobSpec> jobs;
   for (const auto& row : conn_->query(kClaimSqlite, params)) {
     ClaimedRun c = claimed_from_row(row);
-    conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome) "
-                "VALUES ($1, $2, $3, NOW_US, 'running')",
-                {c.run_id, int64_t{c.attempt}, worker_id});
+    conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version) "
+                "VALUES ($1, $2, $3, NOW_US, 'running', (SELECT version FROM jobs WHERE id = $4))",
+                {c.run_id, int64_t{c.attempt}, worker_id, c.job_id});
     auto it = jobs.find(c.job_id);
     if (it == jobs.end()) {
       auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {c.job_id});
@@ -357,7 +363,7 @@ std::optional<int64_t> Store::next_due_in(const std::vector<std::string>& queues
   // that finishes the run holding them back claims them.
   auto rows = conn_->query("SELECT min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND " +
                                in_list(dialect(), "r.queue", 1) +
-                               " AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.id = r.job_id AND p.paused = 1) AND " +
+                               " AND NOT EXISTS " + kJobHeld + " AND " +
                                kOverlapFree,
                            {list_param(dialect(), queues)});
   return rows.empty() ? std::nullopt : rows[0].opt_i64(0);

@@ -4,6 +4,7 @@
 // pending run of the same job, linked by replay_of, and stamps the dead
 // one's replayed_at, which takes it out of the queue.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
@@ -27,11 +28,13 @@ bool Store::set_paused(const std::string& job_id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
   auto rows = conn_->query("SELECT paused FROM jobs WHERE id = $1", {job_id});
   if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+  require_not_deleted(job_id, paused ? "paused" : "resumed");
   if ((rows[0].i64(0) != 0) == paused) return false;
   conn_->exec("UPDATE jobs SET paused = $2, updated_at = NOW_US WHERE id = $1", {job_id, int64_t{paused ? 1 : 0}});
   if (!paused) restart_schedule(job_id);
   if (!paused && dialect() == Dialect::postgres)
     conn_->query("SELECT pg_notify('jobctl_wake', queue) FROM jobs WHERE id = $1", {job_id});
+  audit(job_id, paused ? "pause" : "resume");
   tx.commit();
   return true;
 }
@@ -46,15 +49,16 @@ std::vector<model::JobView> Store::dead_runs(const DeadFilter& filter) {
   return out;
 }
 
-std::string Store::rerun(const std::string& run_id) {
+std::string Store::rerun(const std::string& run_id, const char* action) {
   std::string fresh = util::new_ulid();
   auto rows = conn_->query(
-      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of) "
-      "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
-      "WHERE r.id = $1 RETURNING queue",
+      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of, job_version) "
+      "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id, j.version FROM runs r "
+      "JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 RETURNING queue, job_id",
       {run_id, fresh});
   conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
   if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows.at(0).text(0)});
+  audit(rows.at(0).text(1), action, nlohmann::json{{"run", fresh}, {"of", run_id}}.dump());
   return fresh;
 }
 
@@ -62,14 +66,15 @@ std::vector<std::string> Store::replay(const std::vector<std::string>& dead_run_
   Transaction tx(*conn_, TxMode::write);
   std::vector<std::string> fresh;
   for (const auto& id : dead_run_ids) {
-    auto rows = conn_->query("SELECT status, replayed_at FROM runs WHERE id = $1", {id});
+    auto rows = conn_->query("SELECT status, replayed_at, job_id FROM runs WHERE id = $1", {id});
     if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no run with id '{}'", id));
     if (rows[0].text(0) != "dead")
       throw Error(ExitCode::invalid_state, fmt::format("run {} is {}, not dead: nothing was replayed", id, rows[0].text(0)),
                   "list the dead-letter queue with `jobctl dlq ls`");
     if (!rows[0].is_null(1))
       throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id));
-    fresh.push_back(rerun(id));
+    require_not_deleted(rows[0].text(2), "replayed");
+    fresh.push_back(rerun(id, "replay"));
   }
   tx.commit();
   return fresh;
@@ -79,8 +84,12 @@ int Store::replay_all(const DeadFilter& filter) {
   Transaction tx(*conn_, TxMode::write);
   DeadFilter all = filter;
   all.limit = 1'000'000'000;
-  auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r WHERE {} LIMIT $4", kDeadWhere), dead_params(all));
-  for (const auto& row : rows) rerun(row.text(0));
+  // Dead runs of deleted jobs stay where they are.
+  auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
+                                       "WHERE {} AND j.deleted_at IS NULL LIMIT $4",
+                                       kDeadWhere),
+                           dead_params(all));
+  for (const auto& row : rows) rerun(row.text(0), "replay");
   tx.commit();
   return static_cast<int>(rows.size());
 }
@@ -97,11 +106,12 @@ int Store::purge_dead(int64_t older_than_us) {
 std::string Store::retry_job(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
   const auto [run_id, status] = latest_run_for(job_id, "retry");
+  require_not_deleted(job_id, "retried");
   using model::RunStatus;
   if (status != RunStatus::dead && status != RunStatus::failed && status != RunStatus::cancelled)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
                                                      job_id, model::to_string(status)));
-  std::string fresh = rerun(run_id);
+  std::string fresh = rerun(run_id, "retry");
   tx.commit();
   return fresh;
 }

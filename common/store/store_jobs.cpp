@@ -3,6 +3,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/model/job_json.hpp"
 #include "common/store/rows.hpp"
@@ -20,8 +21,8 @@ constexpr size_t kChunk = 5000;
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-    "$16, $17, $18, NOW_US, NOW_US)";
+    "delivery, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+    "$14, $15, $16, $17, $18, $19, NOW_US, NOW_US)";
 // A run is due at --at when given, else --in after now (0 by default).
 constexpr const char* kInsertRun =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
@@ -29,9 +30,9 @@ constexpr const char* kInsertRun =
 constexpr const char* kInsertJobsUnnest =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, created_at, updated_at) SELECT u.*, NOW_US, NOW_US FROM unnest($1::text[], $2::text[], $3::text[], "
-    "$4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::int[], $12::text[], "
-    "$13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[]) AS u";
+    "delivery, created_by, created_at, updated_at) SELECT u.*, $19, NOW_US, NOW_US FROM unnest($1::text[], "
+    "$2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], "
+    "$11::int[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[]) AS u";
 constexpr const char* kInsertRunsUnnest =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
     "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US "
@@ -54,7 +55,7 @@ Value nullable(const std::string& s) {
   return s;
 }
 
-void insert_each(Connection& c, const std::vector<NewRow>& rows) {
+void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   for (const auto& r : rows) {
     const auto& s = *r.spec;
     const auto& p = s.retry;
@@ -63,14 +64,14 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows) {
                         s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key),
                         int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
                         p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
-                        std::string(model::to_string(p.delivery))});
+                        std::string(model::to_string(p.delivery)), actor});
     if (r.run_id.empty()) continue;  // a schedule: its leader makes the runs
     c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
                         s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us});
   }
 }
 
-void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
+void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   for (size_t start = 0; start < rows.size(); start += kChunk) {
     size_t end = std::min(rows.size(), start + kChunk);
     std::vector<std::vector<std::optional<std::string>>> cols(18);
@@ -99,6 +100,7 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows) {
     }
     Params jobs;
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));
+    jobs.emplace_back(actor);
     c.exec(kInsertJobsUnnest, jobs);
     std::vector<std::optional<std::string>> run_ids, at, delay;
     std::vector<std::optional<std::string>> job_ids, queues, priorities;
@@ -180,9 +182,9 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
     fresh.push_back(std::move(row));
   }
   if (dialect() == Dialect::postgres && fresh.size() > 1) {
-    insert_unnest(*conn_, fresh);
+    insert_unnest(*conn_, fresh, actor_);
   } else {
-    insert_each(*conn_, fresh);
+    insert_each(*conn_, fresh, actor_);
   }
   std::vector<std::pair<std::string, const model::JobSpec*>> schedules;
   for (const auto& r : fresh)
@@ -231,11 +233,12 @@ std::vector<model::JobView> Store::get_jobs(const std::vector<std::string>& job_
 std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
   std::string sql = fmt::format(
       "SELECT {}, {} {} "
-      "WHERE j.deleted_at IS NULL AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
+      "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
       "ORDER BY j.id DESC LIMIT $3",
       kJobColumns, kRunColumns, kJobsWithLatestRun);
   std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
-  auto rows = conn_->query(sql, {status, filter.queue.value_or(""), int64_t{filter.limit}});
+  auto rows = conn_->query(sql, {status, filter.queue.value_or(""), int64_t{filter.limit},
+                                 int64_t{filter.deleted ? 1 : 0}});
   std::vector<model::JobView> out;
   out.reserve(rows.size());
   for (const auto& row : rows) out.push_back(view_from_row(row));
@@ -258,7 +261,7 @@ std::vector<model::Run> Store::runs_of(const std::string& job_id) {
 std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
   auto rows = conn_->query(
       "SELECT a.run_id, a.attempt, a.worker_id, COALESCE(w.name, ''), a.started_at, a.finished_at, a.outcome, "
-      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail "
+      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version "
       "FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 ORDER BY a.attempt",
       {run_id});
   std::vector<model::Attempt> out;
@@ -276,6 +279,7 @@ std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
     a.error = row.text(9);
     a.stdout_tail = row.text(10);
     a.stderr_tail = row.text(11);
+    a.job_version = static_cast<int>(row.i64(12));
     out.push_back(std::move(a));
   }
   return out;
@@ -300,10 +304,12 @@ CancelOutcome Store::cancel(const std::string& job_id) {
                 "WHERE id = $1",
                 {run_id});
     outcome = CancelOutcome::cancelled;
+    audit(job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
   } else if (status == model::RunStatus::running) {
     conn_->exec("UPDATE runs SET cancel_requested = 1 WHERE id = $1", {run_id});
     if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {run_id});
     outcome = CancelOutcome::requested;
+    audit(job_id, "cancel", nlohmann::json{{"run", run_id}, {"running", true}}.dump());
   } else {
     throw Error(ExitCode::invalid_state,
                 fmt::format("job {} already finished ({}); there is nothing to cancel", job_id, model::to_string(status)));

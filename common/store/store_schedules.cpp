@@ -9,6 +9,7 @@
 // cannot write; the unique (job, version, occurrence) index would refuse a
 // second run of an occurrence even so.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <set>
@@ -298,6 +299,7 @@ std::vector<model::Run> Store::schedule_runs(const std::string& job_id, int limi
 std::string Store::trigger(const std::string& job_id, bool force) {
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
+  require_not_deleted(job_id, "triggered");
   int limit = model::effective_max_concurrent(*job.spec.schedule);
   auto overlap = job.spec.schedule->overlap;
   if (!force && limit > 0 && (overlap == model::Overlap::skip || overlap == model::Overlap::buffer_one)) {
@@ -321,6 +323,7 @@ std::string Store::trigger(const std::string& job_id, bool force) {
       "'trigger') RETURNING id",
       {run.id, run.job_id, run.queue, int64_t{run.priority}, int64_t{force ? 1 : 0}, int64_t{run.version}});
   notify_queue(*conn_, job.spec.queue);
+  audit(job_id, "trigger", nlohmann::json{{"run", rows.at(0).text(0)}, {"force", force}}.dump());
   tx.commit();
   return rows.at(0).text(0);
 }
@@ -329,6 +332,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
   if (to_us < from_us) throw usage_error("--to is before --from", "give the earlier time as --from");
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
+  require_not_deleted(job_id, "backfilled");
   std::vector<OccurrenceRun> runs;
   for (auto t = next_after(job, from_us - 1); t && *t <= to_us; t = next_after(job, *t)) {
     if (runs.size() == kMaxBackfill)
@@ -341,39 +345,12 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
   result.occurrences = static_cast<int64_t>(runs.size());
   result.created = insert_occurrences(*conn_, runs);
   if (result.created > 0) notify_queue(*conn_, job.spec.queue);
+  audit(job_id, "backfill",
+        nlohmann::json{{"from", util::format_time(from_us)}, {"to", util::format_time(to_us)},
+                       {"occurrences", result.occurrences}, {"created", result.created}}
+            .dump());
   tx.commit();
   return result;
-}
-
-int Store::update_schedule(const std::string& job_id, const ScheduleUpdate& u) {
-  Transaction tx(*conn_, TxMode::write);
-  auto job = schedule_job(*conn_, job_id, true);
-  auto& sc = *job.spec.schedule;
-  if (u.cron) sc.cron = *u.cron;
-  if (u.tz) sc.tz = *u.tz;
-  if (u.misfire) sc.misfire = *u.misfire;
-  if (u.catchup_window_us) sc.catchup_window_us = *u.catchup_window_us;
-  if (u.overlap) sc.overlap = *u.overlap;
-  if (u.max_concurrent) sc.max_concurrent = *u.max_concurrent;
-  if (u.jitter_us) sc.jitter_us = *u.jitter_us;
-  model::validate(sc, hash_key(job));
-  int64_t now = this->now();
-  int version = job.version + 1;
-  job.schedule_anchor = now;
-  // Occurrences made under the old version never run: the new version
-  // materialises its own from now on.
-  conn_->exec(
-      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $3 "
-      "WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND job_version < $2",
-      {job_id, int64_t{version}, fmt::format("dropped: the schedule changed (version {})", version)});
-  conn_->exec(
-      "UPDATE jobs SET cron = $2, tz = $3, misfire = $4, catchup_window_us = $5, overlap = $6, max_concurrent = $7, "
-      "jitter_us = $8, schedule_anchor = $9, next_fire_at = $10, version = $11, updated_at = NOW_US WHERE id = $1",
-      {job_id, sc.cron, sc.tz, std::string(model::to_string(sc.misfire)), sc.catchup_window_us,
-       std::string(model::to_string(sc.overlap)), int64_t{model::effective_max_concurrent(sc)}, sc.jitter_us, now,
-       opt_value(next_after(job, now)), int64_t{version}});
-  tx.commit();
-  return version;
 }
 
 void Store::restart_schedule(const std::string& job_id) {

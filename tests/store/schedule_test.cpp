@@ -274,10 +274,12 @@ TEST_CASE("schedule: update bumps the version and drops the occurrences made und
   auto epoch = s->lead(a, 10 * kSecond);
   s->materialise(a, *epoch, settings(30 * kSecond));
   REQUIRE(runs_with(*s, job, RunStatus::pending).size() >= 25);
-  store::ScheduleUpdate u;
-  u.cron = "0 0 1 1 *";
-  u.tz = "Europe/Berlin";
-  CHECK(s->update_schedule(job, u) == 2);
+  store::JobUpdate u;
+  u.schedule.cron = "0 0 1 1 *";
+  u.schedule.tz = "Europe/Berlin";
+  auto updated = s->update_job(job, u);
+  CHECK(updated.version == 2);
+  CHECK(updated.dropped >= 25);
   CHECK(runs_with(*s, job, RunStatus::pending).empty());
   auto dropped = runs_with(*s, job, RunStatus::skipped);
   CHECK(dropped.size() >= 25);
@@ -287,8 +289,8 @@ TEST_CASE("schedule: update bumps the version and drops the occurrences made und
   CHECK(view->job.spec.schedule->tz == "Europe/Berlin");
   CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
   u = {};
-  u.cron = "61 * * * *";
-  CHECK_THROWS_AS(s->update_schedule(job, u), Error);
+  u.schedule.cron = "61 * * * *";
+  CHECK_THROWS_AS(s->update_job(job, u), Error);
   CHECK(s->get_job(job)->job.version == 2);  // nothing written
 }
 

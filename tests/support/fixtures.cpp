@@ -147,7 +147,8 @@ int Process::wait(std::chrono::seconds limit) {
 std::string Process::out() const { return read_file(out_path_); }
 std::string Process::err() const { return read_file(err_path_); }
 
-Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text) {
+Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args,
+                  const std::string& stdin_text, const std::vector<std::string>& env) {
   static int counter = 0;
   std::string label = fmt::format("jobctl-{}", ++counter);
   std::vector<std::string> argv{JOBCTL_BIN, "--db", db.dsn()};
@@ -161,7 +162,7 @@ Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::s
     for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     cmd += q + "' ";
   }
-  Process p({"/bin/sh", "-c", "exec " + cmd + "< '" + in_path + "'"}, {}, dir, label);
+  Process p({"/bin/sh", "-c", "exec " + cmd + "< '" + in_path + "'"}, env, dir, label);
   int code = p.wait();
   return Result{code, p.out(), p.err()};
 }

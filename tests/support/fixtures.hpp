@@ -83,8 +83,10 @@ struct Result {
   std::string err;
 };
 
-// Runs jobctl with --db set to `db` and waits for it.
-Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args, const std::string& stdin_text = "");
+// Runs jobctl with --db set to `db` and waits for it; `env` adds NAME=VALUE
+// entries to its environment.
+Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args,
+                  const std::string& stdin_text = "", const std::vector<std::string>& env = {});
 
 // Starts a jobagent on `db` with extra flags.
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,

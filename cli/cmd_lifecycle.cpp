@@ -1,0 +1,185 @@
+// jobctl update, delete, restore, history: changing a job after submit, and
+// reading back who changed what.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/context.hpp"
+#include "cli/output.hpp"
+#include "cli/resolve.hpp"
+#include "cli/retry_flags.hpp"
+#include "cli/schedule_flags.hpp"
+#include "common/model/job_json.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+struct UpdateFlags {
+  std::string id, name, queue, priority, timeout, tz;
+  std::vector<std::string> env, unset_env, command;
+  std::optional<int> if_version;
+  RetryFlags retry;
+  ScheduleFlags schedule;
+};
+
+store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
+  store::JobUpdate u;
+  if (cmd.count("--name")) u.name = f.name;
+  if (!f.queue.empty()) u.queue = f.queue;
+  if (!f.priority.empty()) u.priority = model::parse_priority(f.priority);
+  if (!f.timeout.empty()) u.timeout_us = f.timeout == "0" ? 0 : util::parse_duration(f.timeout, "--timeout").count();
+  for (const auto& kv : f.env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw usage_error(fmt::format("invalid --env '{}'", kv), "write it as --env NAME=VALUE");
+    u.set_env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  u.unset_env = f.unset_env;
+  if (!f.command.empty()) {
+    // As in submit: one argument is a shell command line, several an argv.
+    model::Command c;
+    c.via_shell = f.command.size() == 1;
+    c.argv = f.command;
+    u.command = std::move(c);
+  }
+  u.retry = to_overrides(f.retry);
+  u.schedule = to_update(f.schedule, f.tz);
+  u.if_version = f.if_version;
+  return u;
+}
+
+bool nothing_given(const store::JobUpdate& u) {
+  return !u.name && !u.queue && !u.priority && !u.timeout_us && u.set_env.empty() && u.unset_env.empty() &&
+         !u.command && u.retry.empty() && u.schedule.empty();
+}
+
+void register_update(CLI::App& app, Context& ctx) {
+  auto f = std::make_shared<UpdateFlags>();
+  auto* cmd = app.add_subcommand("update", "Change a job in place: bumps its version; runs not yet started use the new one");
+  cmd->add_option("id", f->id, "Job id")->required();
+  cmd->add_option("--name", f->name, "New name (\"\" removes it)");
+  cmd->add_option("--queue", f->queue, "Move it to this queue");
+  cmd->add_option("--priority", f->priority, "critical, high, normal or low")
+      ->check(CLI::IsMember({"critical", "high", "normal", "low"}));
+  cmd->add_option("--timeout", f->timeout, "New timeout (e.g. 30m; 0 removes it)");
+  cmd->add_option("--env", f->env, "Set NAME=VALUE in its environment (repeatable)");
+  cmd->add_option("--unset-env", f->unset_env, "Remove NAME from its environment (repeatable)");
+  add_retry_flags(*cmd, f->retry);
+  cmd->add_option("--cron", f->schedule.cron, "A schedule: new cron expression");
+  cmd->add_option("--tz", f->tz, "A schedule: new IANA time zone");
+  add_schedule_flags(*cmd, f->schedule);
+  cmd->add_option("--if-version", f->if_version,
+                  "Only if the job is still at this version (else exit 6, nothing changed)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("command", f->command, "New command, after --");
+  cmd->footer("Runs that have not started run the new version; a running one finishes with the version it\n"
+              "started with. For a schedule, a new --cron, --tz or --jitter drops the occurrences made for the\n"
+              "old times (shown as skipped in `schedule runs`) and fires from now on. Exit 6 when --if-version\n"
+              "does not match. An update that changes nothing makes no new version.");
+  cmd->callback([f, cmd, &ctx] {
+    auto update = to_job_update(*f, *cmd);
+    if (nothing_given(update))
+      throw usage_error("nothing to update", "give a flag to change, e.g. --priority high, or a new command after --");
+    auto r = resolve_id(ctx, f->id);
+    auto result = ctx.store().update_job(r.job.job.id, update);
+    if (ctx.output == "json") {
+      print_json({{"id", r.job.job.id}, {"version", result.version}, {"changed", result.changed},
+                  {"dropped", result.dropped}});
+      return;
+    }
+    if (!result.changed)
+      std::fprintf(stderr, "job %s: unchanged, still version %d\n", r.job.job.id.c_str(), result.version);
+    else if (result.dropped > 0)
+      std::fprintf(stderr, "job %s: now version %d (%d pending occurrences of the old version dropped)\n",
+                   r.job.job.id.c_str(), result.version, result.dropped);
+    else
+      std::fprintf(stderr, "job %s: now version %d\n", r.job.job.id.c_str(), result.version);
+  });
+}
+
+void register_delete(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string id;
+    bool cancel_running = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("delete", "Soft-delete a job: no new runs, pending ones cancelled, history kept");
+  cmd->add_option("id", f->id, "Job id")->required();
+  cmd->add_flag("--cancel-running", f->cancel_running, "Also stop a run that is running (default: let it finish)");
+  cmd->footer("The job and its runs stay queryable (jobctl get, runs, history; jobctl ls --deleted).\n"
+              "`jobctl restore ID` undoes it.");
+  cmd->callback([f, &ctx] {
+    auto r = resolve_id(ctx, f->id);
+    int n = ctx.store().delete_job(r.job.job.id,
+                                   f->cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
+    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", n}});
+    else std::fprintf(stderr, "job %s deleted (%d runs cancelled)\n", r.job.job.id.c_str(), n);
+  });
+}
+
+void register_restore(CLI::App& app, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("restore", "Undo a delete: a schedule fires again from now");
+  cmd->add_option("id", *id, "Job id")->required();
+  cmd->footer("Runs the delete cancelled stay cancelled: `jobctl retry ID` runs a one-off job again.");
+  cmd->callback([id, &ctx] {
+    auto r = resolve_id(ctx, *id);
+    ctx.store().restore_job(r.job.job.id);
+    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "restored"}});
+    else std::fprintf(stderr, "job %s restored\n", r.job.job.id.c_str());
+  });
+}
+
+// "priority: normal -> high; env: {} -> {...}" for a table cell.
+std::string details_text(const model::JobEvent& e) {
+  auto details = nlohmann::json::parse(e.details);
+  std::string out;
+  for (const auto& [key, value] : details.items()) {
+    if (!out.empty()) out += "; ";
+    if (e.action == "update")
+      out += fmt::format("{}: {} -> {}", key, value["from"].dump(), value["to"].dump());
+    else
+      out += fmt::format("{}: {}", key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return out;
+}
+
+void register_history(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string id;
+    int limit = 100;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("history", "Every change made to a job: when, by whom, what, and its version");
+  cmd->add_option("id", f->id, "Job id")->required();
+  cmd->add_option("--limit", f->limit, "At most this many entries, newest first")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->callback([f, &ctx] {
+    auto r = resolve_id(ctx, f->id);
+    auto events = ctx.store().history(r.job.job.id, f->limit);
+    if (ctx.format() == OutputFormat::json) {
+      print_json_list(events, [](const model::JobEvent& e) { return model::to_json(e); });
+      return;
+    }
+    std::vector<TableRow> rows;
+    for (const auto& e : events)
+      rows.push_back({util::format_time(e.at), e.action, cell(e.actor, 32), std::to_string(e.version),
+                      cell(details_text(e), 100)});
+    print_table({"TIME", "ACTION", "ACTOR", "VERSION", "DETAILS"}, rows);
+  });
+}
+
+}  // namespace
+
+void register_lifecycle(CLI::App& app, Context& ctx) {
+  register_update(app, ctx);
+  register_delete(app, ctx);
+  register_restore(app, ctx);
+  register_history(app, ctx);
+}
+
+}  // namespace jobctl::cli

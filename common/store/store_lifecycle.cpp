@@ -1,0 +1,245 @@
+// Store: a job's life after submit — update in place with versions,
+// soft-delete and restore — and the audit trail of every change.
+//
+// The audit trail is written by the same transaction as the change it
+// records, so the two cannot disagree. A job's creation is its jobs row
+// (created_at, created_by); every later change is a job_events row whose
+// version is the job's version after the change. An update compares the
+// definition before and after, field by field, in the spelling of
+// `jobctl get -o json`: an update that changes nothing writes nothing.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cron/cron.hpp"
+#include "common/model/job_json.hpp"
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+#include "common/util/ulid.hpp"
+
+namespace jobctl::store {
+namespace {
+
+using nlohmann::json;
+
+// The job, locked for the rest of the transaction (PostgreSQL; SQLite's
+// write transaction holds the whole file). Throws not_found.
+model::Job locked_job(Connection& c, const std::string& job_id) {
+  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
+                                  c.dialect() == Dialect::postgres ? " FOR UPDATE" : ""),
+                      {job_id});
+  if (rows.empty())
+    throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+  return job_from_row(rows[0]);
+}
+
+// What an update may change, flattened ("retry.retries", "schedule.cron"),
+// as `jobctl get -o json` spells it.
+json definition(const model::Job& job) {
+  json full = model::to_json(model::JobView{job, std::nullopt});
+  json out = json::object();
+  for (const char* key : {"name", "queue", "priority", "command", "env", "timeout"}) out[key] = full[key];
+  for (const auto& [key, value] : full["retry"].items()) out["retry." + key] = value;
+  if (job.spec.schedule)
+    for (const auto& [key, value] : full["schedule"].items())
+      if (key != "next_fire_at") out["schedule." + key] = value;
+  return out;
+}
+
+json changes_between(const json& before, const json& after) {
+  json out = json::object();
+  for (const auto& [key, value] : after.items())
+    if (before[key] != value) out[key] = {{"from", before[key]}, {"to", value}};
+  return out;
+}
+
+void apply_schedule(model::ScheduleSpec& sc, const ScheduleUpdate& u) {
+  if (u.cron) sc.cron = *u.cron;
+  if (u.tz) sc.tz = *u.tz;
+  if (u.misfire) sc.misfire = *u.misfire;
+  if (u.catchup_window_us) sc.catchup_window_us = *u.catchup_window_us;
+  if (u.overlap) sc.overlap = *u.overlap;
+  if (u.max_concurrent) sc.max_concurrent = *u.max_concurrent;
+  if (u.jitter_us) sc.jitter_us = *u.jitter_us;
+}
+
+// The job as `u` would leave it. Throws invalid_state for schedule fields on
+// a job that is none, usage Error for values that make no sense.
+model::Job updated(const model::Job& job, const JobUpdate& u) {
+  model::Job next = job;
+  auto& s = next.spec;
+  if (u.name) s.name = *u.name;
+  if (u.queue) s.queue = *u.queue;
+  if (u.priority) s.priority = *u.priority;
+  if (u.timeout_us) s.timeout_us = *u.timeout_us;
+  for (const auto& [k, v] : u.set_env) s.env[k] = v;
+  for (const auto& k : u.unset_env) s.env.erase(k);
+  if (u.command) s.command = *u.command;
+  s.retry = u.retry.apply_to(s.retry);
+  if (!u.schedule.empty()) {
+    if (!s.schedule)
+      throw Error(ExitCode::invalid_state, fmt::format("job {} is not a schedule: --cron, --tz and the schedule "
+                                                       "options change only schedules", job.id),
+                  "submit a new job with --cron for a recurring one");
+    apply_schedule(*s.schedule, u.schedule);
+  }
+  model::validate(s);
+  model::validate(s.retry);
+  if (s.schedule) model::validate(*s.schedule, s.name.empty() ? job.id : s.name);
+  return next;
+}
+
+// True when the change moves when occurrences fire: the runs made for the
+// old times are dropped and the schedule starts over from now. A new name
+// moves them when the expression hashes it (H).
+bool timing_changed(const json& changes, const model::Job& before, const model::Job& after) {
+  if (changes.contains("schedule.cron") || changes.contains("schedule.tz") || changes.contains("schedule.jitter"))
+    return true;
+  if (!changes.contains("name") || !after.spec.schedule) return false;
+  const auto& cron_text = after.spec.schedule->cron;
+  auto key = [](const model::Job& j) { return j.spec.name.empty() ? j.id : j.spec.name; };
+  auto zone = util::TimeZone::locate(after.spec.schedule->tz);
+  return cron::Expr::parse(cron_text, key(before)).next(0, *zone) != cron::Expr::parse(cron_text, key(after)).next(0, *zone);
+}
+
+}  // namespace
+
+void Store::audit(const std::string& job_id, const char* action, const std::string& details) {
+  conn_->exec("INSERT INTO job_events (id, job_id, at, action, actor, version, details) "
+              "SELECT $1, id, NOW_US, $3, $4, version, $5 FROM jobs WHERE id = $2",
+              {util::new_ulid(), job_id, std::string(action), actor_, details});
+}
+
+void Store::require_not_deleted(const std::string& job_id, const char* action) {
+  auto rows = conn_->query("SELECT deleted_at FROM jobs WHERE id = $1", {job_id});
+  if (rows.empty() || rows[0].is_null(0)) return;
+  throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted: it cannot be {}", job_id, action),
+              fmt::format("restore it first with `jobctl restore {}`", job_id));
+}
+
+UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
+  Transaction tx(*conn_, TxMode::write);
+  auto job = locked_job(*conn_, job_id);
+  if (job.deleted_at)
+    throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted: it cannot be updated", job_id),
+                fmt::format("restore it first with `jobctl restore {}`", job_id));
+  if (u.if_version && *u.if_version != job.version)
+    throw Error(ExitCode::conflict,
+                fmt::format("job {} changed since you read it: it is at version {}, not {}; nothing was updated",
+                            job_id, job.version, *u.if_version),
+                fmt::format("read it again with `jobctl get {}` and update with --if-version {}", job_id, job.version));
+  model::Job next = updated(job, u);
+  json changes = changes_between(definition(job), definition(next));
+  UpdateResult result;
+  result.version = job.version;
+  if (changes.empty()) return result;  // nothing written: the transaction rolls back
+  result.changed = true;
+  result.version = next.version = job.version + 1;
+  const auto& s = next.spec;
+  if (s.schedule && timing_changed(changes, job, next)) {
+    // Occurrences made for the old times never run; the new version fires from now.
+    result.dropped = static_cast<int>(conn_->exec(
+        "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $3 "
+        "WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND job_version < $2",
+        {job_id, int64_t{next.version}, fmt::format("dropped: the schedule changed (version {})", next.version)}));
+    int64_t now = this->now();
+    next.schedule_anchor = now;
+    auto zone = util::TimeZone::locate(s.schedule->tz);
+    next.next_fire_at = cron::Expr::parse(s.schedule->cron, s.name.empty() ? job.id : s.name)
+                            .next(now, *zone, now);
+  }
+  const auto& p = s.retry;
+  Value cron = nullptr, tz = std::string("UTC"), misfire = std::string("latest"), overlap = std::string("skip");
+  int64_t catchup = 3600'000'000, max_concurrent = 0, jitter = 0;
+  if (s.schedule) {
+    cron = s.schedule->cron;
+    tz = s.schedule->tz;
+    misfire = std::string(model::to_string(s.schedule->misfire));
+    overlap = std::string(model::to_string(s.schedule->overlap));
+    catchup = s.schedule->catchup_window_us;
+    max_concurrent = model::effective_max_concurrent(*s.schedule);
+    jitter = s.schedule->jitter_us;
+  }
+  conn_->exec(
+      "UPDATE jobs SET name = $2, queue = $3, priority = $4, command = $5, env = $6, timeout_us = $7, "
+      "max_retries = $8, backoff = $9, retry_delay_us = $10, max_retry_delay_us = $11, retry_for_us = $12, "
+      "no_retry_exit_codes = $13, max_deliveries = $14, delivery = $15, cron = $16, tz = $17, misfire = $18, "
+      "catchup_window_us = $19, overlap = $20, max_concurrent = $21, jitter_us = $22, schedule_anchor = $23, "
+      "next_fire_at = $24, version = $25, updated_at = NOW_US WHERE id = $1",
+      {job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)}, model::command_to_text(s.command),
+       model::env_to_text(s.env), s.timeout_us, int64_t{p.max_retries}, std::string(model::to_string(p.backoff)),
+       p.delay_us, p.max_delay_us, p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
+       std::string(model::to_string(p.delivery)), cron, tz, misfire, catchup, overlap, max_concurrent, jitter,
+       next.schedule_anchor, next.next_fire_at ? Value(*next.next_fire_at) : Value(nullptr), int64_t{next.version}});
+  // The claim's sort keys are copied on each run: those that have not
+  // started, and those running now (should they come back for a retry),
+  // follow the job. Waiting runs move to the new version unless that
+  // version already has a run of the same occurrence.
+  conn_->exec("UPDATE runs SET queue = $2, priority = $3 WHERE job_id = $1 AND status IN ('pending', 'blocked', "
+              "'running')",
+              {job_id, s.queue, int64_t{static_cast<int>(s.priority)}});
+  conn_->exec("UPDATE runs SET job_version = $2 WHERE job_id = $1 AND status IN ('pending', 'blocked') "
+              "AND (occurrence IS NULL OR NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id "
+              "AND o.job_version = $2 AND o.occurrence = runs.occurrence))",
+              {job_id, int64_t{next.version}});
+  audit(job_id, "update", changes.dump());
+  if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {s.queue});
+  tx.commit();
+  return result;
+}
+
+int Store::delete_job(const std::string& job_id, CancelRunning cancel_running) {
+  Transaction tx(*conn_, TxMode::write);
+  auto job = locked_job(*conn_, job_id);
+  if (job.deleted_at)
+    throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted already", job_id),
+                fmt::format("`jobctl restore {}` undoes the delete", job_id));
+  conn_->exec("UPDATE jobs SET deleted_at = NOW_US, updated_at = NOW_US WHERE id = $1", {job_id});
+  int64_t cancelled = conn_->exec(
+      "UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled: the job was deleted' "
+      "WHERE job_id = $1 AND status IN ('pending', 'blocked')",
+      {job_id});
+  size_t stopping = 0;
+  if (cancel_running == CancelRunning::yes) {
+    auto rows = conn_->query("UPDATE runs SET cancel_requested = 1 WHERE job_id = $1 AND status = 'running' "
+                             "AND cancel_requested = 0 RETURNING id",
+                             {job_id});
+    stopping = rows.size();
+    if (dialect() == Dialect::postgres)
+      for (const auto& row : rows) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
+  }
+  audit(job_id, "delete", json{{"cancelled", cancelled}, {"stopping", stopping}}.dump());
+  tx.commit();
+  return static_cast<int>(cancelled + static_cast<int64_t>(stopping));
+}
+
+void Store::restore_job(const std::string& job_id) {
+  Transaction tx(*conn_, TxMode::write);
+  auto job = locked_job(*conn_, job_id);
+  if (!job.deleted_at)
+    throw Error(ExitCode::invalid_state, fmt::format("job {} is not deleted: there is nothing to restore", job_id));
+  conn_->exec("UPDATE jobs SET deleted_at = NULL, updated_at = NOW_US WHERE id = $1", {job_id});
+  restart_schedule(job_id);
+  audit(job_id, "restore");
+  tx.commit();
+}
+
+std::vector<model::JobEvent> Store::history(const std::string& job_id, int limit) {
+  auto job = conn_->query("SELECT created_at, created_by FROM jobs WHERE id = $1", {job_id});
+  if (job.empty())
+    throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+  auto rows = conn_->query("SELECT id, job_id, at, action, actor, version, details FROM job_events "
+                           "WHERE job_id = $1 ORDER BY at DESC, id DESC LIMIT $2",
+                           {job_id, int64_t{limit}});
+  std::vector<model::JobEvent> out;
+  for (const auto& row : rows)
+    out.push_back(model::JobEvent{row.text(0), row.text(1), row.i64(2), row.text(3), row.text(4),
+                                  static_cast<int>(row.i64(5)), row.text(6)});
+  if (static_cast<int>(out.size()) < limit)
+    out.push_back(model::JobEvent{job_id, job_id, job[0].i64(0), "create",
+                                  job[0].text(1).empty() ? "unknown" : job[0].text(1), 1, "{}"});
+  return out;
+}
+
+}  // namespace jobctl::store

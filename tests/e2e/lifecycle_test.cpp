@@ -1,0 +1,117 @@
+// jobctl update, delete, restore and history as a user runs them: the real
+// binaries against a real store.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+using test::run_jobctl;
+
+namespace {
+
+std::string submit(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), "submit");
+  auto r = run_jobctl(db, dir, args);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return test::trim(r.out);
+}
+
+json get(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  auto r = run_jobctl(db, dir, {"get", id, "-o", "json"});
+  REQUIRE(r.code == 0);
+  return json::parse(r.out);
+}
+
+json history(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  auto r = run_jobctl(db, dir, {"history", id, "-o", "json"});
+  REQUIRE(r.code == 0);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: update, --if-version, delete, restore and history from the command line") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto id = submit(db, dir, {"--name", "sync", "--actor", "alice", "--", "true"});
+
+  auto up = run_jobctl(db, dir, {"update", id, "--priority", "high", "--env", "A=1", "--if-version", "1", "-o", "json"},
+                       "", {"JOBCTL_ACTOR=deploy-bot"});
+  REQUIRE_MESSAGE(up.code == 0, up.err);
+  CHECK(json::parse(up.out) == json{{"id", id}, {"version", 2}, {"changed", true}, {"dropped", 0}});
+  CHECK(get(db, dir, id)["version"] == 2);
+  CHECK(get(db, dir, id)["priority"] == "high");
+
+  // The version read before someone else's update: refused, nothing written.
+  auto stale = run_jobctl(db, dir, {"update", id, "--priority", "low", "--if-version", "1"});
+  CHECK(stale.code == 6);
+  CHECK(stale.err.find("changed since you read it") != std::string::npos);
+  CHECK(test::lines(stale.err).size() == 2);  // the error and its hint
+  CHECK(get(db, dir, id)["priority"] == "high");
+
+  auto nothing = run_jobctl(db, dir, {"update", id});
+  CHECK(nothing.code == 2);
+  CHECK(nothing.err.find("nothing to update") != std::string::npos);
+  auto bad = run_jobctl(db, dir, {"update", id, "--timeout", "soon"});
+  CHECK(bad.code == 2);
+  auto not_schedule = run_jobctl(db, dir, {"update", id, "--cron", "* * * * *"});
+  CHECK(not_schedule.code == 4);
+
+  REQUIRE(run_jobctl(db, dir, {"delete", id, "--actor", "ops"}).code == 0);
+  CHECK(get(db, dir, id)["deleted_at"].is_string());
+  CHECK(get(db, dir, id)["status"] == "cancelled");
+  CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).empty());
+  CHECK(json::parse(run_jobctl(db, dir, {"ls", "--deleted", "-o", "json"}).out).size() == 1);
+  CHECK(run_jobctl(db, dir, {"delete", id}).code == 4);
+  CHECK(run_jobctl(db, dir, {"update", id, "--priority", "low"}).code == 4);
+  CHECK(run_jobctl(db, dir, {"retry", id}).code == 4);
+  REQUIRE(run_jobctl(db, dir, {"restore", id}, "", {"JOBCTL_ACTOR=ops"}).code == 0);
+  CHECK(get(db, dir, id)["deleted_at"].is_null());
+  CHECK(run_jobctl(db, dir, {"restore", id}).code == 4);
+
+  auto h = history(db, dir, id);
+  REQUIRE(h.size() == 4);
+  CHECK(h[0]["action"] == "restore");
+  CHECK(h[0]["actor"] == "ops");
+  CHECK(h[1]["action"] == "delete");
+  CHECK(h[1]["actor"] == "ops");
+  CHECK(h[1]["details"]["cancelled"] == 1);
+  CHECK(h[2]["action"] == "update");
+  CHECK(h[2]["actor"] == "deploy-bot");
+  CHECK(h[2]["version"] == 2);
+  CHECK(h[2]["details"]["priority"] == json{{"from", "normal"}, {"to", "high"}});
+  CHECK(h[2]["details"]["env"]["to"] == json{{"A", "1"}});
+  CHECK(h[3]["action"] == "create");
+  CHECK(h[3]["actor"] == "alice");
+  CHECK(h[3]["version"] == 1);
+
+  auto table = run_jobctl(db, dir, {"history", id, "-o", "table"});
+  CHECK(table.out.find("priority: \"normal\" -> \"high\"") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"history", "01ARZ3NDEKTSV4RRFFQ69G5FAV"}).code == 3);
+}
+
+TEST_CASE("lifecycle: a running job finishes with the command it started with; the next run uses the new one") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string gate = dir.file("gate");
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  // The first version waits for the test to open the gate, so the update
+  // surely lands while it runs.
+  auto id = submit(db, dir, {"--", "while [ ! -e '" + gate + "' ]; do sleep 0.05; done; echo v1"});
+  test::eventually([&] { return get(db, dir, id)["status"] == "running"; }, "the job to start");
+  REQUIRE(run_jobctl(db, dir, {"update", id, "--", "echo v2"}).code == 0);
+  std::ofstream(gate) << "open";
+  REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(test::trim(run_jobctl(db, dir, {"logs", id}).out) == "v1");
+  CHECK(get(db, dir, id)["run"]["job_version"] == 1);
+
+  REQUIRE(run_jobctl(db, dir, {"retry", id}).code == 0);
+  REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(test::trim(run_jobctl(db, dir, {"logs", id}).out) == "v2");
+  CHECK(get(db, dir, id)["run"]["job_version"] == 2);
+}

@@ -1,0 +1,308 @@
+// A job's life after submit: update with versions, soft-delete and restore,
+// and the audit trail, on the backend JOBCTL_TEST_BACKEND names.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::Priority;
+using model::RunStatus;
+
+namespace {
+
+constexpr int64_t kSecond = 1'000'000;
+
+std::string submit(store::Store& s, const std::string& name, Priority p = Priority::normal) {
+  model::JobSpec spec;
+  spec.name = name;
+  spec.priority = p;
+  spec.command.argv = {"true"};
+  return s.submit({spec})[0].job_id;
+}
+
+std::string submit_schedule(store::Store& s, const std::string& cron) {
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  spec.schedule = model::ScheduleSpec{};
+  spec.schedule->cron = cron;
+  return s.submit({spec})[0].job_id;
+}
+
+std::string worker(store::Store& s) {
+  return s.register_worker(store::WorkerRegistration{"w", "host", 1, {"default", "other"}, 8, "test", 30 * kSecond});
+}
+
+std::vector<std::string> actions(store::Store& s, const std::string& job_id) {
+  std::vector<std::string> out;
+  for (const auto& e : s.history(job_id, 100)) out.push_back(e.action);
+  return out;
+}
+
+store::SchedulerSettings settings() {
+  store::SchedulerSettings st;
+  st.horizon_us = 30 * kSecond;
+  st.misfire_after_us = 5 * kSecond;
+  return st;
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: raising a pending job's priority moves it ahead in the claim order") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto first = submit(*s, "first");
+  auto second = submit(*s, "second");
+  store::JobUpdate u;
+  u.priority = Priority::critical;
+  auto r = s->update_job(second, u);
+  CHECK(r.changed);
+  CHECK(r.version == 2);
+  auto claimed = s->claim(w, {"default"}, 1, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].job_id == second);
+  CHECK(claimed[0].spec.priority == Priority::critical);
+}
+
+TEST_CASE("lifecycle: a pending run takes the new definition, a running one keeps the version it started with") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto running = submit(*s, "running");
+  auto waiting = submit(*s, "waiting");
+  auto claimed = s->claim(w, {"default"}, 1, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  REQUIRE(claimed[0].job_id == running);
+
+  store::JobUpdate u;
+  u.command = model::Command{{"echo", "new"}, false};
+  u.queue = "other";
+  u.set_env = {{"MODE", "fast"}};
+  s->update_job(running, u);
+  s->update_job(waiting, u);
+  CHECK(s->runs_of(running).at(0).job_version == 1);
+  CHECK(s->runs_of(waiting).at(0).job_version == 2);
+  CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());  // the waiting run moved to "other"
+  auto next = s->claim(w, {"other"}, 8, 10 * kSecond);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].job_id == waiting);
+  CHECK(next[0].spec.command.argv == std::vector<std::string>{"echo", "new"});
+  CHECK(next[0].spec.env.at("MODE") == "fast");
+  CHECK(s->runs_of(waiting).at(0).job_version == 2);
+
+  SUBCASE("a retry of the old run is claimed in the new queue, with the new version") {
+    auto done = store::completion_of(claimed[0], RunStatus::pending);
+    done.outcome = "failed";
+    REQUIRE(s->complete({done}) == std::vector<bool>{true});
+    CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
+    auto again = s->claim(w, {"other"}, 8, 10 * kSecond);
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].spec.command.argv == std::vector<std::string>{"echo", "new"});
+    auto tries = s->attempts(claimed[0].run_id);
+    REQUIRE(tries.size() == 2);
+    CHECK(tries[0].job_version == 1);
+    CHECK(tries[1].job_version == 2);
+  }
+}
+
+TEST_CASE("lifecycle: --if-version refuses a stale update and writes nothing, not even an audit row") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto job = submit(*s, "j");
+  store::JobUpdate u;
+  u.priority = Priority::high;
+  u.if_version = 1;
+  CHECK(s->update_job(job, u).version == 2);
+  u.priority = Priority::low;
+  try {
+    s->update_job(job, u);  // still says version 1
+    FAIL("a stale update went through");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::conflict);
+    CHECK(std::string(e.what()).find("changed since you read it") != std::string::npos);
+  }
+  auto v = s->get_job(job);
+  CHECK(v->job.version == 2);
+  CHECK(v->job.spec.priority == Priority::high);
+  CHECK(actions(*s, job) == std::vector<std::string>{"update", "create"});
+
+  SUBCASE("a rejected value writes nothing either") {
+    store::JobUpdate bad;
+    bad.retry.max_retries = -1;
+    CHECK_THROWS_AS(s->update_job(job, bad), Error);
+    bad = {};
+    bad.queue = "";
+    CHECK_THROWS_AS(s->update_job(job, bad), Error);
+    bad = {};
+    bad.schedule.cron = "* * * * *";  // not a schedule
+    CHECK_THROWS_AS(s->update_job(job, bad), Error);
+    CHECK(s->get_job(job)->job.version == 2);
+    CHECK(actions(*s, job) == std::vector<std::string>{"update", "create"});
+  }
+  SUBCASE("an update that changes nothing makes no version") {
+    store::JobUpdate same;
+    same.priority = Priority::high;
+    auto r = s->update_job(job, same);
+    CHECK_FALSE(r.changed);
+    CHECK(r.version == 2);
+    CHECK(actions(*s, job).size() == 2);
+  }
+}
+
+TEST_CASE("lifecycle: a schedule's new cron drops the old version's occurrences and fires on the new times") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch = s->lead(w, 10 * kSecond);
+  s->materialise(w, *epoch, settings());
+  store::JobUpdate u;
+  u.schedule.cron = "*/10 * * * * *";
+  auto r = s->update_job(job, u);
+  CHECK(r.dropped >= 25);
+  s->materialise(w, *epoch, settings());
+  auto runs = s->runs_of(job);
+  int new_version = 0;
+  for (const auto& run : runs) {
+    if (run.status != RunStatus::pending) continue;
+    CHECK(run.job_version == 2);
+    CHECK(*run.occurrence % (10 * kSecond) == 0);
+    ++new_version;
+  }
+  CHECK(new_version >= 2);
+}
+
+TEST_CASE("lifecycle: delete stops a schedule and keeps its history; restore starts it again from now") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch = s->lead(w, 10 * kSecond);
+  s->materialise(w, *epoch, settings());
+  const auto before = s->runs_of(job).size();
+  REQUIRE(before >= 25);
+
+  CHECK(s->delete_job(job, store::CancelRunning::no) == static_cast<int>(before));
+  auto v = s->get_job(job);
+  REQUIRE(v);  // still there
+  CHECK(v->job.deleted_at);
+  CHECK(s->runs_of(job).size() == before);  // history kept
+  for (const auto& run : s->runs_of(job)) CHECK(run.status == RunStatus::cancelled);
+  s->materialise(w, *epoch, settings());
+  CHECK(s->runs_of(job).size() == before);  // nothing new
+  CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->list_schedules().empty());
+  store::JobFilter live, deleted;
+  deleted.deleted = true;
+  CHECK(s->list_jobs(live).empty());
+  REQUIRE(s->list_jobs(deleted).size() == 1);
+  CHECK(s->list_jobs(deleted)[0].job.id == job);
+
+  // A deleted job refuses the commands that would make it run.
+  CHECK_THROWS_AS(s->delete_job(job, store::CancelRunning::no), Error);
+  CHECK_THROWS_AS(s->trigger(job, true), Error);
+  CHECK_THROWS_AS(s->set_paused(job, true), Error);
+  store::JobUpdate raise;
+  raise.priority = Priority::high;
+  CHECK_THROWS_AS(s->update_job(job, raise), Error);
+
+  s->restore_job(job);
+  CHECK_FALSE(s->get_job(job)->job.deleted_at);
+  CHECK_THROWS_AS(s->restore_job(job), Error);
+  s->materialise(w, *epoch, settings());
+  CHECK(s->runs_of(job).size() > before);
+  CHECK(s->list_jobs(live).size() == 1);
+}
+
+TEST_CASE("lifecycle: delete lets a running run finish unless asked to cancel it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto job = submit(*s, "long");
+  REQUIRE(s->claim(w, {"default"}, 8, 10 * kSecond).size() == 1);
+  SUBCASE("default: it finishes, and a retry of it waits until the job is restored") {
+    auto claimed = s->claim(w, {"default"}, 8, 10 * kSecond);
+    CHECK(claimed.empty());  // the one run is already running
+    CHECK(s->delete_job(job, store::CancelRunning::no) == 0);
+    auto leases = s->heartbeat(w, model::WorkerState::active, 10 * kSecond);
+    REQUIRE(leases.size() == 1);
+    CHECK_FALSE(leases[0].cancel_requested);
+    store::Completion failed;
+    failed.run_id = leases[0].run_id;
+    failed.job_id = job;
+    failed.fence = leases[0].fence;
+    failed.attempt = 1;
+    failed.status = RunStatus::pending;
+    failed.outcome = "failed";
+    REQUIRE(s->complete({failed}) == std::vector<bool>{true});
+    CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
+    CHECK_FALSE(s->next_due_in({"default"}));
+    s->restore_job(job);
+    CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).size() == 1);
+  }
+  SUBCASE("--cancel-running: its agent is told to stop it") {
+    CHECK(s->delete_job(job, store::CancelRunning::yes) == 1);
+    auto leases = s->heartbeat(w, model::WorkerState::active, 10 * kSecond);
+    REQUIRE(leases.size() == 1);
+    CHECK(leases[0].cancel_requested);
+  }
+}
+
+TEST_CASE("lifecycle: every change appears once in the history, newest first, with actor and version") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  s->set_actor("alice@laptop");
+  auto job = submit(*s, "j");
+  auto sched = submit_schedule(*s, "0 3 * * *");
+  auto w = worker(*s);
+
+  s->set_actor("ci");
+  s->set_paused(job, true);
+  s->set_paused(job, false);
+  store::JobUpdate u;
+  u.set_env = {{"TOKEN_REF", "{{secret:API}}"}};
+  u.retry.max_retries = 9;
+  s->update_job(job, u);
+  s->cancel(job);
+  s->retry_job(job);
+  auto claimed = s->claim(w, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  auto dead = store::completion_of(claimed[0], RunStatus::dead);
+  dead.outcome = "failed";
+  s->complete({dead});
+  s->replay({claimed[0].run_id});
+  s->delete_job(job, store::CancelRunning::no);
+  s->restore_job(job);
+  s->trigger(sched, true);
+  auto day = 86400 * kSecond;
+  s->backfill(sched, (s->now() / day - 2) * day, (s->now() / day - 1) * day);
+
+  auto events = s->history(job, 100);
+  std::vector<std::string> seen;
+  for (const auto& e : events) seen.push_back(e.action);
+  CHECK(seen == std::vector<std::string>{"restore", "delete", "replay", "retry", "cancel", "update", "resume",
+                                         "pause", "create"});
+  CHECK(events.back().actor == "alice@laptop");
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    CHECK(events[i].actor == "ci");
+    CHECK(events[i].at >= events[i + 1].at);
+  }
+  auto update = std::find_if(events.begin(), events.end(), [](const auto& e) { return e.action == "update"; });
+  CHECK(update->version == 2);
+  CHECK(update->details.find("\"retry.retries\":{\"from\":3,\"to\":9}") != std::string::npos);
+  CHECK(update->details.find("{{secret:API}}") != std::string::npos);  // the reference, as stored
+  CHECK(events.front().version == 2);
+  CHECK(actions(*s, sched) == std::vector<std::string>{"backfill", "trigger", "create"});
+  CHECK(s->history(job, 2).size() == 2);
+  CHECK_THROWS_AS(s->history("01ARZ3NDEKTSV4RRFFQ69G5FAV", 10), Error);
+}
