@@ -1,6 +1,7 @@
 #pragma once
 // jobagent's main loop: claim → execute → complete, with heartbeats,
 // rescue of dead agents' runs, and a graceful drain on SIGTERM.
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -65,6 +66,7 @@ class Agent {
   std::optional<int64_t> epoch_;          // set while this agent is the scheduler leader
   Clock::time_point next_lead_{};         // next take-or-renew of the leader lease
   Clock::time_point next_schedule_{};     // next materialisation, while leading
+  std::map<std::string, Clock::time_point> schedule_errors_;  // last logged, per message
   std::vector<store::Completion> completions_;  // finished, not yet recorded
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
   std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter

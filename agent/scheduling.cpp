@@ -51,14 +51,24 @@ void Agent::schedule_if_due(Clock::time_point now) {
   store::SchedulerSettings settings;
   settings.horizon_us = duration_cast<microseconds>(opts_.schedule_horizon).count();
   settings.misfire_after_us = duration_cast<microseconds>(opts_.misfire_threshold).count();
-  with_store("schedule", [&] {
+  // Not with_store: a scheduler error must not hold back this agent's claims.
+  try {
     auto r = store_->materialise(worker_id_, *epoch_, settings);
     if (r.fenced) {
       log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
       epoch_.reset();
       return;
     }
-    for (const auto& e : r.errors) log_event(LogLevel::error, "schedule_error", {{"error", e}});
+    for (const auto& e : r.errors) {
+      // Once a minute per message: a schedule this host cannot evaluate
+      // comes back every tick.
+      auto& last = schedule_errors_[e];
+      if (last == Clock::time_point{} || now - last >= std::chrono::minutes(1)) {
+        log_event(LogLevel::error, "schedule_error", {{"error", e}});
+        last = now;
+      }
+    }
+    if (schedule_errors_.size() > 1000) schedule_errors_.clear();
     if (r.runs > 0 || r.skipped > 0)
       log_event(r.skipped > 0 ? LogLevel::warn : LogLevel::debug, "materialised",
                 {{"schedules", std::to_string(r.schedules)}, {"runs", std::to_string(r.runs)},
@@ -67,7 +77,9 @@ void Agent::schedule_if_due(Clock::time_point now) {
     if (r.more) next_schedule_ = now + kBacklogTick;
     if (int n = store_->enforce_overlap(); n > 0)
       log_event(LogLevel::info, "overlap_enforced", {{"runs", std::to_string(n)}});
-  });
+  } catch (const Error& e) {
+    log_event(LogLevel::error, "store_error", {{"step", "schedule"}, {"error", e.what()}});
+  }
 }
 
 }  // namespace jobctl::agent

@@ -144,13 +144,15 @@ CREATE INDEX jobs_next_fire ON jobs (next_fire_at) WHERE next_fire_at IS NOT NUL
 
 -- The fire time a schedule's run is for, and the job version it was made
 -- under. One run per (job, version, occurrence): a leader that retries, or
--- two leaders for a moment, cannot fire an occurrence twice.
+-- two leaders for a moment, cannot fire an occurrence twice. A skipped
+-- occurrence holds no place, so backfill can still run it.
 ALTER TABLE runs ADD COLUMN occurrence BIGINT;
 ALTER TABLE runs ADD COLUMN job_version INTEGER NOT NULL DEFAULT 1;
 -- Where a run came from: submit, schedule, trigger, backfill (replays and
 -- retries keep their origin). The overlap sweep skips only 'schedule' runs.
 ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'submit';
-CREATE UNIQUE INDEX runs_occurrence ON runs (job_id, job_version, occurrence) WHERE occurrence IS NOT NULL;
+CREATE UNIQUE INDEX runs_occurrence ON runs (job_id, job_version, occurrence)
+  WHERE occurrence IS NOT NULL AND status <> 'skipped';
 -- The overlap checks at claim time: what of a job runs, what waits.
 CREATE INDEX runs_running_job ON runs (job_id) WHERE status = 'running';
 CREATE INDEX runs_waiting_occurrence ON runs (job_id, occurrence) WHERE status = 'pending' AND occurrence IS NOT NULL;

@@ -30,7 +30,11 @@ bool Store::set_paused(const std::string& job_id, bool paused) {
   if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
   require_not_deleted(job_id, paused ? "paused" : "resumed");
   if ((rows[0].i64(0) != 0) == paused) return false;
-  conn_->exec("UPDATE jobs SET paused = $2, updated_at = NOW_US WHERE id = $1", {job_id, int64_t{paused ? 1 : 0}});
+  // A paused schedule leaves the leader's scan (next_fire_at NULL); resume
+  // starts it again from now.
+  conn_->exec("UPDATE jobs SET paused = $2, updated_at = NOW_US, "
+              "next_fire_at = CASE WHEN $2 = 1 THEN NULL ELSE next_fire_at END WHERE id = $1",
+              {job_id, int64_t{paused ? 1 : 0}});
   if (!paused) restart_schedule(job_id);
   if (!paused && dialect() == Dialect::postgres)
     conn_->query("SELECT pg_notify('jobctl_wake', queue) FROM jobs WHERE id = $1", {job_id});

@@ -14,6 +14,18 @@
 namespace jobctl::store {
 namespace {
 
+// A job's "latest" run, the one get, ls, wait, cancel and retry act on: the
+// newest, leaving out a schedule's occurrences made ahead that are not due
+// yet (its leader makes runs a horizon ahead, and those are not it). A
+// schedule with nothing due yet has its first. `job` is the SQL naming the
+// job id.
+std::string latest_run_of(const std::string& job) {
+  return fmt::format("COALESCE((SELECT max(x.id) FROM runs x WHERE x.job_id = {0} AND NOT (x.occurrence IS NOT NULL "
+                     "AND x.status = 'pending' AND x.started_at IS NULL AND x.available_at > NOW_US)), "
+                     "(SELECT min(x.id) FROM runs x WHERE x.job_id = {0}))",
+                     job);
+}
+
 // PostgreSQL receives batches as arrays unnested into one INSERT per table:
 // one round trip per chunk instead of two per job.
 constexpr size_t kChunk = 5000;
@@ -199,8 +211,9 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
 namespace {
 
 // Jobs with their latest run: the FROM clause of get_jobs and list_jobs.
-constexpr const char* kJobsWithLatestRun =
-    "FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(id) FROM runs WHERE job_id = j.id)";
+// See latest_run_of.
+const std::string kJobsWithLatestRun =
+    std::string("FROM jobs j LEFT JOIN runs r ON r.id = ") + latest_run_of("j.id");
 
 model::JobView view_from_row(const Row& row) {
   model::JobView v{job_from_row(row), std::nullopt};
@@ -286,7 +299,7 @@ std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
 }
 
 std::pair<std::string, model::RunStatus> Store::latest_run_for(const std::string& job_id, const char* action) {
-  auto rows = conn_->query("SELECT r.id, r.status FROM runs r WHERE r.job_id = $1 ORDER BY r.id DESC LIMIT 1", {job_id});
+  auto rows = conn_->query(std::string("SELECT r.id, r.status FROM runs r WHERE r.id = ") + latest_run_of("$1"), {job_id});
   if (rows.empty()) {
     if (conn_->query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
       throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");

@@ -39,7 +39,8 @@ model::Job locked_job(Connection& c, const std::string& job_id) {
 json definition(const model::Job& job) {
   json full = model::to_json(model::JobView{job, std::nullopt});
   json out = json::object();
-  for (const char* key : {"name", "queue", "priority", "command", "env", "timeout"}) out[key] = full[key];
+  for (const char* key : {"name", "queue", "priority", "command", "timeout"}) out[key] = full[key];
+  for (const auto& [key, value] : full["env"].items()) out["env." + key] = value;
   for (const auto& [key, value] : full["retry"].items()) out["retry." + key] = value;
   if (job.spec.schedule)
     for (const auto& [key, value] : full["schedule"].items())
@@ -47,10 +48,27 @@ json definition(const model::Job& job) {
   return out;
 }
 
+// An environment value as the audit trail shows it: a secret reference as
+// written, anything else only as "(set)", so a token rotated with --env
+// does not stay readable in the history.
+json audited_env_value(const json& v) {
+  if (v.is_null() || (v.is_string() && v.get<std::string>().starts_with("{{secret:"))) return v;
+  return "(set)";
+}
+
 json changes_between(const json& before, const json& after) {
   json out = json::object();
-  for (const auto& [key, value] : after.items())
-    if (before[key] != value) out[key] = {{"from", before[key]}, {"to", value}};
+  for (const auto& [key, value] : after.items()) {
+    if (before.contains(key) && before[key] == value) continue;
+    json from = before.contains(key) ? before[key] : json(nullptr);
+    if (key.starts_with("env."))
+      out[key] = {{"from", audited_env_value(from)}, {"to", audited_env_value(value)}};
+    else
+      out[key] = {{"from", from}, {"to", value}};
+  }
+  for (const auto& [key, value] : before.items())
+    if (!after.contains(key)) out[key] = {{"from", key.starts_with("env.") ? audited_env_value(value) : value},
+                                          {"to", nullptr}};
   return out;
 }
 
@@ -59,6 +77,9 @@ void apply_schedule(model::ScheduleSpec& sc, const ScheduleUpdate& u) {
   if (u.tz) sc.tz = *u.tz;
   if (u.misfire) sc.misfire = *u.misfire;
   if (u.catchup_window_us) sc.catchup_window_us = *u.catchup_window_us;
+  // The store keeps the effective limit, not whether it was given: a new
+  // policy brings its own default unless --max-concurrent comes with it.
+  if (u.overlap && *u.overlap != sc.overlap) sc.max_concurrent.reset();
   if (u.overlap) sc.overlap = *u.overlap;
   if (u.max_concurrent) sc.max_concurrent = *u.max_concurrent;
   if (u.jitter_us) sc.jitter_us = *u.jitter_us;
@@ -195,9 +216,15 @@ int Store::delete_job(const std::string& job_id, CancelRunning cancel_running) {
   if (job.deleted_at)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted already", job_id),
                 fmt::format("`jobctl restore {}` undoes the delete", job_id));
-  conn_->exec("UPDATE jobs SET deleted_at = NOW_US, updated_at = NOW_US WHERE id = $1", {job_id});
+  // next_fire_at NULL: the leader's scan no longer meets it (restore sets it again).
+  conn_->exec("UPDATE jobs SET deleted_at = NOW_US, updated_at = NOW_US, next_fire_at = NULL WHERE id = $1", {job_id});
+  // Occurrences made ahead are skipped, not cancelled: a skipped occurrence
+  // holds no place, so a restore before their time makes them again.
   int64_t cancelled = conn_->exec(
-      "UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled: the job was deleted' "
+      "UPDATE runs SET finished_at = NOW_US, "
+      "status = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN 'skipped' ELSE 'cancelled' END, "
+      "error = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN 'skipped: the job was deleted' "
+      "ELSE 'cancelled: the job was deleted' END "
       "WHERE job_id = $1 AND status IN ('pending', 'blocked')",
       {job_id});
   size_t stopping = 0;

@@ -197,10 +197,11 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
   std::vector<OccurrenceRun> runs, skipped;
   std::set<std::string> queues;
   for (const auto& row : rows) {
-    auto job = job_from_row(row);
-    const auto& sc = *job.spec.schedule;
-    std::optional<int64_t> next;
+    // Where the schedule resumes; unset when it cannot be evaluated.
+    std::optional<std::optional<int64_t>> next;
     try {
+      auto job = job_from_row(row);
+      const auto& sc = *job.spec.schedule;
       auto expr = expr_of(job);
       auto zone = util::TimeZone::locate(sc.tz);
       cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
@@ -222,12 +223,12 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
       next = plan.next_fire_at;
       result.more = result.more || plan.more;
     } catch (const Error& e) {
-      // The expression or zone no longer loads (tzdata changed under us):
-      // say so and look again in a minute rather than every tick.
-      result.errors.push_back(fmt::format("schedule {}: {}", job.id, e.what()));
-      next = now + 60'000'000;
+      // The row, expression or zone does not load here (this host's tzdata
+      // lacks the zone, or an older agent leads): say so and leave the
+      // schedule where it is, for a leader that can evaluate it.
+      result.errors.push_back(fmt::format("schedule {}: {}", row.text(0), e.what()));
     }
-    conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job.id, opt_value(next)});
+    if (next) conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {row.text(0), opt_value(*next)});
     ++result.schedules;
   }
   result.runs = insert_occurrences(*conn_, runs);
@@ -242,7 +243,8 @@ int Store::enforce_overlap() {
   // them under skip; under buffer-one, all but the earliest.
   constexpr const char* kBlocked =
       "SELECT p.id FROM runs p JOIN jobs g ON g.id = p.job_id "
-      "WHERE p.status = 'pending' AND p.origin = 'schedule' AND p.available_at <= NOW_US AND g.max_concurrent > 0 "
+      "WHERE p.status = 'pending' AND p.occurrence IS NOT NULL AND p.origin = 'schedule' AND p.available_at <= NOW_US "
+      "AND g.max_concurrent > 0 "
       "AND g.overlap = $1 AND p.job_id IN (SELECT job_id FROM runs WHERE status = 'running') "
       "AND (SELECT count(*) FROM runs o WHERE o.job_id = p.job_id AND o.status = 'running') >= g.max_concurrent "
       "AND ($1 = 'skip' OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = p.job_id AND e.status = 'pending' "
@@ -251,8 +253,10 @@ int Store::enforce_overlap() {
   int64_t n = 0;
   for (auto [policy, reason] : {std::pair{"skip", "overlap: an earlier occurrence was still running (overlap skip)"},
                                 std::pair{"buffer-one", "overlap: another occurrence already waited (overlap buffer-one)"}})
+    // The status is checked again on the row updated: on PostgreSQL a run
+    // claimed since the subquery read it must keep running.
     n += conn_->exec(fmt::format("UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $2 "
-                                 "WHERE id IN ({})",
+                                 "WHERE status = 'pending' AND id IN ({})",
                                  kBlocked),
                      {std::string(policy), std::string(reason)});
   // cancel-other: a due occurrence asks the older running ones to stop; it
@@ -261,7 +265,9 @@ int Store::enforce_overlap() {
       "UPDATE runs SET cancel_requested = 1 WHERE status = 'running' AND cancel_requested = 0 "
       "AND occurrence IS NOT NULL AND EXISTS (SELECT 1 FROM runs p JOIN jobs g ON g.id = p.job_id "
       "WHERE p.job_id = runs.job_id AND g.overlap = 'cancel-other' AND p.status = 'pending' "
-      "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US) RETURNING id");
+      "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US AND g.max_concurrent > 0 "
+      "AND (SELECT count(*) FROM runs o WHERE o.job_id = runs.job_id AND o.status = 'running') >= g.max_concurrent) "
+      "RETURNING id");
   if (dialect() == Dialect::postgres)
     for (const auto& row : cancelled) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
   tx.commit();
@@ -333,16 +339,25 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
   require_not_deleted(job_id, "backfilled");
+  // An occurrence that has a run, of this version or an earlier one, is
+  // left alone; one that was only skipped (or dropped by an update) is not.
+  std::set<int64_t> taken;
+  for (const auto& row : conn_->query("SELECT occurrence FROM runs WHERE job_id = $1 AND occurrence >= $2 "
+                                      "AND occurrence <= $3 AND status <> 'skipped'",
+                                      {job_id, from_us, to_us}))
+    taken.insert(row.i64(0));
   std::vector<OccurrenceRun> runs;
+  int64_t occurrences = 0;
   for (auto t = next_after(job, from_us - 1); t && *t <= to_us; t = next_after(job, *t)) {
-    if (runs.size() == kMaxBackfill)
+    if (++occurrences > static_cast<int64_t>(kMaxBackfill))
       throw usage_error(fmt::format("{} to {} holds more than {} occurrences of job {}", util::format_time(from_us),
                                     util::format_time(to_us), kMaxBackfill, job_id),
                         "backfill a shorter span at a time");
+    if (taken.count(*t)) continue;
     runs.push_back(occurrence_run(job, *t, "backfill"));
   }
   BackfillResult result;
-  result.occurrences = static_cast<int64_t>(runs.size());
+  result.occurrences = occurrences;
   result.created = insert_occurrences(*conn_, runs);
   if (result.created > 0) notify_queue(*conn_, job.spec.queue);
   audit(job_id, "backfill",

@@ -218,7 +218,15 @@ TEST_CASE("lifecycle: delete stops a schedule and keeps its history; restore sta
   CHECK_FALSE(s->get_job(job)->job.deleted_at);
   CHECK_THROWS_AS(s->restore_job(job), Error);
   s->materialise(w, *epoch, settings());
-  CHECK(s->runs_of(job).size() > before);
+  // The occurrences the delete took back are made again: none is lost.
+  int64_t now = s->now();
+  int64_t pending = 0;
+  for (const auto& run : s->runs_of(job))
+    if (run.status == RunStatus::pending) {
+      CHECK(*run.occurrence > now - 2 * kSecond);
+      ++pending;
+    }
+  CHECK(pending >= 28);
   CHECK(s->list_jobs(live).size() == 1);
 }
 
@@ -305,4 +313,43 @@ TEST_CASE("lifecycle: every change appears once in the history, newest first, wi
   CHECK(actions(*s, sched) == std::vector<std::string>{"backfill", "trigger", "create"});
   CHECK(s->history(job, 2).size() == 2);
   CHECK_THROWS_AS(s->history("01ARZ3NDEKTSV4RRFFQ69G5FAV", 10), Error);
+}
+
+TEST_CASE("lifecycle: the history shows that an environment value changed, never the value") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  spec.env = {{"API_TOKEN", "old-secret-value"}};
+  auto job = s->submit({spec})[0].job_id;
+  store::JobUpdate u;
+  u.set_env = {{"API_TOKEN", "new-secret-value"}, {"REF", "{{secret:API}}"}};
+  s->update_job(job, u);
+  store::JobUpdate drop;
+  drop.unset_env = {"API_TOKEN"};
+  s->update_job(job, drop);
+  for (const auto& e : s->history(job, 10)) {
+    CHECK(e.details.find("secret-value") == std::string::npos);
+  }
+  auto events = s->history(job, 10);
+  CHECK(events[1].details.find("\"env.API_TOKEN\":{\"from\":\"(set)\",\"to\":\"(set)\"}") != std::string::npos);
+  CHECK(events[1].details.find("\"env.REF\":{\"from\":null,\"to\":\"{{secret:API}}\"}") != std::string::npos);
+  CHECK(events[0].details.find("\"env.API_TOKEN\":{\"from\":\"(set)\",\"to\":null}") != std::string::npos);
+}
+
+TEST_CASE("lifecycle: a new overlap policy brings its own limit unless --max-concurrent comes with it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto job = submit_schedule(*s, "* * * * *");
+  CHECK(model::effective_max_concurrent(*s->get_job(job)->job.spec.schedule) == 1);
+  store::JobUpdate u;
+  u.schedule.overlap = model::Overlap::allow;
+  s->update_job(job, u);
+  CHECK(model::effective_max_concurrent(*s->get_job(job)->job.spec.schedule) == 0);
+  u.schedule.overlap = model::Overlap::buffer_all;
+  u.schedule.max_concurrent = 3;
+  s->update_job(job, u);
+  CHECK(model::effective_max_concurrent(*s->get_job(job)->job.spec.schedule) == 3);
 }

@@ -339,3 +339,100 @@ TEST_CASE("schedule: resume continues from now and skips what came due while pau
   CHECK(runs_with(*s, job, RunStatus::skipped).size() >= 2);
   CHECK(*s->get_job(job)->job.next_fire_at > resumed);
 }
+
+TEST_CASE("schedule: overlap buffer-one keeps one occurrence waiting and skips the others") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_one);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(3 * kSecond));
+  outlive(*s, 3'100'000);
+  auto first = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(first.size() == 1);
+  CHECK(s->enforce_overlap() >= 1);
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  REQUIRE_FALSE(skipped.empty());
+  CHECK(skipped[0].error.find("buffer-one") != std::string::npos);
+  int64_t now = s->now();
+  int waiting = 0;
+  for (const auto& r : runs_with(*s, job, RunStatus::pending)) waiting += r.available_at <= now ? 1 : 0;
+  CHECK(waiting == 1);
+  s->complete({store::completion_of(first[0], RunStatus::succeeded)});
+  auto second = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(second.size() == 1);
+  CHECK(*second[0].occurrence > *first[0].occurrence);
+}
+
+TEST_CASE("schedule: backfill runs what was skipped, and not what ran under an earlier version") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  SUBCASE("an update in between does not make backfill run an occurrence twice") {
+    auto job = submit_schedule(*s, "0 * * * *");
+    int64_t day = 86400 * kSecond;
+    int64_t from = (s->now() / day - 2) * day;
+    CHECK(s->backfill(job, from, from + 3 * 3600 * kSecond).created == 4);
+    store::JobUpdate u;
+    u.priority = model::Priority::high;
+    s->update_job(job, u);
+    auto again = s->backfill(job, from, from + 3 * 3600 * kSecond);
+    CHECK(again.occurrences == 4);
+    CHECK(again.created == 0);
+  }
+  SUBCASE("every occurrence of a span the scheduler skipped, the first included") {
+    auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::skip);
+    rewind(*s, job, 10 * 60 * kSecond);
+    auto epoch = s->lead(a, 10 * kSecond);
+    s->materialise(a, *epoch, settings(kSecond));
+    auto skipped = runs_with(*s, job, RunStatus::skipped);
+    REQUIRE(skipped.size() == 1);
+    int64_t first = *skipped[0].occurrence;
+    auto filled = s->backfill(job, first, first + 5 * 60 * kSecond);
+    CHECK(filled.occurrences == 6);
+    CHECK(filled.created == 6);
+  }
+}
+
+TEST_CASE("schedule: cancel acts on the run that runs, not on an occurrence made ahead") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * *", model::Overlap::allow);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(120 * kSecond));
+  REQUIRE(runs_with(*s, job, RunStatus::pending).size() >= 2);  // made ahead, not due
+  auto now_run = s->trigger(job, true);
+  auto claimed = s->claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  REQUIRE(claimed[0].run_id == now_run);
+  CHECK(s->get_job(job)->latest_run->id == now_run);
+  CHECK(s->cancel(job) == store::CancelOutcome::requested);
+  auto leases = s->heartbeat(a, model::WorkerState::active, 10 * kSecond);
+  REQUIRE(leases.size() == 1);
+  CHECK(leases[0].cancel_requested);
+  CHECK(runs_with(*s, job, RunStatus::cancelled).empty());
+}
+
+TEST_CASE("schedule: a schedule this host cannot evaluate is reported and left in place; the others fire") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto good = submit_schedule(*s, "* * * * * *");
+  auto broken = submit_schedule(*s, "* * * * * *");
+  // As if another host with a zone this one lacks had written it.
+  s->connection().exec("UPDATE jobs SET tz = 'Mars/Olympus' WHERE id = $1", {broken});
+  auto before = s->get_job(broken)->job.next_fire_at;
+  auto epoch = s->lead(a, 10 * kSecond);
+  auto r = s->materialise(a, *epoch, settings(5 * kSecond));
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].find(broken) != std::string::npos);
+  CHECK(r.errors[0].find("Mars/Olympus") != std::string::npos);
+  CHECK(s->get_job(broken)->job.next_fire_at == before);
+  CHECK(s->runs_of(broken).empty());
+  CHECK(runs_with(*s, good, RunStatus::pending).size() >= 4);
+}
