@@ -14,6 +14,7 @@
 #include "agent/outcome.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/host.hpp"
 #include "common/util/log.hpp"
 #include "common/util/time.hpp"
 
@@ -24,12 +25,6 @@ using util::log_event;
 using util::LogLevel;
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
-
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 
 // The agent reads its signals from a descriptor instead of handlers:
 // nothing runs asynchronously, the loop sees them like any other event.
@@ -45,14 +40,14 @@ int open_signal_fd() {
 }  // namespace
 
 Agent::Agent(Options opts) : opts_(std::move(opts)), dsn_(config::resolve_dsn(opts_.db)), runner_(opts_) {
-  if (opts_.name.empty()) opts_.name = host_name();
+  if (opts_.name.empty()) opts_.name = util::host_name();
   store_ = store::Store::open(dsn_);
   store_->require_schema();
   signal_fd_ = open_signal_fd();
   wakeups_ = store::Wakeups::open(dsn_, opts_.queues, opts_.listen);
-  store::WorkerRegistration reg{opts_.name, host_name(), static_cast<int>(getpid()), opts_.queues,
+  store::WorkerRegistration reg{opts_.name, util::host_name(), static_cast<int>(getpid()), opts_.queues,
                                 opts_.concurrency, JOBCTL_VERSION,
-                                duration_cast<microseconds>(opts_.lease).count()};
+                                duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
   worker_id_ = store_->register_worker(reg);
   std::string queues;
   for (const auto& q : opts_.queues) queues += (queues.empty() ? "" : ",") + q;
@@ -211,7 +206,7 @@ void Agent::claim_if_free(Clock::time_point now) {
     if (static_cast<int>(claimed.size()) < want) {
       // Sleep exactly until the next known due run, if it is sooner. A run
       // due already is one another agent holds locked: no point spinning.
-      if (auto due_in = store_->next_due_in(opts_.queues); due_in && *due_in > 0)
+      if (auto due_in = store_->next_due_in(worker_id_, opts_.queues); due_in && *due_in > 0)
         next_claim_ = std::min(next_claim_, now + microseconds(*due_in));
     }
   });

@@ -7,6 +7,8 @@
 #include "agent/agent.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/host.hpp"
+#include "common/model/labels.hpp"
 #include "common/util/strings.hpp"
 
 namespace {
@@ -36,12 +38,15 @@ int main(int argc, char** argv) {
   std::string horizon = "60s", misfire = "60s";
   std::string log_format = "text", log_level = "info";
   bool no_listen = false, no_scheduler = false;
+  std::vector<std::string> labels;
   app.add_option("--db", db, "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, "
                              "else ~/.local/share/jobctl/jobs.db)");
   app.add_option("-q,--queues", queues, "Comma-separated queues to claim from")->capture_default_str();
   app.add_option("-c,--concurrency", opts.concurrency, "Runs executed at once")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_option("--name", opts.name, "Worker name shown by `jobctl workers` (default: the host name)");
+  app.add_option("-l,--label", labels,
+                 "KEY=VALUE label that jobs' --on can select (repeatable; host=<host name> is always set)");
   app.add_option("--lease", lease, "Lease duration; heartbeats every third of it")->capture_default_str();
   app.add_option("--drain-timeout", drain, "On SIGTERM, how long running jobs may finish")->capture_default_str();
   app.add_option("--kill-grace", grace, "Time between SIGTERM and SIGKILL on timeout or cancel")->capture_default_str();
@@ -63,6 +68,10 @@ int main(int argc, char** argv) {
   try {
     if (!db.empty()) opts.db = db;
     opts.queues = split_queues(queues);
+    labels.push_back("host=" + jobctl::util::host_name());
+    std::string all;
+    for (const auto& l : labels) all += (all.empty() ? "" : ",") + l;
+    opts.labels = jobctl::model::parse_labels(all, "--label");
     opts.lease = to_ms(lease, "--lease");
     if (opts.lease < milliseconds(1000)) throw jobctl::usage_error("--lease must be at least 1s");
     opts.drain_timeout = to_ms(drain, "--drain-timeout");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model/labels.hpp"
 #include "common/util/log.hpp"
 
 namespace jobctl::agent {
@@ -16,6 +17,7 @@ struct Options {
   std::vector<std::string> queues{"default"};  // --queues: claimed from, in priority order across them
   int concurrency = 4;                      // --concurrency: runs executed at once
   std::string name;                         // --name; default: the host name
+  model::Labels labels;                     // --label KEY=VALUE…, and host=<host name>: what --on matches
   milliseconds lease{15000};                // --lease: a run is rescued this long after the last heartbeat
   milliseconds drain_timeout{30000};        // --drain-timeout: SIGTERM waits this long for running jobs
   milliseconds kill_grace{5000};            // --kill-grace: SIGTERM to SIGKILL on timeout or cancel

@@ -236,7 +236,7 @@ void mode_claim(const Args& a) {
   auto s = open_store(a.at(0));
   std::string worker =
       s->register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
-                          JOBCTL_VERSION, kLeaseUs});
+                          JOBCTL_VERSION, kLeaseUs, {}});
   submit_true_jobs(*s, n);
 
   int64_t claim_ns = 0, complete_ns = 0, start = monotonic_ns();

@@ -21,7 +21,17 @@ std::string duration_between(int64_t from, const std::optional<int64_t>& to) {
   return util::format_duration(util::Micros(*to - from));
 }
 
-void show_job(const model::JobView& v) {
+// Why a pending run of a job with --on may wait forever: no agent that is
+// alive has its labels. Empty when it can run.
+std::string waiting_reason(Context& ctx, const model::JobView& v) {
+  const auto& target = v.job.spec.target;
+  if (target.empty() || !v.latest_run || v.latest_run->status != model::RunStatus::pending) return "";
+  for (const auto& w : ctx.store().list_workers())
+    if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels)) return "";
+  return "no eligible agent: none of the live agents has " + model::labels_display(target);
+}
+
+void show_job(const model::JobView& v, const std::string& waiting) {
   const auto& j = v.job;
   std::vector<std::pair<std::string, std::string>> f{
       {"id", j.id},
@@ -36,6 +46,8 @@ void show_job(const model::JobView& v) {
   };
   if (j.deleted_at) f.emplace_back("deleted", util::format_time(*j.deleted_at) + " (jobctl restore undoes it)");
   if (j.paused) f.emplace_back("paused", "yes");
+  if (!j.spec.target.empty()) f.emplace_back("on", model::labels_display(j.spec.target));
+  if (!waiting.empty()) f.emplace_back("waiting", waiting);
   if (!j.spec.cwd.empty()) f.emplace_back("cwd", j.spec.cwd);
   for (const auto& [k, val] : j.spec.env) f.emplace_back("env", k + "=" + val);
   if (j.spec.payload) f.emplace_back("payload", cell(*j.spec.payload, 200));
@@ -62,8 +74,14 @@ void register_get(CLI::App& app, Context& ctx) {
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     if (r.run) r.job.latest_run = r.run;
-    if (ctx.format() == OutputFormat::json) print_json(model::to_json(r.job));
-    else show_job(r.job);
+    std::string waiting = waiting_reason(ctx, r.job);
+    if (ctx.format() == OutputFormat::json) {
+      auto j = model::to_json(r.job);
+      j["waiting"] = waiting.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting);
+      print_json(j);
+    } else {
+      show_job(r.job, waiting);
+    }
   });
 }
 

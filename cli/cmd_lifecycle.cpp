@@ -18,7 +18,7 @@ namespace jobctl::cli {
 namespace {
 
 struct UpdateFlags {
-  std::string id, name, queue, priority, timeout, tz;
+  std::string id, name, queue, priority, timeout, tz, on;
   std::vector<std::string> env, unset_env, command;
   std::optional<int> if_version;
   RetryFlags retry;
@@ -38,6 +38,7 @@ store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
     u.set_env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   u.unset_env = f.unset_env;
+  if (cmd.count("--on")) u.target = model::parse_labels(f.on, "--on");
   if (!f.command.empty()) {
     // As in submit: one argument is a shell command line, several an argv.
     model::Command c;
@@ -53,7 +54,7 @@ store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
 
 bool nothing_given(const store::JobUpdate& u) {
   return !u.name && !u.queue && !u.priority && !u.timeout_us && u.set_env.empty() && u.unset_env.empty() &&
-         !u.command && u.retry.empty() && u.schedule.empty();
+         !u.command && !u.target && u.retry.empty() && u.schedule.empty();
 }
 
 void register_update(CLI::App& app, Context& ctx) {
@@ -67,6 +68,7 @@ void register_update(CLI::App& app, Context& ctx) {
   cmd->add_option("--timeout", f->timeout, "New timeout (e.g. 30m; 0 removes it)");
   cmd->add_option("--env", f->env, "Set NAME=VALUE in its environment (repeatable)");
   cmd->add_option("--unset-env", f->unset_env, "Remove NAME from its environment (repeatable)");
+  cmd->add_option("--on", f->on, "Only agents with all these labels run it (KEY=VALUE,…; \"\" lets any agent)");
   add_retry_flags(*cmd, f->retry);
   cmd->add_option("--cron", f->schedule.cron, "A schedule: new cron expression");
   cmd->add_option("--tz", f->tz, "A schedule: new IANA time zone");

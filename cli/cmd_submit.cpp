@@ -29,7 +29,7 @@ struct SubmitFlags {
   std::vector<std::string> command;
   std::string name, queue = "default", priority = "normal", timeout, cwd, payload, idempotency_key, file;
   std::vector<std::string> env;
-  std::string at, in, tz;
+  std::string at, in, tz, on;
   bool wait = false;
   RetryFlags retry;
   ScheduleFlags schedule;
@@ -80,6 +80,7 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
     }
   }
   s.idempotency_key = f.idempotency_key;
+  s.target = model::parse_labels(f.on, "--on");
   s.retry_given = to_overrides(f.retry);
   if (!f.schedule.cron.empty()) {
     // A schedule: the zone is its own (default UTC), not the host's.
@@ -166,6 +167,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--timeout", f->timeout, "Kill the job after this long (e.g. 90s, 10m, 1h30m)");
   cmd->add_option("--env", f->env, "Environment variable NAME=VALUE for the job (repeatable)")->take_all();
   cmd->add_option("--cwd", f->cwd, "Working directory of the job on the agent's host");
+  cmd->add_option("--on", f->on, "Only agents with all these labels run it: KEY=VALUE[,KEY=VALUE…], e.g. role=web");
   cmd->add_option("--payload", f->payload, "JSON given to the job on stdin and in JOB_PAYLOAD; @FILE reads a file");
   cmd->add_option("--idempotency-key", f->idempotency_key,
                   "Submit only once: a later submit with this key returns the existing job");
@@ -186,7 +188,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   // A batch line carries its own fields: per-job flags beside --file would
   // be silently ignored, so they are refused.
   for (const char* name : {"command", "--name", "--queue", "--priority", "--timeout", "--env", "--cwd", "--payload",
-                           "--idempotency-key", "--at", "--in", "--tz", "--cron"})
+                           "--idempotency-key", "--at", "--in", "--tz", "--cron", "--on"})
     file->excludes(cmd->get_option(name));
   for (const auto& name : schedule_flags) file->excludes(cmd->get_option(name));
   for (const auto& name : retry_flags) file->excludes(cmd->get_option(name));

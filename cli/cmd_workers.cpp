@@ -24,9 +24,11 @@ void register_workers(CLI::App& app, Context& ctx) {
       for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
       rows.push_back({w.name, w.host, std::to_string(w.pid), queues,
                       std::to_string(w.running) + "/" + std::to_string(w.capacity),
-                      util::format_age(w.heartbeat_at, now), std::string(model::to_string(w.state)), w.leader ? "leader" : "", w.version});
+                      util::format_age(w.heartbeat_at, now), std::string(model::to_string(w.state)),
+                      w.leader ? "leader" : "", w.version, cell(model::labels_display(w.labels), 60)});
     }
-    print_table({"NAME", "HOST", "PID", "QUEUES", "SLOTS", "HEARTBEAT", "STATE", "SCHEDULER", "VERSION"}, rows);
+    print_table({"NAME", "HOST", "PID", "QUEUES", "SLOTS", "HEARTBEAT", "STATE", "SCHEDULER", "VERSION", "LABELS"},
+                rows);
   });
 }
 

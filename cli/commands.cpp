@@ -8,6 +8,7 @@
 
 #include "cli/context.hpp"
 #include "common/util/error.hpp"
+#include "common/util/host.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -43,9 +44,7 @@ std::string actor_of(const Context& ctx) {
   if (const char* env = std::getenv("JOBCTL_ACTOR"); env && *env) return env;
   std::string user = "uid " + std::to_string(geteuid());
   if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  return user + "@" + host;
+  return user + "@" + util::host_name();
 }
 
 void add_global_options_below(CLI::App& app, Context& ctx) {

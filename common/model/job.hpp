@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/model/labels.hpp"
 #include "common/model/retry.hpp"
 #include "common/model/schedule.hpp"
 
@@ -54,6 +55,7 @@ struct JobSpec {
   RetryOverrides retry_given;                // submit: the retry fields the user set
   RetryPolicy retry;                         // the resolved policy (what a failure leads to)
   std::optional<ScheduleSpec> schedule;      // --cron: a recurring job; it gets no first run
+  Labels target;                             // --on: only agents with all these labels run it; empty = any
 };
 
 struct Job {
@@ -127,6 +129,7 @@ struct Worker {
   WorkerState state = WorkerState::active;
   int running = 0;  // runs it holds a lease on (filled by list queries)
   bool leader = false;  // it holds the scheduler lease
+  Labels labels;        // --label, and host=<host>
 };
 
 // One entry of a job's audit trail (`jobctl history`): a change a user

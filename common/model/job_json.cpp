@@ -97,6 +97,8 @@ JobSpec job_spec_from_json(const json& j) {
       tz = want_string(v, key);
     } else if (key == "in") {
       s.delay_us = util::parse_duration(want_string(v, key), "in").count();
+    } else if (key == "on") {
+      s.target = parse_labels(want_string(v, key), "field 'on'");
     } else if (key == "cron") {
       sched.cron = want_string(v, key);
       has_cron = true;
@@ -274,6 +276,7 @@ json to_json(const JobView& v) {
   j["status"] = v.latest_run ? json(to_string(v.latest_run->status)) : json(nullptr);
   j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
   put(j, "deleted_at", opt_time(job.deleted_at));
+  j["on"] = s.target.empty() ? json(nullptr) : json(labels_display(s.target));
   return j;
 }
 
@@ -318,6 +321,7 @@ json to_json(const Worker& w) {
               {"leader", w.leader},
               {"version", w.version},
               {"state", to_string(w.state)},
+              {"labels", w.labels},
               {"started_at", util::format_time(w.started_at)},
               {"heartbeat_at", util::format_time(w.heartbeat_at)}};
 }

@@ -189,6 +189,10 @@ CREATE INDEX jobs_deleted ON jobs (deleted_at) WHERE deleted_at IS NOT NULL;
 -- The claim skips runs of paused and of deleted jobs.
 DROP INDEX jobs_paused;
 CREATE INDEX jobs_held ON jobs (id) WHERE paused = 1 OR deleted_at IS NOT NULL;
+-- Targeting: a job's --on labels (JSON array; NULL = any agent) and each
+-- agent's labels.
+ALTER TABLE jobs ADD COLUMN target TEXT;
+ALTER TABLE workers ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
 -- The version of the job each attempt ran: a run can outlive an update.
 ALTER TABLE attempts ADD COLUMN job_version INTEGER NOT NULL DEFAULT 1;
 )SQL";

@@ -44,6 +44,7 @@ model::Job job_from_row(const Row& row, size_t f) {
     j.schedule_anchor = row.i64(f + 29);
   }
   j.deleted_at = row.opt_i64(f + 30);
+  if (!row.is_null(f + 31)) j.spec.target = model::labels_from_text(row.text(f + 31));
   return j;
 }
 

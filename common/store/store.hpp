@@ -99,6 +99,7 @@ struct WorkerRegistration {
   int capacity = 0;
   std::string version;
   int64_t lease_us = 0;
+  model::Labels labels;  // jobs with --on run here only if all their labels are among these
 };
 
 // Which dead runs a dead-letter query or a bulk replay covers.
@@ -164,6 +165,7 @@ struct JobUpdate {
   std::map<std::string, std::string> set_env;  // added or replaced
   std::vector<std::string> unset_env;          // removed (after set_env)
   std::optional<model::Command> command;
+  std::optional<model::Labels> target;         // --on: new target; empty = any agent
   model::RetryOverrides retry;                 // the retry fields given
   ScheduleUpdate schedule;                     // only for a schedule
   // Optimistic concurrency: apply only while the job is at this version,
@@ -263,8 +265,8 @@ class Store {
   void set_worker_state(const std::string& worker_id, model::WorkerState state);
   std::vector<model::Worker> list_workers();
 
-  // Claims up to `limit` pending runs of `queues` that are due, in priority
-  // then FIFO order, in one statement; each gets a lease of `lease_us`, a
+  // Claims up to `limit` pending runs of `queues` that are due and that this
+  // worker's labels allow (--on), in priority then FIFO order, in one statement; each gets a lease of `lease_us`, a
   // new fence and a new attempt row.
   std::vector<ClaimedRun> claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
                                 int64_t lease_us);
@@ -282,11 +284,12 @@ class Store {
   // as lost; marks workers that stopped heartbeating as gone. Returns how
   // many runs it rescued.
   int rescue_expired();
-  // How long (µs, store clock) until the earliest claimable pending run of
-  // `queues` is due: 0 or less when one is due now, nothing when none
-  // waits. Runs of paused jobs, and occurrences their overlap policy holds
-  // back, do not count.
-  std::optional<int64_t> next_due_in(const std::vector<std::string>& queues);
+  // How long (µs, store clock) until the earliest pending run of `queues`
+  // that `worker_id` could claim is due: 0 or less when one is due now,
+  // nothing when none waits. Runs of paused or deleted jobs, of jobs whose
+  // --on labels this worker lacks, and occurrences their overlap policy
+  // holds back, do not count.
+  std::optional<int64_t> next_due_in(const std::string& worker_id, const std::vector<std::string>& queues);
   int64_t now();  // the database clock
 
   // --- the scheduler (the leader agent) -------------------------------------

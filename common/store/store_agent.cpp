@@ -23,11 +23,22 @@
 namespace jobctl::store {
 namespace {
 
-// A paused or deleted job's runs wait: after pause, and after delete for a
-// run that was running then and came back for a retry. One index lookup
-// per candidate run (jobs_held on PostgreSQL, the primary key on SQLite).
-const std::string kJobHeld =
-    "(SELECT 1 FROM jobs p WHERE p.id = r.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL))";
+// The runs a worker ($N names it) must not take: those of paused and
+// deleted jobs (after delete, a run that was running then and came back
+// for a retry), and of jobs whose --on labels the worker lacks. One primary
+// key lookup per candidate run; the label test only for targeted jobs.
+std::string job_held(Dialect d, int worker_param) {
+  const std::string lacks_labels =
+      d == Dialect::postgres
+          ? fmt::format("NOT (p.target::jsonb <@ COALESCE((SELECT w.labels FROM workers w WHERE w.id = ${}), "
+                        "'[]')::jsonb)",
+                        worker_param)
+          : fmt::format("EXISTS (SELECT 1 FROM json_each(p.target) t WHERE t.value NOT IN (SELECT x.value FROM "
+                        "workers w, json_each(w.labels) x WHERE w.id = ${}))",
+                        worker_param);
+  return "(SELECT 1 FROM jobs p WHERE p.id = r.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
+         "(p.target IS NOT NULL AND " + lacks_labels + ")))";
+}
 
 // A schedule's occurrence waits while its job is at max_concurrent, and
 // behind any earlier occurrence still waiting, so occurrences start in
@@ -73,7 +84,7 @@ SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.starte
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
-                                               kJobHeld, kOverlapFree, kJobColumns);
+                                               job_held(Dialect::postgres, 1), kOverlapFree, kJobColumns);
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file.
@@ -88,7 +99,7 @@ WHERE id IN (SELECT r.id FROM runs r
              ORDER BY r.priority, r.available_at, r.id LIMIT $4)
 RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence
 )SQL",
-                                             kJobHeld, kOverlapFree);
+                                             job_held(Dialect::sqlite, 1), kOverlapFree);
 
 // PostgreSQL: a batch of completions in one statement. Fenced like
 // kFinishRun; returns the runs it finished.
@@ -198,9 +209,10 @@ std::string Store::register_worker(const WorkerRegistration& w) {
   std::string queues;
   for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
   conn_->exec(
-      "INSERT INTO workers (id, name, host, pid, queues, capacity, version, lease_us, started_at, heartbeat_at, state) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NOW_US, NOW_US, 'active')",
-      {id, w.name, w.host, int64_t{w.pid}, queues, int64_t{w.capacity}, w.version, w.lease_us});
+      "INSERT INTO workers (id, name, host, pid, queues, capacity, version, lease_us, labels, started_at, "
+      "heartbeat_at, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NOW_US, NOW_US, 'active')",
+      {id, w.name, w.host, int64_t{w.pid}, queues, int64_t{w.capacity}, w.version, w.lease_us,
+       model::labels_to_text(w.labels)});
   return id;
 }
 
@@ -213,7 +225,7 @@ std::vector<model::Worker> Store::list_workers() {
   auto rows = conn_->query(
       "SELECT w.id, w.name, w.host, w.pid, w.queues, w.capacity, w.version, w.started_at, w.heartbeat_at, w.state, "
       "(SELECT count(*) FROM runs r WHERE r.lease_owner = w.id AND r.status = 'running'), "
-      "(SELECT count(*) FROM scheduler_lease l WHERE l.holder = w.id AND l.expires_at > NOW_US) "
+      "(SELECT count(*) FROM scheduler_lease l WHERE l.holder = w.id AND l.expires_at > NOW_US), w.labels "
       "FROM workers w ORDER BY CASE w.state WHEN 'gone' THEN 1 ELSE 0 END, w.heartbeat_at DESC");
   std::vector<model::Worker> out;
   for (const auto& row : rows) {
@@ -233,6 +245,7 @@ std::vector<model::Worker> Store::list_workers() {
                                : model::WorkerState::active;
     w.running = static_cast<int>(row.i64(10));
     w.leader = row.i64(11) > 0;
+    w.labels = model::labels_from_text(row.text(12));
     out.push_back(std::move(w));
   }
   return out;
@@ -358,14 +371,13 @@ int Store::rescue_expired() {
   return static_cast<int>(expired.size());
 }
 
-std::optional<int64_t> Store::next_due_in(const std::vector<std::string>& queues) {
+std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const std::vector<std::string>& queues) {
   // Occurrences held back by their overlap policy do not count: the agent
   // that finishes the run holding them back claims them.
   auto rows = conn_->query("SELECT min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND " +
                                in_list(dialect(), "r.queue", 1) +
-                               " AND NOT EXISTS " + kJobHeld + " AND " +
-                               kOverlapFree,
-                           {list_param(dialect(), queues)});
+                               " AND NOT EXISTS " + job_held(dialect(), 2) + " AND " + kOverlapFree,
+                           {list_param(dialect(), queues), worker_id});
   return rows.empty() ? std::nullopt : rows[0].opt_i64(0);
 }
 

@@ -33,8 +33,8 @@ constexpr size_t kChunk = 5000;
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-    "$14, $15, $16, $17, $18, $19, NOW_US, NOW_US)";
+    "delivery, target, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+    "$12, $13, $14, $15, $16, $17, $18, $19, $20, NOW_US, NOW_US)";
 // A run is due at --at when given, else --in after now (0 by default).
 constexpr const char* kInsertRun =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
@@ -42,9 +42,10 @@ constexpr const char* kInsertRun =
 constexpr const char* kInsertJobsUnnest =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, created_by, created_at, updated_at) SELECT u.*, $19, NOW_US, NOW_US FROM unnest($1::text[], "
+    "delivery, target, created_by, created_at, updated_at) SELECT u.*, $20, NOW_US, NOW_US FROM unnest($1::text[], "
     "$2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], "
-    "$11::int[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[]) AS u";
+    "$11::int[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[], "
+    "$19::text[]) AS u";
 constexpr const char* kInsertRunsUnnest =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
     "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US "
@@ -62,6 +63,11 @@ std::optional<std::string> opt(const std::string& s) {
   return s;
 }
 
+Value target_value(const model::Labels& target) {
+  if (target.empty()) return nullptr;
+  return model::labels_to_text(target);
+}
+
 Value nullable(const std::string& s) {
   if (s.empty()) return nullptr;
   return s;
@@ -76,7 +82,7 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::stri
                         s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key),
                         int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
                         p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
-                        std::string(model::to_string(p.delivery)), actor});
+                        std::string(model::to_string(p.delivery)), target_value(s.target), actor});
     if (r.run_id.empty()) continue;  // a schedule: its leader makes the runs
     c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
                         s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us});
@@ -86,7 +92,7 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::stri
 void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   for (size_t start = 0; start < rows.size(); start += kChunk) {
     size_t end = std::min(rows.size(), start + kChunk);
-    std::vector<std::vector<std::optional<std::string>>> cols(18);
+    std::vector<std::vector<std::optional<std::string>>> cols(19);
     for (auto& col : cols) col.reserve(end - start);
     for (size_t i = start; i < end; ++i) {
       const auto& s = *rows[i].spec;
@@ -109,6 +115,7 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::st
       cols[15].push_back(p.no_retry_exit_codes.str());
       cols[16].push_back(std::to_string(p.max_deliveries));
       cols[17].push_back(std::string(model::to_string(p.delivery)));
+      cols[18].push_back(s.target.empty() ? std::nullopt : std::optional<std::string>(model::labels_to_text(s.target)));
     }
     Params jobs;
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));

@@ -39,7 +39,7 @@ model::Job locked_job(Connection& c, const std::string& job_id) {
 json definition(const model::Job& job) {
   json full = model::to_json(model::JobView{job, std::nullopt});
   json out = json::object();
-  for (const char* key : {"name", "queue", "priority", "command", "timeout"}) out[key] = full[key];
+  for (const char* key : {"name", "queue", "priority", "command", "timeout", "on"}) out[key] = full[key];
   for (const auto& [key, value] : full["env"].items()) out["env." + key] = value;
   for (const auto& [key, value] : full["retry"].items()) out["retry." + key] = value;
   if (job.spec.schedule)
@@ -97,6 +97,7 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
   for (const auto& [k, v] : u.set_env) s.env[k] = v;
   for (const auto& k : u.unset_env) s.env.erase(k);
   if (u.command) s.command = *u.command;
+  if (u.target) s.target = *u.target;
   s.retry = u.retry.apply_to(s.retry);
   if (!u.schedule.empty()) {
     if (!s.schedule)
@@ -187,12 +188,13 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
       "max_retries = $8, backoff = $9, retry_delay_us = $10, max_retry_delay_us = $11, retry_for_us = $12, "
       "no_retry_exit_codes = $13, max_deliveries = $14, delivery = $15, cron = $16, tz = $17, misfire = $18, "
       "catchup_window_us = $19, overlap = $20, max_concurrent = $21, jitter_us = $22, schedule_anchor = $23, "
-      "next_fire_at = $24, version = $25, updated_at = NOW_US WHERE id = $1",
+      "next_fire_at = $24, version = $25, target = $26, updated_at = NOW_US WHERE id = $1",
       {job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)}, model::command_to_text(s.command),
        model::env_to_text(s.env), s.timeout_us, int64_t{p.max_retries}, std::string(model::to_string(p.backoff)),
        p.delay_us, p.max_delay_us, p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
        std::string(model::to_string(p.delivery)), cron, tz, misfire, catchup, overlap, max_concurrent, jitter,
-       next.schedule_anchor, next.next_fire_at ? Value(*next.next_fire_at) : Value(nullptr), int64_t{next.version}});
+       next.schedule_anchor, next.next_fire_at ? Value(*next.next_fire_at) : Value(nullptr), int64_t{next.version},
+       s.target.empty() ? Value(nullptr) : Value(model::labels_to_text(s.target))});
   // The claim's sort keys are copied on each run: those that have not
   // started, and those running now (should they come back for a retry),
   // follow the job. Waiting runs move to the new version unless that

@@ -116,3 +116,32 @@ TEST_CASE("lifecycle: a running job finishes with the command it started with; t
   CHECK(test::trim(run_jobctl(db, dir, {"logs", id}).out) == "v2");
   CHECK(get(db, dir, id)["run"]["job_version"] == 2);
 }
+
+TEST_CASE("lifecycle: submit --on runs a job on the agent with the labels, or says no agent can") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto web = test::start_agent(db, dir, {"--poll-interval", "100ms", "--label", "role=web"}, "web");
+  auto dbs = test::start_agent(db, dir, {"--poll-interval", "100ms", "-l", "role=db", "--label", "dc=fra"}, "db");
+  test::eventually([&] { return json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).size() == 2; },
+                   "both agents to register");
+  auto workers = json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out);
+  for (const auto& w : workers) {
+    bool has_host = false;
+    for (const auto& l : w["labels"]) has_host = has_host || l.get<std::string>().starts_with("host=");
+    CHECK(has_host);
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto id = submit(db, dir, {"--on", "dc=fra,role=db", "--", "true"});
+    REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
+    auto runs = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0]["worker"] == "db");
+  }
+  auto none = submit(db, dir, {"--on", "role=cache", "--", "true"});
+  auto g = get(db, dir, none);
+  CHECK(g["status"] == "pending");
+  CHECK(g["on"] == "role=cache");
+  CHECK(g["waiting"] == "no eligible agent: none of the live agents has role=cache");
+  CHECK(run_jobctl(db, dir, {"submit", "--on", "role", "--", "true"}).code == 2);
+  CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).size() == 5);  // nothing written by the bad one
+}

@@ -15,7 +15,7 @@ struct Fixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
-  std::string worker = s->register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000});
+  std::string worker = s->register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000, {}});
 
   // Submits a job and drives it to dead, as an agent would.
   store::SubmitResult dead_job(const std::string& queue = "default") {
@@ -159,7 +159,7 @@ TEST_CASE("dlq: rescue sends a run delivered too often without a result to the d
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = s->register_worker({"w", "host", 1, {"default"}, 8, "test", 30'000'000});
+  auto w = s->register_worker({"w", "host", 1, {"default"}, 8, "test", 30'000'000, {}});
   model::JobSpec spec;
   spec.command.argv = {"true"};
   spec.retry_given.max_deliveries = 2;

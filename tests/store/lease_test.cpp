@@ -18,7 +18,7 @@ std::string submit_one(store::Store& s) {
 }
 
 std::string worker(store::Store& s, const std::string& name) {
-  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 50'000});
+  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 50'000, {}});
 }
 
 // Lets a lease of `us` microseconds run out on the database clock.

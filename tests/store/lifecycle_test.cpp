@@ -32,7 +32,7 @@ std::string submit_schedule(store::Store& s, const std::string& cron) {
 }
 
 std::string worker(store::Store& s) {
-  return s.register_worker(store::WorkerRegistration{"w", "host", 1, {"default", "other"}, 8, "test", 30 * kSecond});
+  return s.register_worker(store::WorkerRegistration{"w", "host", 1, {"default", "other"}, 8, "test", 30 * kSecond, {}});
 }
 
 std::vector<std::string> actions(store::Store& s, const std::string& job_id) {
@@ -253,7 +253,7 @@ TEST_CASE("lifecycle: delete lets a running run finish unless asked to cancel it
     failed.outcome = "failed";
     REQUIRE(s->complete({failed}) == std::vector<bool>{true});
     CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
-    CHECK_FALSE(s->next_due_in({"default"}));
+    CHECK_FALSE(s->next_due_in("", {"default"}));
     s->restore_job(job);
     CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).size() == 1);
   }
@@ -352,4 +352,43 @@ TEST_CASE("lifecycle: a new overlap policy brings its own limit unless --max-con
   u.schedule.max_concurrent = 3;
   s->update_job(job, u);
   CHECK(model::effective_max_concurrent(*s->get_job(job)->job.spec.schedule) == 3);
+}
+
+TEST_CASE("lifecycle: --on hands a job only to agents with all its labels, and update --on moves it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto web = s->register_worker(store::WorkerRegistration{"web", "h1", 1, {"default"}, 8, "test", 30 * kSecond,
+                                                          model::parse_labels("role=web,dc=fra,host=h1", "test")});
+  auto db_worker = s->register_worker(store::WorkerRegistration{"db", "h2", 1, {"default"}, 8, "test", 30 * kSecond,
+                                                                model::parse_labels("role=db,dc=fra,host=h2", "test")});
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  spec.target = model::parse_labels("role=db,dc=fra", "--on");
+  auto job = s->submit({spec})[0].job_id;
+  CHECK(s->get_job(job)->job.spec.target == model::Labels{"dc=fra", "role=db"});
+  CHECK_FALSE(s->next_due_in(web, {"default"}));  // nothing the web agent may take
+  CHECK(s->claim(web, {"default"}, 8, 10 * kSecond).empty());
+  store::JobUpdate u;
+  u.target = model::parse_labels("host=h1", "--on");
+  s->update_job(job, u);
+  CHECK(s->claim(db_worker, {"default"}, 8, 10 * kSecond).empty());
+  REQUIRE(s->next_due_in(web, {"default"}));
+  auto claimed = s->claim(web, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].job_id == job);
+  auto events = s->history(job, 10);
+  CHECK(events[0].details.find("\"on\":{\"from\":\"dc=fra,role=db\",\"to\":\"host=h1\"}") != std::string::npos);
+  CHECK(s->list_workers().at(0).labels.size() == 3);
+}
+
+TEST_CASE("lifecycle: labels are KEY=VALUE, each key once") {
+  CHECK(model::parse_labels("", "--on").empty());
+  CHECK(model::parse_labels("b=2,a=1", "--on") == model::Labels{"a=1", "b=2"});
+  CHECK_THROWS_AS(model::parse_labels("role", "--on"), Error);
+  CHECK_THROWS_AS(model::parse_labels("role=web,role=db", "--on"), Error);
+  CHECK_THROWS_AS(model::parse_labels("role=we b", "--on"), Error);
+  CHECK_THROWS_AS(model::parse_labels("=web", "--on"), Error);
+  CHECK(model::labels_match({"a=1"}, {"a=1", "b=2"}));
+  CHECK_FALSE(model::labels_match({"a=1", "c=3"}, {"a=1", "b=2"}));
 }

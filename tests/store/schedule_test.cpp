@@ -28,7 +28,7 @@ std::string submit_schedule(store::Store& s, const std::string& cron, model::Ove
 }
 
 std::string worker(store::Store& s, const std::string& name) {
-  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 5 * kSecond});
+  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 5 * kSecond, {}});
 }
 
 void outlive(store::Store& s, int64_t us) {

@@ -21,7 +21,7 @@ model::JobSpec job(const std::string& name, Priority p = Priority::normal, const
 }
 
 std::string worker(store::Store& s, const std::string& name = "w") {
-  store::WorkerRegistration reg{name, "host", 1, {"default"}, 8, "test", 30'000'000};
+  store::WorkerRegistration reg{name, "host", 1, {"default"}, 8, "test", 30'000'000, {}};
   return s.register_worker(reg);
 }
 
@@ -205,14 +205,14 @@ TEST_CASE("store: next_due_in reports the earliest claimable pending run of the 
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  CHECK_FALSE(s->next_due_in({"default"}));
+  CHECK_FALSE(s->next_due_in("", {"default"}));
   auto res = s->submit({job("a")});
-  auto due = s->next_due_in({"default"});
+  auto due = s->next_due_in("", {"default"});
   REQUIRE(due);
   CHECK(*due <= 0);  // due now
-  CHECK_FALSE(s->next_due_in({"other"}));
+  CHECK_FALSE(s->next_due_in("", {"other"}));
   s->set_paused(res[0].job_id, true);
-  CHECK_FALSE(s->next_due_in({"default"}));  // a paused job's run does not count
+  CHECK_FALSE(s->next_due_in("", {"default"}));  // a paused job's run does not count
 }
 
 TEST_CASE("store: require_schema refuses a database without the current schema") {
@@ -245,7 +245,7 @@ TEST_CASE("store: a run due later is not claimed before its time") {
   auto c = s->claim(w, {"default"}, 8, 30'000'000);
   REQUIRE(c.size() == 1);
   CHECK(c[0].spec.name == "past");
-  auto due_in = s->next_due_in({"default"});
+  auto due_in = s->next_due_in("", {"default"});
   REQUIRE(due_in);
   CHECK(*due_in > 3500'000'000);
   CHECK(*due_in <= 3600'000'000);
