@@ -50,26 +50,41 @@ void register_ls(CLI::App& queue, Context& ctx) {
     auto queues = ctx.store().list_queues();
     if (ctx.format() == OutputFormat::json) {
       print_json_list(queues, [](const store::QueueInfo& q) {
-        return nlohmann::json{{"name", q.name}, {"pending", q.pending}, {"running", q.running}, {"dead", q.dead},
-                              {"defaults", model::to_json(q.defaults)}};
+        return nlohmann::json{{"name", q.name},         {"pending", q.pending}, {"running", q.running},
+                              {"dead", q.dead},         {"paused", q.paused},   {"defaults", model::to_json(q.defaults)}};
       });
       return;
     }
     std::vector<TableRow> rows;
     for (const auto& q : queues)
       rows.push_back({q.name, std::to_string(q.pending), std::to_string(q.running), std::to_string(q.dead),
-                      describe(q.defaults)});
-    print_table({"QUEUE", "PENDING", "RUNNING", "DEAD", "RETRY DEFAULTS"}, rows);
+                      q.paused ? "paused" : "", describe(q.defaults)});
+    print_table({"QUEUE", "PENDING", "RUNNING", "DEAD", "STATE", "RETRY DEFAULTS"}, rows);
+  });
+}
+
+void register_pause(CLI::App& queue, Context& ctx, bool pause) {
+  auto name = std::make_shared<std::string>();
+  auto* cmd = pause ? queue.add_subcommand("pause", "Pause a queue: no agent claims its runs until it is resumed")
+                    : queue.add_subcommand("resume", "Resume a paused queue");
+  cmd->add_option("queue", *name, "Queue name")->required();
+  cmd->callback([name, pause, &ctx] {
+    bool changed = ctx.store().set_queue_paused(*name, pause);
+    const char* state = pause ? "paused" : "resumed";
+    if (ctx.output == "json") print_json({{"queue", *name}, {"result", state}, {"changed", changed}});
+    else std::fprintf(stderr, "queue %s %s%s\n", name->c_str(), changed ? "" : "was already ", state);
   });
 }
 
 }  // namespace
 
 void register_queue(CLI::App& app, Context& ctx) {
-  auto* queue = app.add_subcommand("queue", "Queues and their retry defaults");
+  auto* queue = app.add_subcommand("queue", "Queues: retry defaults, pause and resume");
   queue->require_subcommand(1);
   register_set(*queue, ctx);
   register_ls(*queue, ctx);
+  register_pause(*queue, ctx, true);
+  register_pause(*queue, ctx, false);
 }
 
 }  // namespace jobctl::cli

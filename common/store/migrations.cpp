@@ -193,6 +193,8 @@ CREATE INDEX jobs_held ON jobs (id) WHERE paused = 1 OR deleted_at IS NOT NULL;
 -- agent's labels.
 ALTER TABLE jobs ADD COLUMN target TEXT;
 ALTER TABLE workers ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+-- jobctl queue pause: the claim skips a paused queue.
+ALTER TABLE queues ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
 -- The version of the job each attempt ran: a run can outlive an update.
 ALTER TABLE attempts ADD COLUMN job_version INTEGER NOT NULL DEFAULT 1;
 )SQL";

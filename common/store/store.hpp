@@ -117,6 +117,7 @@ struct QueueInfo {
   int64_t pending = 0;
   int64_t running = 0;
   int64_t dead = 0;  // in the dead-letter queue
+  bool paused = false;  // jobctl queue pause: no agent claims from it
 };
 
 // How the leader materialises schedules (jobagent flags).
@@ -242,6 +243,9 @@ class Store {
   void set_queue_defaults(const std::string& queue, const model::RetryOverrides& defaults, Clear clear);
   // Every queue that has defaults or runs, by name.
   std::vector<QueueInfo> list_queues();
+  // Pauses or resumes a queue: no agent claims the runs of a paused queue
+  // (running ones finish). Returns false when it already was in that state.
+  bool set_queue_paused(const std::string& queue, bool paused);
 
   // --- the dead-letter queue ----------------------------------------------
   // Dead runs not replayed yet, newest death first, each with its job.

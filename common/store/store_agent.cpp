@@ -58,7 +58,8 @@ const std::string kClaimPostgres = fmt::format(R"SQL(
 WITH picked AS (
   -- One ordered walk of the claim index per queue (a plain `queue = ANY`
   -- would read and sort every pending run), merged in claim order.
-  SELECT c.id FROM unnest($3::text[]) AS q (name)
+  SELECT c.id FROM (SELECT name FROM unnest($3::text[]) AS u (name)
+                     WHERE NOT EXISTS (SELECT 1 FROM queues x WHERE x.name = u.name AND x.paused = 1)) AS q
   CROSS JOIN LATERAL (
     SELECT r.id, r.priority, r.available_at FROM runs r
     WHERE r.status = 'pending' AND r.queue = q.name AND r.available_at <= NOW_US
@@ -94,6 +95,7 @@ UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US 
        started_at = COALESCE(started_at, NOW_US)
 WHERE id IN (SELECT r.id FROM runs r
              WHERE r.status = 'pending' AND r.queue IN (SELECT value FROM json_each($3)) AND r.available_at <= NOW_US
+               AND r.queue NOT IN (SELECT name FROM queues WHERE paused = 1)
                AND NOT EXISTS {}
                AND {}
              ORDER BY r.priority, r.available_at, r.id LIMIT $4)
@@ -376,6 +378,7 @@ std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const st
   // that finishes the run holding them back claims them.
   auto rows = conn_->query("SELECT min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND " +
                                in_list(dialect(), "r.queue", 1) +
+                               " AND r.queue NOT IN (SELECT name FROM queues WHERE paused = 1)" +
                                " AND NOT EXISTS " + job_held(dialect(), 2) + " AND " + kOverlapFree,
                            {list_param(dialect(), queues), worker_id});
   return rows.empty() ? std::nullopt : rows[0].opt_i64(0);

@@ -49,10 +49,14 @@ void Store::set_queue_defaults(const std::string& queue, const model::RetryOverr
   if (clear == Clear::no) merged = queue_defaults({queue})[queue];
   merged.merge(given);
   model::validate(merged.resolve());
-  conn_->exec("DELETE FROM queues WHERE name = $1", {queue});
+  // An upsert, so that the queue keeps what else it has (paused).
   conn_->exec(
       "INSERT INTO queues (name, max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, "
-      "no_retry_exit_codes, max_deliveries, delivery, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NOW_US)",
+      "no_retry_exit_codes, max_deliveries, delivery, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NOW_US) "
+      "ON CONFLICT (name) DO UPDATE SET max_retries = excluded.max_retries, backoff = excluded.backoff, "
+      "retry_delay_us = excluded.retry_delay_us, max_retry_delay_us = excluded.max_retry_delay_us, "
+      "retry_for_us = excluded.retry_for_us, no_retry_exit_codes = excluded.no_retry_exit_codes, "
+      "max_deliveries = excluded.max_deliveries, delivery = excluded.delivery, updated_at = excluded.updated_at",
       {queue, opt_value(merged.max_retries),
        merged.backoff ? Value(std::string(model::to_string(*merged.backoff))) : Value(nullptr),
        opt_value(merged.delay_us), opt_value(merged.max_delay_us), opt_value(merged.retry_for_us),
@@ -64,8 +68,8 @@ void Store::set_queue_defaults(const std::string& queue, const model::RetryOverr
 
 std::vector<QueueInfo> Store::list_queues() {
   std::map<std::string, QueueInfo> by_name;
-  for (const auto& row : conn_->query(fmt::format("SELECT {} FROM queues q", kDefaultColumns)))
-    by_name[row.text(0)] = QueueInfo{row.text(0), defaults_from_row(row), 0, 0, 0};
+  for (const auto& row : conn_->query(fmt::format("SELECT {}, q.paused FROM queues q", kDefaultColumns)))
+    by_name[row.text(0)] = QueueInfo{row.text(0), defaults_from_row(row), 0, 0, 0, row.i64(9) != 0};
   auto counts = conn_->query(
       "SELECT queue, "
       "SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), "
@@ -82,6 +86,19 @@ std::vector<QueueInfo> Store::list_queues() {
   std::vector<QueueInfo> out;
   for (auto& [name, q] : by_name) out.push_back(std::move(q));
   return out;
+}
+
+bool Store::set_queue_paused(const std::string& queue, bool paused) {
+  Transaction tx(*conn_, TxMode::write);
+  auto rows = conn_->query("SELECT paused FROM queues WHERE name = $1", {queue});
+  if (!rows.empty() && (rows[0].i64(0) != 0) == paused) return false;
+  if (rows.empty() && !paused) return false;
+  conn_->exec("INSERT INTO queues (name, paused, updated_at) VALUES ($1, $2, NOW_US) "
+              "ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
+              {queue, int64_t{paused ? 1 : 0}});
+  if (!paused && dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {queue});
+  tx.commit();
+  return true;
 }
 
 }  // namespace jobctl::store

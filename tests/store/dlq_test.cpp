@@ -1,6 +1,7 @@
 // The dead-letter queue, manual retry and pause, at the store level.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/util/error.hpp"
@@ -219,4 +220,38 @@ TEST_CASE("dlq: queue defaults fill the retry fields a job leaves unset, at subm
   model::RetryOverrides bad;
   bad.delay_us = 600'000'000;  // above the default 5m cap
   CHECK_THROWS_AS(f.s->set_queue_defaults("default", bad, store::Store::Clear::no), Error);
+}
+
+TEST_CASE("queue: a paused queue is not claimed from until resumed, and keeps its defaults") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = s->register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000, {}});
+  model::RetryOverrides defaults;
+  defaults.max_retries = 7;
+  s->set_queue_defaults("default", defaults, store::Store::Clear::no);
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  s->submit({spec});
+  spec.queue = "other";
+  s->submit({spec});
+  CHECK(s->set_queue_paused("default", true));
+  CHECK_FALSE(s->set_queue_paused("default", true));
+  auto claimed = s->claim(w, {"default", "other"}, 8, 10'000'000);
+  REQUIRE(claimed.size() == 1);  // only the run of the other queue
+  CHECK(claimed[0].spec.queue == "other");
+  CHECK_FALSE(s->next_due_in(w, {"default"}));
+  // Setting defaults neither resumes the queue nor loses them.
+  defaults.max_retries = 8;
+  s->set_queue_defaults("default", defaults, store::Store::Clear::no);
+  auto queues = s->list_queues();
+  auto q = std::find_if(queues.begin(), queues.end(), [](const auto& x) { return x.name == "default"; });
+  REQUIRE(q != queues.end());
+  CHECK(q->paused);
+  CHECK(q->defaults.max_retries == 8);
+  CHECK(q->pending == 1);
+  CHECK(s->claim(w, {"default"}, 8, 10'000'000).empty());
+  CHECK(s->set_queue_paused("default", false));
+  CHECK(s->claim(w, {"default"}, 8, 10'000'000).size() == 1);
+  CHECK_FALSE(s->set_queue_paused("never-seen", false));
 }
