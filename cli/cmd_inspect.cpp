@@ -21,14 +21,31 @@ std::string duration_between(int64_t from, const std::optional<int64_t>& to) {
   return util::format_duration(util::Micros(*to - from));
 }
 
-// Why a pending run of a job with --on may wait forever: no agent that is
-// alive has its labels. Empty when it can run.
-std::string waiting_reason(Context& ctx, const model::JobView& v) {
-  const auto& target = v.job.spec.target;
-  if (target.empty() || !v.latest_run || v.latest_run->status != model::RunStatus::pending) return "";
-  for (const auto& w : ctx.store().list_workers())
-    if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels)) return "";
-  return "no eligible agent: none of the live agents has " + model::labels_display(target);
+// Why the pending run of a job with --on may wait forever: no agent that
+// is alive has its labels. Empty when it can run. The agents are read once
+// per command, on first need.
+class WaitingReasons {
+ public:
+  explicit WaitingReasons(Context& ctx) : ctx_(ctx) {}
+
+  std::string operator()(const model::JobView& v) {
+    const auto& target = v.job.spec.target;
+    if (target.empty() || !v.latest_run || v.latest_run->status != model::RunStatus::pending) return "";
+    if (!workers_) workers_ = ctx_.store().list_workers();
+    for (const auto& w : *workers_)
+      if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels)) return "";
+    return "no eligible agent: none of the live agents has " + model::labels_display(target);
+  }
+
+ private:
+  Context& ctx_;
+  std::optional<std::vector<model::Worker>> workers_;
+};
+
+nlohmann::json with_waiting(const model::JobView& v, const std::string& waiting) {
+  auto j = model::to_json(v);
+  j["waiting"] = waiting.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting);
+  return j;
 }
 
 void show_job(const model::JobView& v, const std::string& waiting) {
@@ -74,11 +91,9 @@ void register_get(CLI::App& app, Context& ctx) {
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     if (r.run) r.job.latest_run = r.run;
-    std::string waiting = waiting_reason(ctx, r.job);
+    std::string waiting = WaitingReasons(ctx)(r.job);
     if (ctx.format() == OutputFormat::json) {
-      auto j = model::to_json(r.job);
-      j["waiting"] = waiting.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting);
-      print_json(j);
+      print_json(with_waiting(r.job, waiting));
     } else {
       show_job(r.job, waiting);
     }
@@ -105,15 +120,18 @@ void register_ls(CLI::App& app, Context& ctx) {
     if (!f->queue.empty()) filter.queue = f->queue;
     filter.limit = f->limit;
     auto jobs = ctx.store().list_jobs(filter);
+    WaitingReasons waiting(ctx);
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(jobs, [](const model::JobView& v) { return model::to_json(v); });
+      print_json_list(jobs, [&](const model::JobView& v) { return with_waiting(v, waiting(v)); });
       return;
     }
     std::vector<TableRow> rows;
     int64_t now = util::now_micros();
     for (const auto& v : jobs) {
       const auto& r = v.latest_run;
-      rows.push_back({v.job.id, cell(v.job.spec.name, 24), r ? std::string(model::to_string(r->status)) : "-",
+      std::string status = r ? std::string(model::to_string(r->status)) : "-";
+      if (!waiting(v).empty()) status += " (no eligible agent)";
+      rows.push_back({v.job.id, cell(v.job.spec.name, 24), status,
                       v.job.spec.queue, std::string(model::to_string(v.job.spec.priority)),
                       util::format_age(v.job.created_at, now), cell(v.job.spec.command.display(), 50)});
     }

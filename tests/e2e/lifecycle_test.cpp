@@ -142,6 +142,12 @@ TEST_CASE("lifecycle: submit --on runs a job on the agent with the labels, or sa
   CHECK(g["status"] == "pending");
   CHECK(g["on"] == "role=cache");
   CHECK(g["waiting"] == "no eligible agent: none of the live agents has role=cache");
+  auto listed = json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out);
+  REQUIRE(listed.size() == 5);
+  CHECK(listed[0]["id"] == none);  // newest first
+  CHECK(listed[0]["waiting"] == g["waiting"]);
+  CHECK(listed[1]["waiting"].is_null());
+  CHECK(run_jobctl(db, dir, {"ls", "-o", "table"}).out.find("pending (no eligible agent)") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"submit", "--on", "role", "--", "true"}).code == 2);
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).size() == 5);  // nothing written by the bad one
 }
