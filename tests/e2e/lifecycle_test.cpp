@@ -96,25 +96,25 @@ TEST_CASE("lifecycle: update, --if-version, delete, restore and history from the
   CHECK(run_jobctl(db, dir, {"history", "01ARZ3NDEKTSV4RRFFQ69G5FAV"}).code == 3);
 }
 
-TEST_CASE("lifecycle: a running job finishes with the command it started with; the next run uses the new one") {
+TEST_CASE("lifecycle: a running job finishes with the command it started with, and its retry runs the new one") {
   test::TempDir dir;
   test::TestDb db(dir);
   std::string gate = dir.file("gate");
   auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
   // The first version waits for the test to open the gate, so the update
-  // surely lands while it runs.
-  auto id = submit(db, dir, {"--", "while [ ! -e '" + gate + "' ]; do sleep 0.05; done; echo v1"});
+  // surely lands while it runs; then it fails, and its retry comes.
+  auto id = submit(db, dir, {"--retries", "1", "--backoff", "fixed", "--retry-delay", "100ms", "--",
+                             "while [ ! -e '" + gate + "' ]; do sleep 0.05; done; echo v1; exit 1"});
   test::eventually([&] { return get(db, dir, id)["status"] == "running"; }, "the job to start");
   REQUIRE(run_jobctl(db, dir, {"update", id, "--", "echo v2"}).code == 0);
   std::ofstream(gate) << "open";
   REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
-  CHECK(test::trim(run_jobctl(db, dir, {"logs", id}).out) == "v1");
-  CHECK(get(db, dir, id)["run"]["job_version"] == 1);
-
-  REQUIRE(run_jobctl(db, dir, {"retry", id}).code == 0);
-  REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
-  CHECK(test::trim(run_jobctl(db, dir, {"logs", id}).out) == "v2");
-  CHECK(get(db, dir, id)["run"]["job_version"] == 2);
+  CHECK(test::trim(run_jobctl(db, dir, {"logs", id, "--attempt", "1"}).out) == "v1");
+  CHECK(test::trim(run_jobctl(db, dir, {"logs", id, "--attempt", "2"}).out) == "v2");
+  auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0]["job_version"] == 1);
+  CHECK(attempts[1]["job_version"] == 2);
 }
 
 TEST_CASE("lifecycle: submit --on runs a job on the agent with the labels, or says no agent can") {

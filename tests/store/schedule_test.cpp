@@ -417,7 +417,7 @@ TEST_CASE("schedule: cancel acts on the run that runs, not on an occurrence made
   CHECK(runs_with(*s, job, RunStatus::cancelled).empty());
 }
 
-TEST_CASE("schedule: a schedule this host cannot evaluate is reported and left in place; the others fire") {
+TEST_CASE("schedule: a schedule this host cannot evaluate is reported and left in place, and the others fire") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();

@@ -18,7 +18,7 @@ TEST_CASE("output tail: keeps the last bytes whatever the write sizes") {
   CHECK(tail.str() == all.substr(all.size() - 1000));
 }
 
-TEST_CASE("output tail: short output is kept whole; one huge write keeps its end") {
+TEST_CASE("output tail: short output is kept whole, and one huge write keeps its end") {
   OutputTail tail(10);
   tail.append("abc");
   CHECK(tail.str() == "abc");
