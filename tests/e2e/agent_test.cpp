@@ -12,7 +12,9 @@
 
 using namespace jobctl;
 using nlohmann::json;
+using test::get;
 using test::run_jobctl;
+using test::submit;
 
 namespace {
 
@@ -23,25 +25,12 @@ std::vector<std::string> with_fast(std::vector<std::string> flags) {
   return flags;
 }
 
-json get(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
-  auto r = run_jobctl(db, dir, {"get", id, "-o", "json"});
-  REQUIRE(r.code == 0);
-  return json::parse(r.out);
-}
-
 std::string status_of(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
   return get(db, dir, id)["status"];
 }
 
 json attempts(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
   return json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
-}
-
-std::string submit(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), "submit");
-  auto r = run_jobctl(db, dir, args);
-  REQUIRE_MESSAGE(r.code == 0, r.err);
-  return test::trim(r.out);
 }
 
 }  // namespace

@@ -11,22 +11,13 @@
 
 using namespace jobctl;
 using nlohmann::json;
+using test::get;
 using test::run_jobctl;
+using test::submit;
 
 namespace {
 
 const std::vector<std::string> kFast{"--poll-interval", "100ms"};
-
-std::string submit(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), "submit");
-  auto r = run_jobctl(db, dir, args);
-  REQUIRE_MESSAGE(r.code == 0, r.err);
-  return test::trim(r.out);
-}
-
-json get(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
-  return json::parse(run_jobctl(db, dir, {"get", id, "-o", "json"}).out);
-}
 
 }  // namespace
 

@@ -167,6 +167,19 @@ Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::s
   return Result{code, p.out(), p.err()};
 }
 
+std::string submit(const TestDb& db, const TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), "submit");
+  auto r = run_jobctl(db, dir, args);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return trim(r.out);
+}
+
+nlohmann::json get(const TestDb& db, const TempDir& dir, const std::string& id) {
+  auto r = run_jobctl(db, dir, {"get", id, "-o", "json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return nlohmann::json::parse(r.out);
+}
+
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
                                      const std::string& label) {
   std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", label};

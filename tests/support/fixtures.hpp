@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/config/dsn.hpp"
 #include "common/store/store.hpp"
 
@@ -87,6 +89,11 @@ struct Result {
 // entries to its environment.
 Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args,
                   const std::string& stdin_text = "", const std::vector<std::string>& env = {});
+
+// `jobctl submit ARGS…`: the new job's id (fails the test unless exit 0).
+std::string submit(const TestDb& db, const TempDir& dir, std::vector<std::string> args);
+// `jobctl get ID -o json` (fails the test unless exit 0).
+nlohmann::json get(const TestDb& db, const TempDir& dir, const std::string& id);
 
 // Starts a jobagent on `db` with extra flags.
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
