@@ -16,11 +16,17 @@
 namespace jobctl::cli {
 namespace {
 
+// The schedule's next fire time after now, from its expression: the leader
+// may have made its run already (next_fire_at is past the horizon).
 std::string next_text(const model::Job& job, int64_t now) {
   if (job.paused) return "paused";
   if (!job.next_fire_at) return "never";
-  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
-  return util::format_local(*job.next_fire_at, *zone) + " (" + util::format_age(*job.next_fire_at, now) + ")";
+  const auto& sc = *job.spec.schedule;
+  auto zone = util::TimeZone::locate(sc.tz);
+  auto next = cron::Expr::parse(sc.cron, job.spec.name.empty() ? job.id : job.spec.name)
+                  .next(now, *zone, job.schedule_anchor);
+  if (!next) return "never";
+  return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
 }
 
 // Why a fire time is not the plain reading of the expression, when DST is
