@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
+#include "cli/job_flags.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
 #include "cli/retry_flags.hpp"
@@ -31,21 +32,10 @@ store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
   if (!f.queue.empty()) u.queue = f.queue;
   if (!f.priority.empty()) u.priority = model::parse_priority(f.priority);
   if (!f.timeout.empty()) u.timeout_us = f.timeout == "0" ? 0 : util::parse_duration(f.timeout, "--timeout").count();
-  for (const auto& kv : f.env) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw usage_error(fmt::format("invalid --env '{}'", kv), "write it as --env NAME=VALUE");
-    u.set_env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  u.set_env = env_from_flags(f.env);
   u.unset_env = f.unset_env;
   if (cmd.count("--on")) u.target = model::parse_labels(f.on, "--on");
-  if (!f.command.empty()) {
-    // As in submit: one argument is a shell command line, several an argv.
-    model::Command c;
-    c.via_shell = f.command.size() == 1;
-    c.argv = f.command;
-    u.command = std::move(c);
-  }
+  if (!f.command.empty()) u.command = command_from_args(f.command);
   u.retry = to_overrides(f.retry);
   u.schedule = to_update(f.schedule, f.tz);
   u.if_version = f.if_version;

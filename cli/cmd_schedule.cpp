@@ -8,6 +8,7 @@
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
 #include "common/cron/cron.hpp"
+#include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -21,10 +22,8 @@ namespace {
 std::string next_text(const model::Job& job, int64_t now) {
   if (job.paused) return "paused";
   if (!job.next_fire_at) return "never";
-  const auto& sc = *job.spec.schedule;
-  auto zone = util::TimeZone::locate(sc.tz);
-  auto next = cron::Expr::parse(sc.cron, job.spec.name.empty() ? job.id : job.spec.name)
-                  .next(now, *zone, job.schedule_anchor);
+  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  auto next = cron::next_occurrence(job, now);
   if (!next) return "never";
   return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
+#include "cli/job_flags.hpp"
 #include "cli/output.hpp"
 #include "cli/retry_flags.hpp"
 #include "cli/schedule_flags.hpp"
@@ -56,19 +57,12 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
   model::JobSpec s;
   if (f.command.empty())
     throw usage_error("no command given", "put the command after --, e.g. jobctl submit -- make test");
-  // One argument is a shell command line (like ssh); several are an argv.
-  s.command.via_shell = f.command.size() == 1;
-  s.command.argv = f.command;
+  s.command = command_from_args(f.command);
   s.name = f.name;
   s.queue = f.queue;
   s.priority = model::parse_priority(f.priority);
   if (!f.timeout.empty()) s.timeout_us = util::parse_duration(f.timeout, "--timeout").count();
-  for (const auto& kv : f.env) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw usage_error(fmt::format("invalid --env '{}'", kv), "write it as --env NAME=VALUE");
-    s.env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  s.env = env_from_flags(f.env);
   if (!f.cwd.empty()) s.cwd = std::filesystem::absolute(f.cwd).lexically_normal().string();
   if (!f.payload.empty()) {
     std::string text = text_or_file(f.payload, "--payload");

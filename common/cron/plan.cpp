@@ -63,4 +63,13 @@ Plan plan_occurrences(const PlanInput& in) {
   return plan;
 }
 
+std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job.id : job.spec.name; }
+
+Expr expr_of(const model::Job& job) { return Expr::parse(job.spec.schedule->cron, hash_key(job)); }
+
+std::optional<int64_t> next_occurrence(const model::Job& job, int64_t after_us) {
+  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  return expr_of(job).next(after_us, *zone, job.schedule_anchor);
+}
+
 }  // namespace jobctl::cron

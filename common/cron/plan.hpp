@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/cron/cron.hpp"
+#include "common/model/job.hpp"
 #include "common/model/schedule.hpp"
 
 namespace jobctl::cron {
@@ -49,5 +50,15 @@ inline constexpr int kStepsPerTick = 20000;
 inline constexpr int kCatchUpPerTick = 10;
 
 Plan plan_occurrences(const PlanInput& in);
+
+// What H in a schedule's expression hashes: the job's name, or its id when
+// it has none.
+std::string hash_key(const model::Job& job);
+// The schedule's expression, parsed with its hash key. Throws usage Error.
+Expr expr_of(const model::Job& job);
+// The schedule's first occurrence after `after_us` in its zone (@every
+// counts from its anchor); none when it will not fire again. Throws usage
+// Error when the expression or zone does not load.
+std::optional<int64_t> next_occurrence(const model::Job& job, int64_t after_us);
 
 }  // namespace jobctl::cron

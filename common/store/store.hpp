@@ -357,8 +357,10 @@ class Store {
   std::string rerun(const std::string& run_id, const char* action);
   // Records an audit event for the job, inside the caller's transaction.
   void audit(const std::string& job_id, const char* action, const std::string& details = "{}");
-  // Throws invalid_state naming `action` when the job is soft-deleted.
+  // Throw invalid_state naming `action` when the job is soft-deleted (the
+  // first reads the job's row, the second uses one already read).
   void require_not_deleted(const std::string& job_id, const char* action);
+  static void refuse_deleted(const model::Job& job, const char* action);
   // Submit: fills in the schedule columns of new jobs (id, spec) that have
   // one. Inside the submit transaction.
   void start_schedules(const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);

@@ -26,9 +26,9 @@ Params dead_params(const DeadFilter& f) {
 
 bool Store::set_paused(const std::string& job_id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
-  auto rows = conn_->query("SELECT paused FROM jobs WHERE id = $1", {job_id});
+  auto rows = conn_->query("SELECT paused, deleted_at FROM jobs WHERE id = $1", {job_id});
   if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
-  require_not_deleted(job_id, paused ? "paused" : "resumed");
+  if (!rows[0].is_null(1)) require_not_deleted(job_id, paused ? "paused" : "resumed");
   if ((rows[0].i64(0) != 0) == paused) return false;
   // A paused schedule leaves the leader's scan (next_fire_at NULL); resume
   // starts it again from now.

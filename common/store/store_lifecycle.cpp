@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/cron/cron.hpp"
+#include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
@@ -108,21 +108,23 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
   }
   model::validate(s);
   model::validate(s.retry);
-  if (s.schedule) model::validate(*s.schedule, s.name.empty() ? job.id : s.name);
+  if (s.schedule) model::validate(*s.schedule, cron::hash_key(next));
   return next;
 }
 
 // True when the change moves when occurrences fire: the runs made for the
 // old times are dropped and the schedule starts over from now. A new name
 // moves them when the expression hashes it (H).
+Error deleted_error(const std::string& job_id, const char* action) {
+  return Error(ExitCode::invalid_state, fmt::format("job {} is deleted: it cannot be {}", job_id, action),
+               fmt::format("restore it first with `jobctl restore {}`", job_id));
+}
+
 bool timing_changed(const json& changes, const model::Job& before, const model::Job& after) {
   if (changes.contains("schedule.cron") || changes.contains("schedule.tz") || changes.contains("schedule.jitter"))
     return true;
   if (!changes.contains("name") || !after.spec.schedule) return false;
-  const auto& cron_text = after.spec.schedule->cron;
-  auto key = [](const model::Job& j) { return j.spec.name.empty() ? j.id : j.spec.name; };
-  auto zone = util::TimeZone::locate(after.spec.schedule->tz);
-  return cron::Expr::parse(cron_text, key(before)).next(0, *zone) != cron::Expr::parse(cron_text, key(after)).next(0, *zone);
+  return cron::next_occurrence(before, 0) != cron::next_occurrence(after, 0);
 }
 
 }  // namespace
@@ -135,17 +137,17 @@ void Store::audit(const std::string& job_id, const char* action, const std::stri
 
 void Store::require_not_deleted(const std::string& job_id, const char* action) {
   auto rows = conn_->query("SELECT deleted_at FROM jobs WHERE id = $1", {job_id});
-  if (rows.empty() || rows[0].is_null(0)) return;
-  throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted: it cannot be {}", job_id, action),
-              fmt::format("restore it first with `jobctl restore {}`", job_id));
+  if (!rows.empty() && !rows[0].is_null(0)) throw deleted_error(job_id, action);
+}
+
+void Store::refuse_deleted(const model::Job& job, const char* action) {
+  if (job.deleted_at) throw deleted_error(job.id, action);
 }
 
 UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
   Transaction tx(*conn_, TxMode::write);
   auto job = locked_job(*conn_, job_id);
-  if (job.deleted_at)
-    throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted: it cannot be updated", job_id),
-                fmt::format("restore it first with `jobctl restore {}`", job_id));
+  refuse_deleted(job, "updated");
   if (u.if_version && *u.if_version != job.version)
     throw Error(ExitCode::conflict,
                 fmt::format("job {} changed since you read it: it is at version {}, not {}; nothing was updated",
@@ -167,9 +169,7 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
         {job_id, int64_t{next.version}, fmt::format("dropped: the schedule changed (version {})", next.version)}));
     int64_t now = this->now();
     next.schedule_anchor = now;
-    auto zone = util::TimeZone::locate(s.schedule->tz);
-    next.next_fire_at = cron::Expr::parse(s.schedule->cron, s.name.empty() ? job.id : s.name)
-                            .next(now, *zone, now);
+    next.next_fire_at = cron::next_occurrence(next, now);
   }
   const auto& p = s.retry;
   Value cron = nullptr, tz = std::string("UTC"), misfire = std::string("latest"), overlap = std::string("skip");

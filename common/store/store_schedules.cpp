@@ -105,11 +105,6 @@ std::string span_text(const cron::SkippedSpan& s) {
   return fmt::format("{} ({} occurrences, through {})", s.reason, s.count, util::format_time(s.last));
 }
 
-// H in a schedule's expression hashes its name, or its id when unnamed.
-std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job.id : job.spec.name; }
-
-cron::Expr expr_of(const model::Job& job) { return cron::Expr::parse(job.spec.schedule->cron, hash_key(job)); }
-
 model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
   auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
                                   lock && c.dialect() == Dialect::postgres ? " FOR UPDATE" : ""),
@@ -125,12 +120,6 @@ model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
 
 void notify_queue(Connection& c, const std::string& queue) {
   if (c.dialect() == Dialect::postgres) c.query("SELECT pg_notify('jobctl_wake', $1)", {queue});
-}
-
-// The first occurrence after `after` (µs), for a schedule starting over.
-std::optional<int64_t> next_after(const model::Job& job, int64_t after) {
-  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
-  return expr_of(job).next(after, *zone, job.schedule_anchor);
 }
 
 Value opt_value(const std::optional<int64_t>& v) {
@@ -156,7 +145,7 @@ void Store::start_schedules(const std::vector<std::pair<std::string, const model
         "max_concurrent = $7, jitter_us = $8, schedule_anchor = $9, next_fire_at = $10 WHERE id = $1",
         {id, s.cron, s.tz, std::string(model::to_string(s.misfire)), s.catchup_window_us,
          std::string(model::to_string(s.overlap)), int64_t{model::effective_max_concurrent(s)}, s.jitter_us, now,
-         opt_value(next_after(job, now))});
+         opt_value(cron::next_occurrence(job, now))});
   }
 }
 
@@ -202,7 +191,7 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
     try {
       auto job = job_from_row(row);
       const auto& sc = *job.spec.schedule;
-      auto expr = expr_of(job);
+      auto expr = cron::expr_of(job);
       auto zone = util::TimeZone::locate(sc.tz);
       cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
                          *job.next_fire_at, now, s.horizon_us, s.misfire_after_us};
@@ -305,7 +294,7 @@ std::vector<model::Run> Store::schedule_runs(const std::string& job_id, int limi
 std::string Store::trigger(const std::string& job_id, bool force) {
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
-  require_not_deleted(job_id, "triggered");
+  refuse_deleted(job, "triggered");
   int limit = model::effective_max_concurrent(*job.spec.schedule);
   auto overlap = job.spec.schedule->overlap;
   if (!force && limit > 0 && (overlap == model::Overlap::skip || overlap == model::Overlap::buffer_one)) {
@@ -338,7 +327,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
   if (to_us < from_us) throw usage_error("--to is before --from", "give the earlier time as --from");
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
-  require_not_deleted(job_id, "backfilled");
+  refuse_deleted(job, "backfilled");
   // An occurrence that has a run, of this version or an earlier one, is
   // left alone; one that was only skipped (or dropped by an update) is not.
   std::set<int64_t> taken;
@@ -348,7 +337,11 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
     taken.insert(row.i64(0));
   std::vector<OccurrenceRun> runs;
   int64_t occurrences = 0;
-  for (auto t = next_after(job, from_us - 1); t && *t <= to_us; t = next_after(job, *t)) {
+  // Parsed once: a span may hold thousands of occurrences.
+  const auto expr = cron::expr_of(job);
+  const auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  for (auto t = expr.next(from_us - 1, *zone, job.schedule_anchor); t && *t <= to_us;
+       t = expr.next(*t, *zone, job.schedule_anchor)) {
     if (++occurrences > static_cast<int64_t>(kMaxBackfill))
       throw usage_error(fmt::format("{} to {} holds more than {} occurrences of job {}", util::format_time(from_us),
                                     util::format_time(to_us), kMaxBackfill, job_id),
@@ -378,7 +371,7 @@ void Store::restart_schedule(const std::string& job_id) {
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = 'paused when it came due' "
       "WHERE job_id = $1 AND status = 'pending' AND origin = 'schedule' AND available_at <= NOW_US",
       {job_id});
-  conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, opt_value(next_after(job, now()))});
+  conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, opt_value(cron::next_occurrence(job, now()))});
 }
 
 }  // namespace jobctl::store
