@@ -81,4 +81,10 @@ std::string Command::display() const {
   return out;
 }
 
+int group_limit(const JobSpec& s) {
+  int limit = s.schedule ? effective_max_concurrent(*s.schedule) : s.max_concurrent.value_or(0);
+  if (limit == 0 && !s.concurrency_key.empty()) return 1;
+  return limit;
+}
+
 }  // namespace jobctl::model

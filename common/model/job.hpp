@@ -56,7 +56,22 @@ struct JobSpec {
   RetryPolicy retry;                         // the resolved policy (what a failure leads to)
   std::optional<ScheduleSpec> schedule;      // --cron: a recurring job; it gets no first run
   Labels target;                             // --on: only agents with all these labels run it; empty = any
+  // --on-each: one run per live agent with all these labels (empty: every
+  // agent), each --stagger after the one before. Unset: one run.
+  std::optional<Labels> fan_out;
+  int64_t stagger_us = 0;
+  // --concurrency-key / --max-concurrent: at most max_concurrent runs of the
+  // job's concurrency group at once, fleet-wide. The group is the job itself
+  // unless concurrency_key names a shared one. A schedule keeps its limit in
+  // ScheduleSpec (its overlap policy); see group_limit().
+  std::string concurrency_key;
+  std::optional<int> max_concurrent;
+  std::string tenant;                        // --tenant: served fairly against other tenants in its queue
 };
+
+// The limit of the job's concurrency group; 0 means none. A concurrency key
+// without a number means 1.
+int group_limit(const JobSpec& s);
 
 struct Job {
   std::string id;        // ULID
@@ -86,6 +101,7 @@ struct Run {
   int attempts = 0;                    // attempt rows so far
   int failures = 0;                    // attempts that reported a failure
   std::optional<int64_t> occurrence;   // a schedule's run: the fire time it is for
+  std::string pinned_to;               // a fan-out run (--on-each): the agent (by name) it is for
   // The job's version the run belongs to: the one it was made under, moved
   // forward by `jobctl update` while the run waits. What each attempt ran
   // is Attempt::job_version.

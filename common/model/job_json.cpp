@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -112,8 +114,15 @@ JobSpec job_spec_from_json(const json& j) {
       sched.overlap = parse_overlap(want_string(v, key));
       has_schedule_field = true;
     } else if (key == "max_concurrent") {
-      sched.max_concurrent = want_int(v, key);
-      has_schedule_field = true;
+      s.max_concurrent = want_int(v, key);
+    } else if (key == "concurrency_key") {
+      s.concurrency_key = want_string(v, key);
+    } else if (key == "tenant") {
+      s.tenant = want_string(v, key);
+    } else if (key == "on_each") {
+      s.fan_out = parse_fan_out(want_string(v, key), "field 'on_each'");
+    } else if (key == "stagger") {
+      s.stagger_us = util::parse_duration(want_string(v, key), "stagger").count();
     } else if (key == "jitter") {
       sched.jitter_us = util::parse_duration(want_string(v, key), "jitter").count();
       has_schedule_field = true;
@@ -136,14 +145,15 @@ JobSpec job_spec_from_json(const json& j) {
     } else {
       throw usage_error(fmt::format("unknown field '{}'", key),
                         "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
-                        "idempotency_key, at, tz, in, cron, misfire, catchup_window, overlap, max_concurrent, jitter, "
-                        "retries, backoff, retry_delay, max_retry_delay, retry_for, no_retry_exit_codes, "
+                        "idempotency_key, at, tz, in, on, on_each, stagger, concurrency_key, max_concurrent, tenant, "
+                        "cron, misfire, catchup_window, overlap, jitter, retries, backoff, retry_delay, max_retry_delay, retry_for, no_retry_exit_codes, "
                         "max_deliveries, delivery (see jobctl(1), BATCH FORMAT)");
     }
   }
   if (!has_command) throw field_error("command", "is required");
-  if (has_schedule_field && !has_cron) throw field_error("cron", "is required by misfire, catchup_window, overlap, max_concurrent and jitter");
+  if (has_schedule_field && !has_cron) throw field_error("cron", "is required by misfire, catchup_window, overlap and jitter");
   if (has_cron) {
+    sched.max_concurrent = std::exchange(s.max_concurrent, std::nullopt);
     if (!at.empty() || s.delay_us) throw field_error("cron", "cannot be combined with 'at' or 'in'");
     if (!tz.empty()) sched.tz = tz;
     validate(sched, s.name);
@@ -173,6 +183,21 @@ void validate(const JobSpec& s) {
       throw usage_error(fmt::format("environment variable '{}' contains a NUL byte", k));
   }
   if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
+  if (s.max_concurrent && *s.max_concurrent < 1)
+    throw usage_error("--max-concurrent must be at least 1", "leave it out for no limit");
+  if (s.concurrency_key.size() > 200 || s.concurrency_key.find('\0') != std::string::npos)
+    throw usage_error("the concurrency key is longer than 200 characters or holds a NUL byte");
+  if (s.tenant.size() > 64)
+    throw usage_error(fmt::format("invalid tenant '{}'", s.tenant), "use at most 64 characters of A-Z a-z 0-9 _ - .");
+  for (char ch : s.tenant)
+    if (!valid_name_char(ch))
+      throw usage_error(fmt::format("invalid tenant '{}'", s.tenant), "use at most 64 characters of A-Z a-z 0-9 _ - .");
+  if (s.stagger_us < 0) throw usage_error("--stagger must not be negative");
+  if (s.stagger_us > 0 && !s.fan_out)
+    throw usage_error("--stagger goes with --on-each", "e.g. --on-each role=web --stagger 30s");
+  if (s.fan_out && !s.target.empty())
+    throw usage_error("--on and --on-each cannot be combined",
+                      "--on-each both selects the agents and gives each of them a run");
   if (s.idempotency_key.size() > 255)
     throw usage_error("the idempotency key is longer than 255 characters");
   validate(s.retry_given.resolve());
@@ -207,6 +232,7 @@ json to_json(const Run& r) {
   j["replay_of"] = r.replay_of.empty() ? json(nullptr) : json(r.replay_of);
   put(j, "replayed_at", opt_time(r.replayed_at));
   put(j, "occurrence", opt_time(r.occurrence));
+  j["pinned_to"] = r.pinned_to.empty() ? json(nullptr) : json(r.pinned_to);
   j["job_version"] = r.job_version;
   put(j, "started_at", opt_time(r.started_at));
   put(j, "finished_at", opt_time(r.finished_at));
@@ -277,6 +303,12 @@ json to_json(const JobView& v) {
   j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
   put(j, "deleted_at", opt_time(job.deleted_at));
   j["on"] = s.target.empty() ? json(nullptr) : json(labels_display(s.target));
+  j["on_each"] = s.fan_out ? json(fan_out_display(*s.fan_out)) : json(nullptr);
+  j["stagger"] = s.stagger_us ? json(util::format_duration(util::Micros(s.stagger_us))) : json(nullptr);
+  j["concurrency_key"] = s.concurrency_key.empty() ? json(nullptr) : json(s.concurrency_key);
+  int limit = group_limit(s);
+  j["max_concurrent"] = limit > 0 ? json(limit) : json(nullptr);
+  j["tenant"] = s.tenant;
   return j;
 }
 

@@ -37,6 +37,15 @@ Labels parse_labels(std::string_view text, std::string_view flag) {
   return out;
 }
 
+Labels parse_fan_out(std::string_view text, std::string_view flag) {
+  if (text == "*") return {};
+  if (text.empty())
+    throw usage_error(fmt::format("{} needs labels", flag), "e.g. --on-each role=web, or --on-each '*' for every agent");
+  return parse_labels(text, flag);
+}
+
+std::string fan_out_display(const Labels& labels) { return labels.empty() ? "*" : labels_display(labels); }
+
 std::string labels_to_text(const Labels& labels) { return nlohmann::json(labels).dump(); }
 
 Labels labels_from_text(const std::string& text) {

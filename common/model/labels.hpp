@@ -23,6 +23,11 @@ Labels labels_from_text(const std::string& text);
 // "role=web,dc=fra": the form a user types, for tables and messages.
 std::string labels_display(const Labels& labels);
 
+// --on-each: "*" is every agent (no labels); anything else as parse_labels.
+Labels parse_fan_out(std::string_view text, std::string_view flag);
+// "*" for every agent, else labels_display().
+std::string fan_out_display(const Labels& labels);
+
 // True when every label of `target` is among `labels`.
 bool labels_match(const Labels& target, const Labels& labels);
 

@@ -199,6 +199,45 @@ ALTER TABLE queues ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN job_version INTEGER NOT NULL DEFAULT 1;
 )SQL";
 
+// Migration 5: the fleet. Concurrency groups, tenants, fan-out and queue
+// limits; see store/claim.cpp for how the claim uses them.
+constexpr const char* kV5 = R"SQL(
+-- A job's concurrency group is the job itself unless it names a shared key;
+-- max_concurrent (v3) is the group's limit.
+ALTER TABLE jobs ADD COLUMN concurrency_key TEXT;
+ALTER TABLE jobs ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+-- --on-each: the labels whose agents each get a run; --stagger spreads them.
+ALTER TABLE jobs ADD COLUMN fan_out TEXT;
+ALTER TABLE jobs ADD COLUMN stagger_us BIGINT NOT NULL DEFAULT 0;
+-- Each run carries what the claim needs without reading its job: its
+-- tenant, its group (NULL: not limited) and that group's limit, and for a
+-- fan-out run the agent (by name) it belongs to.
+ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN group_key TEXT;
+ALTER TABLE runs ADD COLUMN group_max INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN pinned_to TEXT;
+-- The claim walks pending runs per (queue, tenant) in claim order.
+DROP INDEX runs_claim;
+CREATE INDEX runs_claim ON runs (queue, tenant, priority, available_at, id) WHERE status = 'pending';
+CREATE INDEX runs_group_running ON runs (group_key) WHERE status = 'running' AND group_key IS NOT NULL;
+CREATE INDEX runs_tenant_running ON runs (queue, tenant) WHERE status = 'running';
+-- One run per (job, version, occurrence, agent): a fan-out occurrence has
+-- one per agent.
+DROP INDEX runs_occurrence;
+CREATE UNIQUE INDEX runs_occurrence ON runs (job_id, job_version, occurrence, COALESCE(pinned_to, ''))
+  WHERE occurrence IS NOT NULL AND status <> 'skipped';
+-- Every tenant that ever submitted: the claim serves them in turn.
+CREATE TABLE tenants (name TEXT PRIMARY KEY);
+INSERT INTO tenants (name) VALUES ('');
+-- Queue limits: runs at once (all tenants, and each tenant), and a rate
+-- as a token bucket (tokens at tokens_at; 0 rate = none).
+ALTER TABLE queues ADD COLUMN max_concurrent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN tenant_max_concurrent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN rate DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN tokens DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN tokens_at BIGINT NOT NULL DEFAULT 0;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -227,6 +266,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV3;
   } else if (version == 4) {
     sql = kV4;
+  } else if (version == 5) {
+    sql = kV5;
   }
   return sql;
 }

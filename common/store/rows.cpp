@@ -6,6 +6,11 @@
 
 namespace jobctl::store {
 
+std::optional<std::string> group_of(const model::JobSpec& s, const std::string& job_id) {
+  if (model::group_limit(s) == 0) return std::nullopt;
+  return s.concurrency_key.empty() ? job_id : s.concurrency_key;
+}
+
 model::Job job_from_row(const Row& row, size_t f) {
   model::Job j;
   j.id = row.text(f + 0);
@@ -45,6 +50,11 @@ model::Job job_from_row(const Row& row, size_t f) {
   }
   j.deleted_at = row.opt_i64(f + 30);
   if (!row.is_null(f + 31)) j.spec.target = model::labels_from_text(row.text(f + 31));
+  j.spec.concurrency_key = row.text(f + 32);
+  if (auto max = row.i64(f + 26); !j.spec.schedule && max > 0) j.spec.max_concurrent = static_cast<int>(max);
+  j.spec.tenant = row.text(f + 33);
+  if (!row.is_null(f + 34)) j.spec.fan_out = model::labels_from_text(row.text(f + 34));
+  j.spec.stagger_us = row.i64(f + 35);
   return j;
 }
 
@@ -70,6 +80,7 @@ model::Run run_from_row(const Row& row, size_t f) {
   r.replayed_at = row.opt_i64(f + 17);
   r.occurrence = row.opt_i64(f + 18);
   r.job_version = static_cast<int>(row.i64(f + 19));
+  r.pinned_to = row.text(f + 20);
   return r;
 }
 

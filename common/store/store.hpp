@@ -51,6 +51,7 @@ struct ClaimedRun {
   int64_t first_started_at = 0;  // the run's first claim (store clock)
   int64_t claimed_at = 0;        // this claim (store clock)
   std::optional<int64_t> occurrence;  // a schedule's run: its fire time
+  std::string queue;                  // the run's queue (its job's, unless an update moved the job meanwhile)
   model::JobSpec spec;
 };
 
@@ -167,6 +168,8 @@ struct JobUpdate {
   std::vector<std::string> unset_env;          // removed (after set_env)
   std::optional<model::Command> command;
   std::optional<model::Labels> target;         // --on: new target; empty = any agent
+  std::optional<std::string> concurrency_key;  // "" = none (the job is its own group)
+  std::optional<std::string> tenant;           // "" = the default tenant
   model::RetryOverrides retry;                 // the retry fields given
   ScheduleUpdate schedule;                     // only for a schedule
   // Optimistic concurrency: apply only while the job is at this version,

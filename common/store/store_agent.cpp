@@ -23,86 +23,6 @@
 namespace jobctl::store {
 namespace {
 
-// The runs a worker ($N names it) must not take: those of paused and
-// deleted jobs (after delete, a run that was running then and came back
-// for a retry), and of jobs whose --on labels the worker lacks. One primary
-// key lookup per candidate run; the label test only for targeted jobs.
-std::string job_held(Dialect d, int worker_param) {
-  const std::string lacks_labels =
-      d == Dialect::postgres
-          ? fmt::format("NOT (p.target::jsonb <@ COALESCE((SELECT w.labels FROM workers w WHERE w.id = ${}), "
-                        "'[]')::jsonb)",
-                        worker_param)
-          : fmt::format("EXISTS (SELECT 1 FROM json_each(p.target) t WHERE t.value NOT IN (SELECT x.value FROM "
-                        "workers w, json_each(w.labels) x WHERE w.id = ${}))",
-                        worker_param);
-  return "(SELECT 1 FROM jobs p WHERE p.id = r.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
-         "(p.target IS NOT NULL AND " + lacks_labels + ")))";
-}
-
-// A schedule's occurrence waits while its job is at max_concurrent, and
-// behind any earlier occurrence still waiting, so occurrences start in
-// order and never beyond the limit. Checked here, in the claim, so no agent
-// can get it wrong and no crash leaves a stale flag. Runs without an
-// occurrence (plain jobs, a forced trigger) are not held.
-constexpr const char* kOverlapFree =
-    "(r.occurrence IS NULL OR NOT EXISTS (SELECT 1 FROM jobs g WHERE g.id = r.job_id AND g.max_concurrent > 0 "
-    "AND ((SELECT count(*) FROM runs o WHERE o.job_id = r.job_id AND o.status = 'running') >= g.max_concurrent "
-    "OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = r.job_id AND e.status = 'pending' "
-    "AND e.occurrence < r.occurrence))))";
-
-// PostgreSQL: one statement picks the due runs in claim order, skipping
-// rows other agents hold locked, leases them, opens their attempts and
-// returns them joined with their jobs.
-const std::string kClaimPostgres = fmt::format(R"SQL(
-WITH picked AS (
-  -- One ordered walk of the claim index per queue (a plain `queue = ANY`
-  -- would read and sort every pending run), merged in claim order.
-  SELECT c.id FROM (SELECT name FROM unnest($3::text[]) AS u (name)
-                     WHERE NOT EXISTS (SELECT 1 FROM queues x WHERE x.name = u.name AND x.paused = 1)) AS q
-  CROSS JOIN LATERAL (
-    SELECT r.id, r.priority, r.available_at FROM runs r
-    WHERE r.status = 'pending' AND r.queue = q.name AND r.available_at <= NOW_US
-      AND NOT EXISTS {}
-      AND {}
-    ORDER BY r.priority, r.available_at, r.id
-    LIMIT $4
-    FOR UPDATE SKIP LOCKED
-  ) c
-  ORDER BY c.priority, c.available_at, c.id
-  LIMIT $4
-), claimed AS (
-  UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
-         fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
-         started_at = COALESCE(r.started_at, NOW_US)
-  FROM picked WHERE r.id = picked.id
-  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence
-), opened AS (
-  INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
-  SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
-)
-SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, {}
-FROM claimed c JOIN jobs j ON j.id = c.job_id
-ORDER BY c.priority, c.available_at, c.id
-)SQL",
-                                               job_held(Dialect::postgres, 1), kOverlapFree, kJobColumns);
-
-// SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
-// what serialises agents on one file.
-const std::string kClaimSqlite = fmt::format(R"SQL(
-UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
-       fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
-       started_at = COALESCE(started_at, NOW_US)
-WHERE id IN (SELECT r.id FROM runs r
-             WHERE r.status = 'pending' AND r.queue IN (SELECT value FROM json_each($3)) AND r.available_at <= NOW_US
-               AND r.queue NOT IN (SELECT name FROM queues WHERE paused = 1)
-               AND NOT EXISTS {}
-               AND {}
-             ORDER BY r.priority, r.available_at, r.id LIMIT $4)
-RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence
-)SQL",
-                                             job_held(Dialect::sqlite, 1), kOverlapFree);
-
 // PostgreSQL: a batch of completions in one statement. Fenced like
 // kFinishRun; returns the runs it finished.
 constexpr const char* kCompletePostgres = R"SQL(
@@ -117,14 +37,17 @@ WITH done AS (
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
          lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code, error = d.error
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND r.status = 'running'
-  RETURNING r.id
+  RETURNING r.id, r.queue, r.group_key
 ), closed AS (
   UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
          error = d.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail
   FROM done d JOIN finished f ON f.id = d.run_id
   WHERE a.run_id = d.run_id AND a.attempt = d.attempt
 )
-SELECT id FROM finished
+-- A run that held a place under a limit frees it: its queue is woken.
+SELECT f.id, f.queue, f.group_key IS NOT NULL OR EXISTS (SELECT 1 FROM queues x WHERE x.name = f.queue
+       AND (x.max_concurrent > 0 OR x.tenant_max_concurrent > 0))
+FROM finished f
 )SQL";
 
 constexpr const char* kFinishRun =
@@ -147,21 +70,6 @@ Value opt_int(const std::optional<int>& v) {
 void close_attempt(Connection& c, const Completion& d, const std::string& outcome) {
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, outcome, opt_int(d.exit_code), opt_int(d.signal), d.error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}});
-}
-
-// The first 9 columns of both claim statements.
-ClaimedRun claimed_from_row(const Row& row) {
-  ClaimedRun c;
-  c.run_id = row.text(0);
-  c.job_id = row.text(1);
-  c.fence = row.i64(2);
-  c.attempt = static_cast<int>(row.i64(3));
-  c.available_at = row.i64(4);
-  c.failures = static_cast<int>(row.i64(5));
-  c.first_started_at = row.i64(6);
-  c.claimed_at = row.i64(7);
-  c.occurrence = row.opt_i64(8);
-  return c;
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -197,8 +105,12 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
-  std::set<std::string> finished;
-  for (const auto& row : c.query(kCompletePostgres, params)) finished.insert(row.text(0));
+  std::set<std::string> finished, wake;
+  for (const auto& row : c.query(kCompletePostgres, params)) {
+    finished.insert(row.text(0));
+    if (row.text(2) == "t") wake.insert(row.text(1));
+  }
+  for (const auto& q : wake) c.query("SELECT pg_notify('jobctl_wake', $1)", {q});
   std::vector<bool> applied;
   for (const auto& d : done) applied.push_back(finished.count(d.run_id) > 0);
   return applied;
@@ -250,38 +162,6 @@ std::vector<model::Worker> Store::list_workers() {
     w.labels = model::labels_from_text(row.text(12));
     out.push_back(std::move(w));
   }
-  return out;
-}
-
-std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
-                                     int64_t lease_us) {
-  std::vector<ClaimedRun> out;
-  if (limit <= 0 || queues.empty()) return out;
-  Params params{worker_id, lease_us, list_param(dialect(), queues), int64_t{limit}};
-  if (dialect() == Dialect::postgres) {
-    for (const auto& row : conn_->query(kClaimPostgres, params)) {
-      ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, 9).spec;
-      out.push_back(std::move(c));
-    }
-    return out;
-  }
-  Transaction tx(*conn_, TxMode::write);
-  std::map<std::string, model::JobSpec> jobs;
-  for (const auto& row : conn_->query(kClaimSqlite, params)) {
-    ClaimedRun c = claimed_from_row(row);
-    conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version) "
-                "VALUES ($1, $2, $3, NOW_US, 'running', (SELECT version FROM jobs WHERE id = $4))",
-                {c.run_id, int64_t{c.attempt}, worker_id, c.job_id});
-    auto it = jobs.find(c.job_id);
-    if (it == jobs.end()) {
-      auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {c.job_id});
-      it = jobs.emplace(c.job_id, job_from_row(job.at(0)).spec).first;
-    }
-    c.spec = it->second;
-    out.push_back(std::move(c));
-  }
-  tx.commit();
   return out;
 }
 
@@ -371,17 +251,6 @@ int Store::rescue_expired() {
   conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
   tx.commit();
   return static_cast<int>(expired.size());
-}
-
-std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const std::vector<std::string>& queues) {
-  // Occurrences held back by their overlap policy do not count: the agent
-  // that finishes the run holding them back claims them.
-  auto rows = conn_->query("SELECT min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND " +
-                               in_list(dialect(), "r.queue", 1) +
-                               " AND r.queue NOT IN (SELECT name FROM queues WHERE paused = 1)" +
-                               " AND NOT EXISTS " + job_held(dialect(), 2) + " AND " + kOverlapFree,
-                           {list_param(dialect(), queues), worker_id});
-  return rows.empty() ? std::nullopt : rows[0].opt_i64(0);
 }
 
 }  // namespace jobctl::store

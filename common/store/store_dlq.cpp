@@ -55,10 +55,14 @@ std::vector<model::JobView> Store::dead_runs(const DeadFilter& filter) {
 
 std::string Store::rerun(const std::string& run_id, const char* action) {
   std::string fresh = util::new_ulid();
+  // A fan-out run's replay runs on the same agent.
   auto rows = conn_->query(
-      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of, job_version) "
-      "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id, j.version FROM runs r "
-      "JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 RETURNING queue, job_id",
+      fmt::format("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of, "
+                  "job_version, tenant, group_key, group_max, pinned_to) "
+                  "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id, j.version, j.tenant, {}, "
+                  "j.max_concurrent, r.pinned_to FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 "
+                  "RETURNING queue, job_id",
+                  kGroupOfJob),
       {run_id, fresh});
   conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
   if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows.at(0).text(0)});

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model/job_json.hpp"
+#include "common/store/fan_out.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
@@ -33,24 +34,26 @@ constexpr size_t kChunk = 5000;
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, target, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-    "$12, $13, $14, $15, $16, $17, $18, $19, $20, NOW_US, NOW_US)";
+    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, created_by, created_at, "
+    "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+    "$21, $22, $23, $24, $25, NOW_US, NOW_US)";
 // A run is due at --at when given, else --in after now (0 by default).
 constexpr const char* kInsertRun =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
-    "VALUES ($1, $2, $3, $4, 'pending', COALESCE($5, NOW_US + $6), NOW_US)";
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max, pinned_to) "
+    "VALUES ($1, $2, $3, $4, 'pending', COALESCE($5, NOW_US + $6), NOW_US, $7, $8, $9, $10)";
 constexpr const char* kInsertJobsUnnest =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, target, created_by, created_at, updated_at) SELECT u.*, $20, NOW_US, NOW_US FROM unnest($1::text[], "
+    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, created_by, created_at, "
+    "updated_at) SELECT u.*, $25, NOW_US, NOW_US FROM unnest($1::text[], "
     "$2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], "
     "$11::int[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[], "
-    "$19::text[]) AS u";
+    "$19::text[], $20::int[], $21::text[], $22::text[], $23::text[], $24::int8[]) AS u";
 constexpr const char* kInsertRunsUnnest =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at) "
-    "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US "
-    "FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int8[], $6::int8[]) "
-    "AS u (id, job_id, queue, priority, at, delay)";
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max) "
+    "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US, u.tenant, "
+    "u.group_key, u.group_max FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int8[], $6::int8[], $7::text[], "
+    "$8::text[], $9::int[]) AS u (id, job_id, queue, priority, at, delay, tenant, group_key, group_max)";
 
 struct NewRow {
   const model::JobSpec* spec;
@@ -73,6 +76,16 @@ Value nullable(const std::string& s) {
   return s;
 }
 
+std::optional<std::string> fan_out_text(const model::JobSpec& s) {
+  if (!s.fan_out) return std::nullopt;
+  return model::labels_to_text(*s.fan_out);
+}
+
+Value opt_value(const std::optional<std::string>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
 void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   for (const auto& r : rows) {
     const auto& s = *r.spec;
@@ -82,17 +95,41 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::stri
                         s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key),
                         int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
                         p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
-                        std::string(model::to_string(p.delivery)), target_value(s.target), actor});
-    if (r.run_id.empty()) continue;  // a schedule: its leader makes the runs
+                        std::string(model::to_string(p.delivery)), target_value(s.target),
+                        int64_t{model::group_limit(s)}, nullable(s.concurrency_key), s.tenant,
+                        opt_value(fan_out_text(s)), s.stagger_us, actor});
+    if (r.run_id.empty()) continue;  // a schedule (its leader makes the runs) or a fan-out (insert_fan_out)
     c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
-                        s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us});
+                        s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us, s.tenant,
+                        opt_value(group_of(s, r.job_id)), int64_t{model::group_limit(s)}, nullptr});
   }
+}
+
+// A fan-out job's runs: one per matching agent, each --stagger after the
+// one before. Returns the first run's id; throws invalid_state (and the
+// submit writes nothing) when no agent matches.
+std::string insert_fan_out(Connection& c, const NewRow& row) {
+  const auto& s = *row.spec;
+  auto agents = fan_out_agents(c, *s.fan_out);
+  if (agents.empty())
+    throw Error(ExitCode::invalid_state, no_agent_reason(*s.fan_out),
+                "`jobctl workers` lists the agents and their labels; start one with jobagent --label");
+  std::string first;
+  for (size_t i = 0; i < agents.size(); ++i) {
+    const int64_t offset = static_cast<int64_t>(i) * s.stagger_us;
+    std::string id = util::new_ulid();
+    if (first.empty()) first = id;
+    c.exec(kInsertRun, {id, row.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
+                        s.run_at_us ? Value(*s.run_at_us + offset) : Value(nullptr), s.delay_us + offset, s.tenant,
+                        opt_value(group_of(s, row.job_id)), int64_t{model::group_limit(s)}, agents[i]});
+  }
+  return first;
 }
 
 void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   for (size_t start = 0; start < rows.size(); start += kChunk) {
     size_t end = std::min(rows.size(), start + kChunk);
-    std::vector<std::vector<std::optional<std::string>>> cols(19);
+    std::vector<std::vector<std::optional<std::string>>> cols(24);
     for (auto& col : cols) col.reserve(end - start);
     for (size_t i = start; i < end; ++i) {
       const auto& s = *rows[i].spec;
@@ -116,26 +153,34 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::st
       cols[16].push_back(std::to_string(p.max_deliveries));
       cols[17].push_back(std::string(model::to_string(p.delivery)));
       cols[18].push_back(s.target.empty() ? std::nullopt : std::optional<std::string>(model::labels_to_text(s.target)));
+      cols[19].push_back(std::to_string(model::group_limit(s)));
+      cols[20].push_back(opt(s.concurrency_key));
+      cols[21].push_back(s.tenant);
+      cols[22].push_back(fan_out_text(s));
+      cols[23].push_back(std::to_string(s.stagger_us));
     }
     Params jobs;
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));
     jobs.emplace_back(actor);
     c.exec(kInsertJobsUnnest, jobs);
     std::vector<std::optional<std::string>> run_ids, at, delay;
-    std::vector<std::optional<std::string>> job_ids, queues, priorities;
+    std::vector<std::optional<std::string>> job_ids, queues, priorities, tenants, group_keys, group_maxes;
     for (size_t i = start; i < end; ++i) {
       const auto& s = *rows[i].spec;
-      if (rows[i].run_id.empty()) continue;  // a schedule: its leader makes the runs
+      if (rows[i].run_id.empty()) continue;  // a schedule (its leader makes the runs) or a fan-out
       run_ids.push_back(rows[i].run_id);
       job_ids.push_back(rows[i].job_id);
       queues.push_back(s.queue);
       priorities.push_back(std::to_string(static_cast<int>(s.priority)));
       at.push_back(s.run_at_us ? std::optional<std::string>(std::to_string(*s.run_at_us)) : std::nullopt);
       delay.push_back(std::to_string(s.delay_us));
+      tenants.push_back(s.tenant);
+      group_keys.push_back(group_of(s, rows[i].job_id));
+      group_maxes.push_back(std::to_string(model::group_limit(s)));
     }
     if (!run_ids.empty())
       c.exec(kInsertRunsUnnest, {pg_array(run_ids), pg_array(job_ids), pg_array(queues), pg_array(priorities),
-                                 pg_array(at), pg_array(delay)});
+                                 pg_array(at), pg_array(delay), pg_array(tenants), pg_array(group_keys), pg_array(group_maxes)});
   }
 }
 
@@ -194,7 +239,8 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
         continue;
       }
     }
-    NewRow row{&s, util::new_ulid(), s.schedule ? std::string() : util::new_ulid()};
+    // A schedule's runs are made by its leader, a fan-out's below.
+    NewRow row{&s, util::new_ulid(), s.schedule || s.fan_out ? std::string() : util::new_ulid()};
     if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});
     queues.insert(s.queue);
@@ -209,6 +255,15 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
   for (const auto& r : fresh)
     if (r.spec->schedule) schedules.emplace_back(r.job_id, r.spec);
   start_schedules(schedules);
+  for (size_t i = 0, f = 0; i < results.size(); ++i) {
+    if (results[i].existed) continue;
+    const auto& r = fresh[f++];
+    if (r.spec->fan_out && !r.spec->schedule) results[i].run_id = insert_fan_out(*conn_, r);
+  }
+  std::set<std::string> tenants;
+  for (const auto& r : fresh)
+    if (!r.spec->tenant.empty()) tenants.insert(r.spec->tenant);
+  for (const auto& t : tenants) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
   if (dialect() == Dialect::postgres)
     for (const auto& q : queues) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {q});
   tx.commit();

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <utility>
+
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/rows.hpp"
@@ -39,7 +41,9 @@ model::Job locked_job(Connection& c, const std::string& job_id) {
 json definition(const model::Job& job) {
   json full = model::to_json(model::JobView{job, std::nullopt});
   json out = json::object();
-  for (const char* key : {"name", "queue", "priority", "command", "timeout", "on"}) out[key] = full[key];
+  for (const char* key : {"name", "queue", "priority", "command", "timeout", "on", "concurrency_key",
+                          "max_concurrent", "tenant"})
+    out[key] = full[key];
   for (const auto& [key, value] : full["env"].items()) out["env." + key] = value;
   for (const auto& [key, value] : full["retry"].items()) out["retry." + key] = value;
   if (job.spec.schedule)
@@ -98,13 +102,18 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
   for (const auto& k : u.unset_env) s.env.erase(k);
   if (u.command) s.command = *u.command;
   if (u.target) s.target = *u.target;
+  if (u.concurrency_key) s.concurrency_key = *u.concurrency_key;
+  if (u.tenant) s.tenant = *u.tenant;
   s.retry = u.retry.apply_to(s.retry);
-  if (!u.schedule.empty()) {
+  ScheduleUpdate su = u.schedule;
+  // --max-concurrent is a schedule's overlap limit, or any other job's.
+  if (!s.schedule && su.max_concurrent) s.max_concurrent = std::exchange(su.max_concurrent, std::nullopt);
+  if (!su.empty()) {
     if (!s.schedule)
       throw Error(ExitCode::invalid_state, fmt::format("job {} is not a schedule: --cron, --tz and the schedule "
                                                        "options change only schedules", job.id),
                   "submit a new job with --cron for a recurring one");
-    apply_schedule(*s.schedule, u.schedule);
+    apply_schedule(*s.schedule, su);
   }
   model::validate(s);
   model::validate(s.retry);
@@ -173,14 +182,14 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
   }
   const auto& p = s.retry;
   Value cron = nullptr, tz = std::string("UTC"), misfire = std::string("latest"), overlap = std::string("skip");
-  int64_t catchup = 3600'000'000, max_concurrent = 0, jitter = 0;
+  int64_t catchup = 3600'000'000, jitter = 0;
+  const int64_t max_concurrent = model::group_limit(s);
   if (s.schedule) {
     cron = s.schedule->cron;
     tz = s.schedule->tz;
     misfire = std::string(model::to_string(s.schedule->misfire));
     overlap = std::string(model::to_string(s.schedule->overlap));
     catchup = s.schedule->catchup_window_us;
-    max_concurrent = model::effective_max_concurrent(*s.schedule);
     jitter = s.schedule->jitter_us;
   }
   conn_->exec(
@@ -188,20 +197,28 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
       "max_retries = $8, backoff = $9, retry_delay_us = $10, max_retry_delay_us = $11, retry_for_us = $12, "
       "no_retry_exit_codes = $13, max_deliveries = $14, delivery = $15, cron = $16, tz = $17, misfire = $18, "
       "catchup_window_us = $19, overlap = $20, max_concurrent = $21, jitter_us = $22, schedule_anchor = $23, "
-      "next_fire_at = $24, version = $25, target = $26, updated_at = NOW_US WHERE id = $1",
+      "next_fire_at = $24, version = $25, target = $26, concurrency_key = $27, tenant = $28, updated_at = NOW_US "
+      "WHERE id = $1",
       {job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)}, model::command_to_text(s.command),
        model::env_to_text(s.env), s.timeout_us, int64_t{p.max_retries}, std::string(model::to_string(p.backoff)),
        p.delay_us, p.max_delay_us, p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
        std::string(model::to_string(p.delivery)), cron, tz, misfire, catchup, overlap, max_concurrent, jitter,
        next.schedule_anchor, next.next_fire_at ? Value(*next.next_fire_at) : Value(nullptr), int64_t{next.version},
-       s.target.empty() ? Value(nullptr) : Value(model::labels_to_text(s.target))});
+       s.target.empty() ? Value(nullptr) : Value(model::labels_to_text(s.target)),
+       s.concurrency_key.empty() ? Value(nullptr) : Value(s.concurrency_key), s.tenant});
+  if (!s.tenant.empty()) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {s.tenant});
   // The claim's sort keys are copied on each run: those that have not
   // started, and those running now (should they come back for a retry),
   // follow the job. Waiting runs move to the new version unless that
   // version already has a run of the same occurrence.
-  conn_->exec("UPDATE runs SET queue = $2, priority = $3 WHERE job_id = $1 AND status IN ('pending', 'blocked', "
-              "'running')",
-              {job_id, s.queue, int64_t{static_cast<int>(s.priority)}});
+  // A running run counts against its new group at once; a forced trigger's
+  // run stays outside every group.
+  const auto group = group_of(s, job_id);
+  conn_->exec("UPDATE runs SET queue = $2, priority = $3, tenant = $4, group_max = $6, "
+              "group_key = CASE WHEN origin = 'trigger' AND occurrence IS NULL THEN NULL ELSE $5 END "
+              "WHERE job_id = $1 AND status IN ('pending', 'blocked', 'running')",
+              {job_id, s.queue, int64_t{static_cast<int>(s.priority)}, s.tenant,
+               group ? Value(*group) : Value(nullptr), max_concurrent});
   conn_->exec("UPDATE runs SET job_version = $2 WHERE job_id = $1 AND status IN ('pending', 'blocked') "
               "AND (occurrence IS NULL OR NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id "
               "AND o.job_version = $2 AND o.occurrence = runs.occurrence))",

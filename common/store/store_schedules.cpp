@@ -15,6 +15,7 @@
 #include <set>
 
 #include "common/cron/plan.hpp"
+#include "common/store/fan_out.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
@@ -25,6 +26,12 @@
 namespace jobctl::store {
 namespace {
 
+Value opt_value(const std::optional<int64_t>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+
 // A pending or skipped run of an occurrence, ready to insert.
 struct OccurrenceRun {
   std::string id;
@@ -32,30 +39,37 @@ struct OccurrenceRun {
   std::string queue;
   int priority = 0;
   int version = 1;
-  int64_t occurrence = 0;
+  std::optional<int64_t> occurrence;  // none: a forced trigger
   int64_t available_at = 0;
   std::string origin;
   std::string status = "pending";
   std::string error;
+  std::string tenant;
+  std::optional<std::string> group_key;
+  int group_max = 0;
+  std::optional<std::string> pinned_to;  // a fan-out run: its agent
 };
 
+// A NULL occurrence is a forced trigger's run.
 constexpr const char* kInsertOccurrence =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
-    "origin, error, finished_at) VALUES ($1, $2, $3, $4, $5, $6, NOW_US, $7, $8, $9, $10, "
-    "CASE WHEN $5 = 'skipped' THEN NOW_US END) ON CONFLICT DO NOTHING";
+    "origin, error, finished_at, tenant, group_key, group_max, pinned_to) VALUES ($1, $2, $3, $4, $5, $6, NOW_US, $7, $8, $9, "
+    "$10, CASE WHEN $5 = 'skipped' THEN NOW_US END, $11, $12, $13, $14) ON CONFLICT DO NOTHING";
 constexpr const char* kInsertOccurrencesUnnest =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
-    "origin, error, finished_at) SELECT u.id, u.job_id, u.queue, u.priority, u.status, u.at, NOW_US, u.occ, u.ver, "
-    "u.origin, u.error, CASE WHEN u.status = 'skipped' THEN NOW_US END FROM unnest($1::text[], $2::text[], "
-    "$3::text[], $4::int[], $5::text[], $6::int8[], $7::int8[], $8::int[], $9::text[], $10::text[]) "
-    "AS u (id, job_id, queue, priority, status, at, occ, ver, origin, error) ON CONFLICT DO NOTHING";
+    "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, u.priority, "
+    "u.status, u.at, NOW_US, u.occ, u.ver, u.origin, u.error, CASE WHEN u.status = 'skipped' THEN NOW_US END, "
+    "u.tenant, u.group_key, u.group_max, u.pinned FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], "
+    "$6::int8[], $7::int8[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[]) "
+    "AS u (id, job_id, queue, priority, status, at, occ, ver, origin, error, tenant, group_key, group_max, pinned) "
+    "ON CONFLICT DO NOTHING";
 
 // Inserts the runs; an occurrence that already has one is left alone.
 // Returns how many were new.
 int64_t insert_occurrences(Connection& c, const std::vector<OccurrenceRun>& runs) {
   if (runs.empty()) return 0;
   if (c.dialect() == Dialect::postgres) {
-    std::vector<std::vector<std::optional<std::string>>> cols(10);
+    std::vector<std::vector<std::optional<std::string>>> cols(14);
     for (const auto& r : runs) {
       cols[0].push_back(r.id);
       cols[1].push_back(r.job_id);
@@ -63,10 +77,14 @@ int64_t insert_occurrences(Connection& c, const std::vector<OccurrenceRun>& runs
       cols[3].push_back(std::to_string(r.priority));
       cols[4].push_back(r.status);
       cols[5].push_back(std::to_string(r.available_at));
-      cols[6].push_back(std::to_string(r.occurrence));
+      cols[6].push_back(r.occurrence ? std::optional<std::string>(std::to_string(*r.occurrence)) : std::nullopt);
       cols[7].push_back(std::to_string(r.version));
       cols[8].push_back(r.origin);
       cols[9].push_back(r.error);
+      cols[10].push_back(r.tenant);
+      cols[11].push_back(r.group_key);
+      cols[12].push_back(std::to_string(r.group_max));
+      cols[13].push_back(r.pinned_to);
     }
     Params params;
     for (const auto& col : cols) params.emplace_back(pg_array(col));
@@ -75,7 +93,9 @@ int64_t insert_occurrences(Connection& c, const std::vector<OccurrenceRun>& runs
   int64_t n = 0;
   for (const auto& r : runs)
     n += c.exec(kInsertOccurrence, {r.id, r.job_id, r.queue, int64_t{r.priority}, r.status, r.available_at,
-                                    r.occurrence, int64_t{r.version}, r.origin, r.error});
+                                    opt_value(r.occurrence), int64_t{r.version}, r.origin, r.error, r.tenant,
+                                    r.group_key ? Value(*r.group_key) : Value(nullptr), int64_t{r.group_max},
+                                    r.pinned_to ? Value(*r.pinned_to) : Value(nullptr)});
   return n;
 }
 
@@ -89,7 +109,34 @@ OccurrenceRun occurrence_run(const model::Job& job, int64_t at, const char* orig
   r.occurrence = at;
   r.available_at = at;
   r.origin = origin;
+  r.tenant = job.spec.tenant;
+  r.group_key = group_of(job.spec, job.id);
+  r.group_max = model::group_limit(job.spec);
   return r;
+}
+
+// A fan-out job's occurrence becomes one run per agent in `agents`, each
+// --stagger after the one before; with no agent, one skipped run that says
+// so. Other jobs' runs pass through.
+void expand_fan_out(const model::Job& job, OccurrenceRun run, const std::vector<std::string>& agents,
+                    std::vector<OccurrenceRun>& runs, std::vector<OccurrenceRun>& skipped) {
+  if (!job.spec.fan_out) {
+    runs.push_back(std::move(run));
+    return;
+  }
+  if (agents.empty()) {
+    run.status = "skipped";
+    run.error = no_agent_reason(*job.spec.fan_out);
+    skipped.push_back(std::move(run));
+    return;
+  }
+  for (size_t i = 0; i < agents.size(); ++i) {
+    OccurrenceRun r = run;
+    if (i > 0) r.id = util::new_ulid();
+    r.pinned_to = agents[i];
+    r.available_at += static_cast<int64_t>(i) * job.spec.stagger_us;
+    runs.push_back(std::move(r));
+  }
 }
 
 // A stable offset in [0, jitter) per (job, occurrence): the same whichever
@@ -122,11 +169,6 @@ void notify_queue(Connection& c, const std::string& queue) {
   if (c.dialect() == Dialect::postgres) c.query("SELECT pg_notify('jobctl_wake', $1)", {queue});
 }
 
-Value opt_value(const std::optional<int64_t>& v) {
-  if (!v) return nullptr;
-  return *v;
-}
-
 }  // namespace
 
 // --- submit ------------------------------------------------------------------
@@ -144,7 +186,7 @@ void Store::start_schedules(const std::vector<std::pair<std::string, const model
         "UPDATE jobs SET cron = $2, tz = $3, misfire = $4, catchup_window_us = $5, overlap = $6, "
         "max_concurrent = $7, jitter_us = $8, schedule_anchor = $9, next_fire_at = $10 WHERE id = $1",
         {id, s.cron, s.tz, std::string(model::to_string(s.misfire)), s.catchup_window_us,
-         std::string(model::to_string(s.overlap)), int64_t{model::effective_max_concurrent(s)}, s.jitter_us, now,
+         std::string(model::to_string(s.overlap)), int64_t{model::group_limit(*spec)}, s.jitter_us, now,
          opt_value(cron::next_occurrence(job, now))});
   }
 }
@@ -196,10 +238,12 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
       cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
                          *job.next_fire_at, now, s.horizon_us, s.misfire_after_us};
       auto plan = cron::plan_occurrences(in);
+      std::vector<std::string> agents;
+      if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out);
       for (int64_t at : plan.fire) {
         auto r = occurrence_run(job, at, "schedule");
         r.available_at = at + jitter_of(job.id, at, sc.jitter_us);
-        runs.push_back(std::move(r));
+        expand_fan_out(job, std::move(r), agents, runs, skipped);
       }
       for (const auto& span : plan.skipped) {
         auto r = occurrence_run(job, span.first, "schedule");
@@ -233,9 +277,9 @@ int Store::enforce_overlap() {
   constexpr const char* kBlocked =
       "SELECT p.id FROM runs p JOIN jobs g ON g.id = p.job_id "
       "WHERE p.status = 'pending' AND p.occurrence IS NOT NULL AND p.origin = 'schedule' AND p.available_at <= NOW_US "
-      "AND g.max_concurrent > 0 "
-      "AND g.overlap = $1 AND p.job_id IN (SELECT job_id FROM runs WHERE status = 'running') "
-      "AND (SELECT count(*) FROM runs o WHERE o.job_id = p.job_id AND o.status = 'running') >= g.max_concurrent "
+      "AND p.group_key IS NOT NULL "
+      "AND g.overlap = $1 AND p.group_key IN (SELECT group_key FROM runs WHERE status = 'running' AND group_key IS NOT NULL) "
+      "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max "
       "AND ($1 = 'skip' OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = p.job_id AND e.status = 'pending' "
       "AND e.occurrence < p.occurrence))";
   Transaction tx(*conn_, TxMode::write);
@@ -254,8 +298,8 @@ int Store::enforce_overlap() {
       "UPDATE runs SET cancel_requested = 1 WHERE status = 'running' AND cancel_requested = 0 "
       "AND occurrence IS NOT NULL AND EXISTS (SELECT 1 FROM runs p JOIN jobs g ON g.id = p.job_id "
       "WHERE p.job_id = runs.job_id AND g.overlap = 'cancel-other' AND p.status = 'pending' "
-      "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US AND g.max_concurrent > 0 "
-      "AND (SELECT count(*) FROM runs o WHERE o.job_id = runs.job_id AND o.status = 'running') >= g.max_concurrent) "
+      "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US AND p.group_key IS NOT NULL "
+      "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max) "
       "RETURNING id");
   if (dialect() == Dialect::postgres)
     for (const auto& row : cancelled) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
@@ -295,14 +339,15 @@ std::string Store::trigger(const std::string& job_id, bool force) {
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
   refuse_deleted(job, "triggered");
-  int limit = model::effective_max_concurrent(*job.spec.schedule);
+  int limit = model::group_limit(job.spec);
   auto overlap = job.spec.schedule->overlap;
-  if (!force && limit > 0 && (overlap == model::Overlap::skip || overlap == model::Overlap::buffer_one)) {
+  const auto group = group_of(job.spec, job.id);
+  if (!force && group && (overlap == model::Overlap::skip || overlap == model::Overlap::buffer_one)) {
     auto busy = conn_->query(
-        "SELECT (SELECT count(*) FROM runs WHERE job_id = $1 AND status = 'running'), "
+        "SELECT (SELECT count(*) FROM runs WHERE group_key = $2 AND status = 'running'), "
         "(SELECT count(*) FROM runs WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL "
         "AND available_at <= NOW_US)",
-        {job_id});
+        {job_id, *group});
     int64_t running = busy.at(0).i64(0), waiting = busy.at(0).i64(1);
     if (running >= limit && (overlap == model::Overlap::skip || waiting > 0))
       throw Error(ExitCode::invalid_state,
@@ -310,17 +355,24 @@ std::string Store::trigger(const std::string& job_id, bool force) {
                               job_id, running, limit, model::to_string(overlap)),
                   "wait for it, or add --force to start one now regardless");
   }
-  auto run = occurrence_run(job, 0, "trigger");
-  // A forced run carries no occurrence, so the overlap rules do not hold it.
-  auto rows = conn_->query(
-      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
-      "origin) VALUES ($1, $2, $3, $4, 'pending', NOW_US, NOW_US, CASE WHEN $5 = 1 THEN NULL ELSE NOW_US END, $6, "
-      "'trigger') RETURNING id",
-      {run.id, run.job_id, run.queue, int64_t{run.priority}, int64_t{force ? 1 : 0}, int64_t{run.version}});
+  auto run = occurrence_run(job, now(), "trigger");
+  if (force) {
+    // A forced run carries no occurrence and no group, so the overlap
+    // rules and the limit do not hold it.
+    run.occurrence.reset();
+    run.group_key.reset();
+  }
+  std::vector<OccurrenceRun> runs, skipped;
+  std::vector<std::string> agents;
+  if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out);
+  expand_fan_out(job, std::move(run), agents, runs, skipped);
+  if (runs.empty())
+    throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then trigger");
+  insert_occurrences(*conn_, runs);
   notify_queue(*conn_, job.spec.queue);
-  audit(job_id, "trigger", nlohmann::json{{"run", rows.at(0).text(0)}, {"force", force}}.dump());
+  audit(job_id, "trigger", nlohmann::json{{"run", runs[0].id}, {"force", force}}.dump());
   tx.commit();
-  return rows.at(0).text(0);
+  return runs[0].id;
 }
 
 BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64_t to_us) {
@@ -335,7 +387,9 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
                                       "AND occurrence <= $3 AND status <> 'skipped'",
                                       {job_id, from_us, to_us}))
     taken.insert(row.i64(0));
-  std::vector<OccurrenceRun> runs;
+  std::vector<OccurrenceRun> runs, skipped;
+  std::vector<std::string> agents;
+  if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out);
   int64_t occurrences = 0;
   // Parsed once: a span may hold thousands of occurrences.
   const auto expr = cron::expr_of(job);
@@ -347,8 +401,10 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
                                     util::format_time(to_us), kMaxBackfill, job_id),
                         "backfill a shorter span at a time");
     if (taken.count(*t)) continue;
-    runs.push_back(occurrence_run(job, *t, "backfill"));
+    expand_fan_out(job, occurrence_run(job, *t, "backfill"), agents, runs, skipped);
   }
+  if (job.spec.fan_out && agents.empty() && !runs.empty())
+    throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then backfill");
   BackfillResult result;
   result.occurrences = occurrences;
   result.created = insert_occurrences(*conn_, runs);

@@ -1,0 +1,308 @@
+// Store: the claim — which pending runs an agent starts next — and
+// next_due_in, which tells an idle agent how long it may sleep.
+//
+// Order. Priority first, always. Within a priority the tenants of a queue
+// take turns: each tenant's runs are ranked in FIFO order, and the claim
+// takes every tenant's first run before any tenant's second (ties go to
+// the tenant with fewer runs running, then to the older run). So a tenant
+// that submitted 10,000 runs and one that submitted 10 are served one for
+// one, and the burst cannot starve the other.
+//
+// Limits, all checked inside the claim (never by a flag an agent holds):
+// * the run's job is not paused or deleted, its --on labels are among the
+//   agent's, and a fan-out run is pinned to this agent;
+// * its concurrency group (runs.group_key) has fewer than runs.group_max running;
+// * its queue is not paused, runs fewer than its max_concurrent, has a
+//   rate token left, and its tenant runs fewer than tenant_max_concurrent.
+//
+// Why the limits hold under concurrent claims. On SQLite every claim runs
+// inside the write lock, one at a time. On PostgreSQL the claim is a
+// transaction of two statements: the first takes a transaction-scoped
+// advisory lock (try, never wait) on every limited group and queue it may
+// claim from; the second, whose snapshot is taken after those locks were
+// granted, counts what runs and claims only from the groups and queues it
+// locked. Any other claim in the same group or queue must hold the same
+// lock, so the counts it reads are exact; completions only lower them.
+// Unlimited runs need no lock and take the plain SKIP LOCKED path.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+
+namespace jobctl::store {
+namespace {
+
+// The runs a worker ($N names it) must not take: those of paused and
+// deleted jobs (after delete, a run that was running then and came back
+// for a retry), and of jobs whose --on labels the worker lacks. One primary
+// key lookup per candidate run; the label test only for targeted jobs.
+std::string job_held(Dialect d, int worker_param) {
+  const std::string lacks_labels =
+      d == Dialect::postgres
+          ? fmt::format("NOT (p.target::jsonb <@ COALESCE((SELECT w.labels FROM workers w WHERE w.id = ${}), "
+                        "'[]')::jsonb)",
+                        worker_param)
+          : fmt::format("EXISTS (SELECT 1 FROM json_each(p.target) t WHERE t.value NOT IN (SELECT x.value FROM "
+                        "workers w, json_each(w.labels) x WHERE w.id = ${}))",
+                        worker_param);
+  return "(SELECT 1 FROM jobs p WHERE p.id = r.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
+         "(p.target IS NOT NULL AND " + lacks_labels + ")))";
+}
+
+// A fan-out run is for one agent only.
+std::string pinned_ok(int worker_param) {
+  return fmt::format("(r.pinned_to IS NULL OR r.pinned_to = (SELECT w.name FROM workers w WHERE w.id = ${}))",
+                     worker_param);
+}
+
+constexpr const char* kGroupRunning = "(SELECT count(*) FROM runs o WHERE o.group_key = r.group_key AND o.status = 'running')";
+
+// The tokens a rate-limited queue x has now: refilled at x.rate per second
+// since tokens_at, up to a burst of a tenth of a second's worth (at least 1).
+std::string tokens_now(Dialect d) {
+  const bool pg = d == Dialect::postgres;
+  return fmt::format("{}({}(1.0, x.rate / 10.0), x.tokens + (NOW_US - x.tokens_at) * x.rate / 1000000.0)",
+                     pg ? "LEAST" : "min", pg ? "GREATEST" : "max");
+}
+
+// The whole tokens a queue may spend now (they are never negative).
+std::string whole_tokens(Dialect d) {
+  if (d == Dialect::postgres) return "CAST(floor(" + tokens_now(d) + ") AS INTEGER)";
+  return "CAST(" + tokens_now(d) + " AS INTEGER)";
+}
+
+constexpr const char* kLimitedQueue = "(x.max_concurrent > 0 OR x.rate > 0 OR x.tenant_max_concurrent > 0)";
+
+// The claim after its candidates: rank them, apply the queue, tenant and
+// group allowances, and keep the best $4. Shared by both dialects.
+constexpr const char* kRankAndChoose = R"SQL(
+ranked AS (
+  SELECT cand.*,
+         row_number() OVER (PARTITION BY qname ORDER BY priority, trank, trun, available_at, id) AS qrank,
+         row_number() OVER (PARTITION BY group_key ORDER BY priority, available_at, id) AS grank
+  FROM cand WHERE trank <= troom
+), chosen AS (
+  SELECT id FROM ranked WHERE qrank <= room AND (group_key IS NULL OR grank <= groom)
+  ORDER BY priority, trank, trun, available_at, id LIMIT $4
+))SQL";
+
+// The queues to claim from, with how many runs each may still start
+// (room) and its per-tenant cap (tmax, 0 = none).
+std::string queues_cte(Dialect d, const std::string& queue_rows, const std::string& locked) {
+  const bool pg = d == Dialect::postgres;
+  return fmt::format(R"SQL(
+q AS (
+  SELECT u.name, COALESCE(x.tenant_max_concurrent, 0) AS tmax,
+         {least}(CASE WHEN COALESCE(x.max_concurrent, 0) > 0
+                      THEN x.max_concurrent - (SELECT count(*) FROM runs o WHERE o.queue = u.name AND o.status = 'running')
+                      ELSE $4 END,
+                 CASE WHEN COALESCE(x.rate, 0) > 0 THEN {tokens} ELSE $4 END) AS room
+  FROM {rows} LEFT JOIN queues x ON x.name = u.name
+  WHERE COALESCE(x.paused, 0) = 0 AND (x.name IS NULL OR NOT {limited} OR {locked})
+), qt AS (
+  SELECT q.name AS qname, q.room, q.tmax, tn.name AS tenant,
+         (SELECT count(*) FROM runs o WHERE o.queue = q.name AND o.tenant = tn.name AND o.status = 'running') AS trun
+  FROM q CROSS JOIN tenants tn WHERE q.room > 0
+))SQL",
+                     fmt::arg("least", pg ? "LEAST" : "min"), fmt::arg("tokens", whole_tokens(d)),
+                     fmt::arg("rows", queue_rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
+}
+
+// The filters every candidate passes; `group_locked` is the dialect's test
+// that this claim holds its group's lock.
+std::string claimable(Dialect d, const std::string& group_locked) {
+  return fmt::format("r.status = 'pending' AND r.available_at <= NOW_US AND NOT EXISTS {} AND {} "
+                     "AND (r.group_key IS NULL OR ({} AND {} < r.group_max))",
+                     job_held(d, 1), pinned_ok(1), group_locked, kGroupRunning);
+}
+
+// The candidate columns both dialects select, over qt and r.
+const std::string kCandidateColumns = fmt::format(
+    "r.id, r.priority, r.available_at, r.group_key, qt.qname, qt.room, qt.trun, "
+    "CASE WHEN qt.tmax > 0 THEN qt.tmax - qt.trun ELSE $4 END AS troom, "
+    "CASE WHEN r.group_key IS NULL THEN 0 ELSE r.group_max - {} END AS groom",
+    kGroupRunning);
+
+// PostgreSQL, statement 1: the limited groups and queues this claim may
+// touch, each locked (try, never wait) for the rest of the transaction.
+// Returns the ones it got: kind 'g' (group) or 'q' (queue), and the name.
+constexpr const char* kLockLimited = R"SQL(
+WITH wanted AS MATERIALIZED (
+  SELECT 'g' AS kind, k AS name FROM (
+    SELECT DISTINCT r.group_key AS k FROM runs r
+    WHERE r.status = 'pending' AND r.group_key IS NOT NULL AND r.queue = ANY ($1::text[]) AND r.available_at <= NOW_US
+    LIMIT 256) g
+  UNION ALL
+  SELECT 'q', x.name FROM queues x
+  WHERE x.name = ANY ($1::text[]) AND x.paused = 0
+    AND (x.max_concurrent > 0 OR x.rate > 0 OR x.tenant_max_concurrent > 0)
+)
+SELECT kind, name FROM wanted WHERE pg_try_advisory_xact_lock(hashtextextended(kind || ':' || name, 7230652077))
+)SQL";
+
+// PostgreSQL, statement 2. Each (queue, tenant) pair walks the claim index
+// in order; the chosen runs are then locked SKIP LOCKED (a run another
+// agent took since this snapshot is skipped), leased, and their attempts
+// opened. $5: locked groups, $6: locked queues.
+const std::string kClaimPostgres = fmt::format(R"SQL(
+WITH {queues}, cand AS (
+  SELECT {columns}, row_number() OVER (PARTITION BY qt.qname, qt.tenant ORDER BY r.priority, r.available_at, r.id) AS trank
+  FROM qt CROSS JOIN LATERAL (
+    SELECT r.* FROM runs r
+    WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
+    ORDER BY r.priority, r.available_at, r.id
+    LIMIT $4
+  ) r
+), {rank}, picked AS (
+  SELECT r.id FROM runs r WHERE r.id IN (SELECT id FROM chosen) AND r.status = 'pending' FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
+         fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
+         started_at = COALESCE(r.started_at, NOW_US)
+  FROM picked WHERE r.id = picked.id
+  RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence,
+            r.queue
+), opened AS (
+  INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
+  SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
+)
+SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, c.queue,
+       {jobs}
+FROM claimed c JOIN jobs j ON j.id = c.job_id
+ORDER BY c.priority, c.available_at, c.id
+)SQL",
+    fmt::arg("queues", queues_cte(Dialect::postgres, "unnest($3::text[]) AS u (name)", "u.name = ANY ($6::text[])")),
+    fmt::arg("columns", kCandidateColumns),
+    fmt::arg("claimable", claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])")),
+    fmt::arg("rank", kRankAndChoose), fmt::arg("jobs", kJobColumns));
+
+// SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
+// what serialises agents on one file. Each (queue, tenant) pair's best
+// runs come from a correlated subquery over the claim index.
+const std::string kClaimSqlite = fmt::format(R"SQL(
+WITH {queues}, cand AS (
+  SELECT {columns}, row_number() OVER (PARTITION BY qt.qname, qt.tenant ORDER BY r.priority, r.available_at, r.id) AS trank
+  FROM qt JOIN runs r ON r.id IN (
+    SELECT r.id FROM runs r
+    WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
+    ORDER BY r.priority, r.available_at, r.id
+    LIMIT $4)
+), {rank}
+UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
+       fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
+       started_at = COALESCE(started_at, NOW_US)
+WHERE id IN (SELECT id FROM chosen)
+RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue
+)SQL",
+    fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
+    fmt::arg("columns", kCandidateColumns), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
+    fmt::arg("rank", kRankAndChoose));
+
+// The first 10 columns of both claim statements.
+ClaimedRun claimed_from_row(const Row& row) {
+  ClaimedRun c;
+  c.run_id = row.text(0);
+  c.job_id = row.text(1);
+  c.fence = row.i64(2);
+  c.attempt = static_cast<int>(row.i64(3));
+  c.available_at = row.i64(4);
+  c.failures = static_cast<int>(row.i64(5));
+  c.first_started_at = row.i64(6);
+  c.claimed_at = row.i64(7);
+  c.occurrence = row.opt_i64(8);
+  c.queue = row.text(9);
+  return c;
+}
+
+// Spends one token per run claimed from a rate-limited queue.
+void spend_tokens(Connection& conn, const std::vector<ClaimedRun>& claimed) {
+  std::map<std::string, int64_t> per_queue;
+  for (const auto& c : claimed) ++per_queue[c.queue];
+  // `x` is the row updated: the statement names the table so.
+  for (const auto& [queue, n] : per_queue)
+    conn.exec(fmt::format("UPDATE queues AS x SET tokens = {} - $2, tokens_at = NOW_US WHERE x.name = $1 AND x.rate > 0",
+                          tokens_now(conn.dialect())),
+              {queue, n});
+}
+
+}  // namespace
+
+std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
+                                     int64_t lease_us) {
+  std::vector<ClaimedRun> out;
+  if (limit <= 0 || queues.empty()) return out;
+  Transaction tx(*conn_, TxMode::write);
+  Params params{worker_id, lease_us, list_param(dialect(), queues), int64_t{limit}};
+  if (dialect() == Dialect::postgres) {
+    std::vector<std::string> groups, limited_queues;
+    for (const auto& row : conn_->query(kLockLimited, {list_param(dialect(), queues)}))
+      (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));
+    params.push_back(list_param(dialect(), groups));
+    params.push_back(list_param(dialect(), limited_queues));
+    for (const auto& row : conn_->query(kClaimPostgres, params)) {
+      ClaimedRun c = claimed_from_row(row);
+      c.spec = job_from_row(row, 10).spec;
+      out.push_back(std::move(c));
+    }
+  } else {
+    std::map<std::string, model::JobSpec> jobs;
+    for (const auto& row : conn_->query(kClaimSqlite, params)) {
+      ClaimedRun c = claimed_from_row(row);
+      conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version) "
+                  "VALUES ($1, $2, $3, NOW_US, 'running', (SELECT version FROM jobs WHERE id = $4))",
+                  {c.run_id, int64_t{c.attempt}, worker_id, c.job_id});
+      auto it = jobs.find(c.job_id);
+      if (it == jobs.end()) {
+        auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {c.job_id});
+        it = jobs.emplace(c.job_id, job_from_row(job.at(0)).spec).first;
+      }
+      c.spec = it->second;
+      out.push_back(std::move(c));
+    }
+    std::sort(out.begin(), out.end(), [](const ClaimedRun& a, const ClaimedRun& b) {
+      return std::tie(a.spec.priority, a.available_at, a.run_id) < std::tie(b.spec.priority, b.available_at, b.run_id);
+    });
+  }
+  spend_tokens(*conn_, out);
+  tx.commit();
+  return out;
+}
+
+std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const std::vector<std::string>& queues) {
+  // The earliest due time per queue of the runs this worker could claim
+  // once due: runs whose group or whose tenant is at its limit wait for a
+  // completion (which wakes the agents), not for a time.
+  auto due = conn_->query(
+      fmt::format("SELECT r.queue, min(r.available_at) - NOW_US FROM runs r WHERE r.status = 'pending' AND {} "
+                  "AND NOT EXISTS {} AND {} AND (r.group_key IS NULL OR {} < r.group_max) "
+                  "AND NOT EXISTS (SELECT 1 FROM queues x WHERE x.name = r.queue AND (x.paused = 1 "
+                  "OR (x.max_concurrent > 0 AND (SELECT count(*) FROM runs o WHERE o.queue = x.name "
+                  "AND o.status = 'running') >= x.max_concurrent) "
+                  "OR (x.tenant_max_concurrent > 0 AND (SELECT count(*) FROM runs o WHERE o.queue = x.name "
+                  "AND o.tenant = r.tenant AND o.status = 'running') >= x.tenant_max_concurrent))) "
+                  "GROUP BY r.queue",
+                  in_list(dialect(), "r.queue", 2), job_held(dialect(), 1), pinned_ok(1), kGroupRunning),
+      {worker_id, list_param(dialect(), queues)});
+  if (due.empty()) return std::nullopt;
+  // A rate-limited queue is due no sooner than its next token.
+  std::map<std::string, int64_t> token_wait;
+  for (const auto& row : conn_->query(fmt::format("SELECT x.name, x.rate, {} FROM queues x WHERE x.rate > 0 AND {}",
+                                                  tokens_now(dialect()), in_list(dialect(), "x.name", 1)),
+                                      {list_param(dialect(), queues)})) {
+    double rate = std::stod(row.text(1)), have = std::stod(row.text(2));
+    if (have < 1.0) token_wait[row.text(0)] = static_cast<int64_t>(std::ceil((1.0 - have) / rate * 1e6));
+  }
+  std::optional<int64_t> soonest;
+  for (const auto& row : due) {
+    int64_t in = row.i64(1);
+    if (auto it = token_wait.find(row.text(0)); it != token_wait.end()) in = std::max(in, it->second);
+    soonest = soonest ? std::min(*soonest, in) : in;
+  }
+  return soonest;
+}
+
+}  // namespace jobctl::store
