@@ -6,6 +6,7 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
+#include "cli/waiting.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -29,11 +30,20 @@ class WaitingReasons {
   explicit WaitingReasons(Context& ctx) : ctx_(ctx) {}
 
   std::string operator()(const model::JobView& v) {
-    const auto& target = v.job.spec.target;
-    if (target.empty() || !v.latest_run || v.latest_run->status != model::RunStatus::pending) return "";
+    if (!v.latest_run) return "";
+    return (*this)(v.job, *v.latest_run);
+  }
+
+  // The same for one run of the job (a fan-out job's runs each have theirs).
+  std::string operator()(const model::Job& job, const model::Run& run) {
+    const auto& target = job.spec.target;
+    if (run.status != model::RunStatus::pending || (target.empty() && run.pinned_to.empty())) return "";
     if (!workers_) workers_ = ctx_.store().list_workers();
     for (const auto& w : *workers_)
-      if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels)) return "";
+      if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels) &&
+          (run.pinned_to.empty() || run.pinned_to == w.name))
+        return "";
+    if (!run.pinned_to.empty()) return "no eligible agent: agent " + run.pinned_to + " is not live";
     return "no eligible agent: none of the live agents has " + model::labels_display(target);
   }
 
@@ -64,6 +74,13 @@ void show_job(const model::JobView& v, const std::string& waiting) {
   if (j.deleted_at) f.emplace_back("deleted", util::format_time(*j.deleted_at) + " (jobctl restore undoes it)");
   if (j.paused) f.emplace_back("paused", "yes");
   if (!j.spec.target.empty()) f.emplace_back("on", model::labels_display(j.spec.target));
+  if (j.spec.fan_out) f.emplace_back("on each", model::fan_out_display(*j.spec.fan_out));
+  if (j.spec.stagger_us) f.emplace_back("stagger", util::format_duration(util::Micros(j.spec.stagger_us)));
+  if (int limit = model::group_limit(j.spec); limit > 0)
+    f.emplace_back("max concurrent", fmt::format("{} ({})", limit,
+                                                 j.spec.concurrency_key.empty() ? "of this job"
+                                                                                : "key " + j.spec.concurrency_key));
+  if (!j.spec.tenant.empty()) f.emplace_back("tenant", j.spec.tenant);
   if (!waiting.empty()) f.emplace_back("waiting", waiting);
   if (!j.spec.cwd.empty()) f.emplace_back("cwd", j.spec.cwd);
   for (const auto& [k, val] : j.spec.env) f.emplace_back("env", k + "=" + val);
@@ -84,6 +101,20 @@ void show_job(const model::JobView& v, const std::string& waiting) {
   print_fields(f);
 }
 
+// A fan-out job's runs, one line per agent.
+void show_per_agent(const model::Job& job, const std::vector<model::Run>& runs, WaitingReasons& waiting) {
+  std::vector<TableRow> rows;
+  for (const auto& r : runs) {
+    std::string status(model::to_string(r.status));
+    if (auto why = waiting(job, r); !why.empty()) status += " (" + why + ")";
+    rows.push_back({r.pinned_to, status, std::to_string(r.attempts), r.exit_code ? std::to_string(*r.exit_code) : "-",
+                    opt_time(r.started_at), r.started_at ? duration_between(*r.started_at, r.finished_at) : "-", r.id,
+                    r.error.empty() ? "" : cell(r.error, 60)});
+  }
+  std::printf("\nper agent:\n");
+  print_table({"AGENT", "STATUS", "ATTEMPTS", "EXIT", "STARTED", "DURATION", "RUN", "ERROR"}, rows);
+}
+
 void register_get(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("get", "Show one job and its latest run");
@@ -91,11 +122,24 @@ void register_get(CLI::App& app, Context& ctx) {
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     if (r.run) r.job.latest_run = r.run;
-    std::string waiting = WaitingReasons(ctx)(r.job);
+    WaitingReasons reasons(ctx);
+    std::string waiting = reasons(r.job);
+    auto per_agent = per_agent_runs(ctx, r.job);
     if (ctx.format() == OutputFormat::json) {
-      print_json(with_waiting(r.job, waiting));
+      auto j = with_waiting(r.job, waiting);
+      if (r.job.job.spec.fan_out) {
+        j["per_agent"] = nlohmann::json::array();
+        for (const auto& run : per_agent) {
+          auto one = model::to_json(run);
+          auto why = reasons(r.job.job, run);
+          one["waiting"] = why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why);
+          j["per_agent"].push_back(std::move(one));
+        }
+      }
+      print_json(j);
     } else {
       show_job(r.job, waiting);
+      if (!per_agent.empty()) show_per_agent(r.job.job, per_agent, reasons);
     }
   });
 }

@@ -24,6 +24,7 @@ struct UpdateFlags {
   std::optional<int> if_version;
   RetryFlags retry;
   ScheduleFlags schedule;
+  FleetFlags fleet;
 };
 
 store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
@@ -35,6 +36,8 @@ store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
   u.set_env = env_from_flags(f.env);
   u.unset_env = f.unset_env;
   if (cmd.count("--on")) u.target = model::parse_labels(f.on, "--on");
+  if (cmd.count("--concurrency-key")) u.concurrency_key = f.fleet.concurrency_key;
+  if (cmd.count("--tenant")) u.tenant = f.fleet.tenant;
   if (!f.command.empty()) u.command = command_from_args(f.command);
   u.retry = to_overrides(f.retry);
   u.schedule = to_update(f.schedule, f.tz);
@@ -44,7 +47,7 @@ store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
 
 bool nothing_given(const store::JobUpdate& u) {
   return !u.name && !u.queue && !u.priority && !u.timeout_us && u.set_env.empty() && u.unset_env.empty() &&
-         !u.command && !u.target && u.retry.empty() && u.schedule.empty();
+         !u.command && !u.target && !u.concurrency_key && !u.tenant && u.retry.empty() && u.schedule.empty();
 }
 
 void register_update(CLI::App& app, Context& ctx) {
@@ -59,6 +62,7 @@ void register_update(CLI::App& app, Context& ctx) {
   cmd->add_option("--env", f->env, "Set NAME=VALUE in its environment (repeatable)");
   cmd->add_option("--unset-env", f->unset_env, "Remove NAME from its environment (repeatable)");
   cmd->add_option("--on", f->on, "Only agents with all these labels run it (KEY=VALUE,…; \"\" lets any agent)");
+  add_fleet_flags(*cmd, f->fleet, false);
   add_retry_flags(*cmd, f->retry);
   cmd->add_option("--cron", f->schedule.cron, "A schedule: new cron expression");
   cmd->add_option("--tz", f->tz, "A schedule: new IANA time zone");

@@ -1,5 +1,8 @@
 // jobctl queue: queues and their retry-policy defaults.
 #include <cstdio>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
@@ -19,47 +22,102 @@ std::string describe(const model::RetryOverrides& o) {
   return out.empty() ? "-" : out;
 }
 
+// "N/s", "N/m", "N/h" or a bare N (per second) as runs per second; "0"
+// (or "none") is no limit.
+double parse_rate(const std::string& text) {
+  if (text == "none") return 0;
+  const auto slash = text.find('/');
+  const std::string number = text.substr(0, slash);
+  const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
+  double per = unit == "s" ? 1 : unit == "m" || unit == "min" ? 60 : unit == "h" ? 3600 : 0;
+  size_t used = 0;
+  double n = -1;
+  try {
+    n = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (per == 0 || used != number.size() || number.empty() || !(n >= 0) || n / per > 1e6)
+    throw usage_error(fmt::format("invalid --rate '{}'", text),
+                      "write runs per second, minute or hour, e.g. 5/s, 100/m, 1000/h (0 or none: no limit)");
+  return n / per;
+}
+
+std::string format_rate(double rate) {
+  if (rate <= 0) return "-";
+  if (rate >= 1) return fmt::format("{:g}/s", rate);
+  if (rate * 60 >= 1) return fmt::format("{:g}/m", rate * 60);
+  return fmt::format("{:g}/h", rate * 3600);
+}
+
+// A queue's limits as "max=2 rate=5/s tenant-max=1", "-" when it has none.
+std::string describe_limits(const store::QueueInfo& q) {
+  std::string out;
+  if (q.max_concurrent > 0) out += fmt::format("max={}", q.max_concurrent);
+  if (q.rate > 0) out += fmt::format("{}rate={}", out.empty() ? "" : " ", format_rate(q.rate));
+  if (q.tenant_max_concurrent > 0) out += fmt::format("{}tenant-max={}", out.empty() ? "" : " ", q.tenant_max_concurrent);
+  return out.empty() ? "-" : out;
+}
+
 void register_set(CLI::App& queue, Context& ctx) {
   struct Flags {
-    std::string name;
+    std::string name, rate;
     RetryFlags retry;
+    std::optional<int> max_concurrent, tenant_max_concurrent;
     bool clear = false;
   };
   auto f = std::make_shared<Flags>();
-  auto* cmd = queue.add_subcommand("set", "Set a queue's retry defaults for jobs submitted from now on");
+  auto* cmd = queue.add_subcommand("set", "Set a queue's limits, and its retry defaults for jobs submitted from now on");
   cmd->add_option("queue", f->name, "Queue name")->required();
+  cmd->add_option("--max-concurrent", f->max_concurrent, "Runs of the queue at once, fleet-wide (0: no limit)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--rate", f->rate, "Runs started at most this often: N/s, N/m or N/h (0: no limit)");
+  cmd->add_option("--tenant-max-concurrent", f->tenant_max_concurrent,
+                  "Runs of any one tenant in the queue at once (0: no limit)")
+      ->check(CLI::Range(0, 1000000));
   add_retry_flags(*cmd, f->retry);
-  cmd->add_flag("--clear", f->clear, "Reset every default first (then apply the flags given)");
+  cmd->add_flag("--clear", f->clear, "Reset every retry default first (then apply the flags given)");
   cmd->callback([f, &ctx] {
     auto given = to_overrides(f->retry);
-    if (given.empty() && !f->clear)
+    store::QueueLimits limits{f->max_concurrent, std::nullopt, f->tenant_max_concurrent};
+    if (!f->rate.empty()) limits.rate = parse_rate(f->rate);
+    if (given.empty() && !f->clear && limits.empty())
       throw usage_error("nothing to set", "give at least one flag, e.g. jobctl queue set reports --retries 5");
     model::JobSpec probe;  // the queue name follows the job rules
     probe.queue = f->name;
     probe.command.argv = {"true"};
     model::validate(probe);
-    ctx.store().set_queue_defaults(f->name, given,
-                                   f->clear ? store::Store::Clear::yes : store::Store::Clear::no);
-    std::fprintf(stderr, "queue %s: defaults updated\n", f->name.c_str());
+    if (!given.empty() || f->clear)
+      ctx.store().set_queue_defaults(f->name, given, f->clear ? store::Store::Clear::yes : store::Store::Clear::no);
+    if (!limits.empty()) ctx.store().set_queue_limits(f->name, limits);
+    std::fprintf(stderr, "queue %s: updated\n", f->name.c_str());
   });
 }
 
 void register_ls(CLI::App& queue, Context& ctx) {
-  auto* cmd = queue.add_subcommand("ls", "List queues: runs pending, running, dead, and retry defaults");
+  auto* cmd = queue.add_subcommand("ls", "List queues: runs pending, running, dead, limits and retry defaults");
   cmd->callback([&ctx] {
     auto queues = ctx.store().list_queues();
     if (ctx.format() == OutputFormat::json) {
       print_json_list(queues, [](const store::QueueInfo& q) {
-        return nlohmann::json{{"name", q.name},         {"pending", q.pending}, {"running", q.running},
-                              {"dead", q.dead},         {"paused", q.paused},   {"defaults", model::to_json(q.defaults)}};
+        auto limit = [](auto v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+        return nlohmann::json{{"name", q.name},
+                              {"pending", q.pending},
+                              {"running", q.running},
+                              {"dead", q.dead},
+                              {"paused", q.paused},
+                              {"max_concurrent", limit(q.max_concurrent)},
+                              {"rate_per_second", limit(q.rate)},
+                              {"tenant_max_concurrent", limit(q.tenant_max_concurrent)},
+                              {"defaults", model::to_json(q.defaults)}};
       });
       return;
     }
     std::vector<TableRow> rows;
     for (const auto& q : queues)
       rows.push_back({q.name, std::to_string(q.pending), std::to_string(q.running), std::to_string(q.dead),
-                      q.paused ? "paused" : "", describe(q.defaults)});
-    print_table({"QUEUE", "PENDING", "RUNNING", "DEAD", "STATE", "RETRY DEFAULTS"}, rows);
+                      q.paused ? "paused" : "", describe_limits(q), describe(q.defaults)});
+    print_table({"QUEUE", "PENDING", "RUNNING", "DEAD", "STATE", "LIMITS", "RETRY DEFAULTS"}, rows);
   });
 }
 
@@ -79,7 +137,7 @@ void register_pause(CLI::App& queue, Context& ctx, bool pause) {
 }  // namespace
 
 void register_queue(CLI::App& app, Context& ctx) {
-  auto* queue = app.add_subcommand("queue", "Queues: retry defaults, pause and resume");
+  auto* queue = app.add_subcommand("queue", "Queues: limits, retry defaults, pause and resume");
   queue->require_subcommand(1);
   register_set(*queue, ctx);
   register_ls(*queue, ctx);

@@ -34,6 +34,7 @@ struct SubmitFlags {
   bool wait = false;
   RetryFlags retry;
   ScheduleFlags schedule;
+  FleetFlags fleet;
 };
 
 // "@FILE" reads a file ("@-" standard input); anything else is the text.
@@ -75,6 +76,10 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
   }
   s.idempotency_key = f.idempotency_key;
   s.target = model::parse_labels(f.on, "--on");
+  if (!f.fleet.on_each.empty()) s.fan_out = model::parse_fan_out(f.fleet.on_each, "--on-each");
+  if (!f.fleet.stagger.empty()) s.stagger_us = util::parse_duration(f.fleet.stagger, "--stagger").count();
+  s.concurrency_key = f.fleet.concurrency_key;
+  s.tenant = f.fleet.tenant;
   s.retry_given = to_overrides(f.retry);
   if (!f.schedule.cron.empty()) {
     // A schedule: the zone is its own (default UTC), not the host's.
@@ -89,6 +94,8 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
     sc.jitter_us = u.jitter_us.value_or(0);
     model::validate(sc, s.name);
     s.schedule = std::move(sc);
+  } else {
+    s.max_concurrent = f.schedule.max_concurrent;
   }
   if (!f.tz.empty() && f.at.empty() && !s.schedule)
     throw usage_error("--tz goes with --at or --cron", "e.g. --at '2026-12-24 18:00' --tz Europe/Berlin");
@@ -162,6 +169,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--env", f->env, "Environment variable NAME=VALUE for the job (repeatable)")->take_all();
   cmd->add_option("--cwd", f->cwd, "Working directory of the job on the agent's host");
   cmd->add_option("--on", f->on, "Only agents with all these labels run it: KEY=VALUE[,KEY=VALUE…], e.g. role=web");
+  auto fleet_flags = add_fleet_flags(*cmd, f->fleet, true);
   cmd->add_option("--payload", f->payload, "JSON given to the job on stdin and in JOB_PAYLOAD; @FILE reads a file");
   cmd->add_option("--idempotency-key", f->idempotency_key,
                   "Submit only once: a later submit with this key returns the existing job");
@@ -175,7 +183,8 @@ void register_submit(CLI::App& app, Context& ctx) {
                    ->excludes(at)
                    ->excludes("--in");
   auto schedule_flags = add_schedule_flags(*cmd, f->schedule);
-  for (const auto& name : schedule_flags) cmd->get_option(name)->needs(cron);
+  for (const auto& name : schedule_flags)
+    if (name != "--max-concurrent") cmd->get_option(name)->needs(cron);
   auto retry_flags = add_retry_flags(*cmd, f->retry);
   cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does")->excludes(cron);
   auto* file = cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin");
@@ -186,6 +195,7 @@ void register_submit(CLI::App& app, Context& ctx) {
     file->excludes(cmd->get_option(name));
   for (const auto& name : schedule_flags) file->excludes(cmd->get_option(name));
   for (const auto& name : retry_flags) file->excludes(cmd->get_option(name));
+  for (const auto& name : fleet_flags) file->excludes(cmd->get_option(name));
   cmd->callback([f, &ctx] {
     std::vector<model::JobSpec> specs;
     if (!f->file.empty()) specs = specs_from_file(f->file);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "common/model/job.hpp"
 
 namespace jobctl::cli {
@@ -15,5 +17,12 @@ model::Command command_from_args(const std::vector<std::string>& args);
 
 // --env NAME=VALUE values. Throws usage Error for one without a name or '='.
 std::map<std::string, std::string> env_from_flags(const std::vector<std::string>& assignments);
+
+// The fleet flags of submit and update: --concurrency-key and --tenant
+// (and, for submit, --on-each and --stagger). Returns their names.
+struct FleetFlags {
+  std::string concurrency_key, tenant, on_each, stagger;
+};
+std::vector<std::string> add_fleet_flags(CLI::App& cmd, FleetFlags& f, bool fan_out);
 
 }  // namespace jobctl::cli

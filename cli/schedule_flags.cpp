@@ -13,10 +13,12 @@ std::vector<std::string> add_schedule_flags(CLI::App& cmd, ScheduleFlags& f) {
                  "An occurrence due while the last still runs: skip (default), buffer-one, buffer-all, "
                  "cancel-other or allow")
       ->check(CLI::IsMember({"skip", "buffer-one", "buffer-all", "cancel-other", "allow"}));
-  cmd.add_option("--max-concurrent", f.max_concurrent, "Runs of this schedule at once (default 1; allow: no limit)")
+  cmd.add_option("--max-concurrent", f.max_concurrent,
+                 "Runs of the job's concurrency group at once, fleet-wide (a schedule: default 1, allow: no limit; "
+                 "with --concurrency-key: default 1)")
       ->check(CLI::Range(1, 100000));
   cmd.add_option("--jitter", f.jitter, "Start each occurrence up to this much later, spreading a herd (e.g. 30s)");
-  return {"--misfire", "--catchup-window", "--overlap", "--max-concurrent", "--jitter"};
+  return {"--misfire", "--catchup-window", "--overlap", "--jitter", "--max-concurrent"};
 }
 
 store::ScheduleUpdate to_update(const ScheduleFlags& f, const std::string& tz) {

@@ -17,7 +17,8 @@ struct ScheduleFlags {
 };
 
 // Adds every flag but --cron and --tz (each command words those its own
-// way); returns their names (for excludes() and "needs --cron" checks).
+// way); returns their names (for excludes() and "needs --cron" checks),
+// --max-concurrent last: it is also every other job's group limit.
 std::vector<std::string> add_schedule_flags(CLI::App& cmd, ScheduleFlags& f);
 
 // The fields the user set, with `tz` ("" = unset). Throws usage Error for

@@ -1,6 +1,8 @@
 #include "cli/waiting.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <thread>
 
@@ -12,6 +14,31 @@
 
 namespace jobctl::cli {
 
+std::vector<model::Run> per_agent_runs(Context& ctx, const model::JobView& view) {
+  if (!view.job.spec.fan_out || !view.latest_run) return {};
+  const auto& latest = *view.latest_run;
+  std::map<std::string, model::Run> newest;  // runs_of is oldest first
+  for (auto& run : ctx.store().runs_of(view.job.id)) {
+    if (run.pinned_to.empty()) continue;
+    if (latest.occurrence && run.occurrence && *run.occurrence != *latest.occurrence) continue;
+    newest[run.pinned_to] = std::move(run);
+  }
+  std::vector<model::Run> out;
+  for (auto& [agent, run] : newest) out.push_back(std::move(run));
+  return out;
+}
+
+namespace {
+
+// The runs a wait is for: every agent's of a fan-out job, else the latest.
+std::vector<model::Run> awaited(Context& ctx, const model::JobView& view) {
+  auto runs = per_agent_runs(ctx, view);
+  if (runs.empty() && view.latest_run) runs.push_back(*view.latest_run);
+  return runs;
+}
+
+}  // namespace
+
 int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Micros> timeout, WaitReport report) {
   using Clock = std::chrono::steady_clock;
   auto give_up = timeout ? Clock::now() + *timeout : Clock::time_point::max();
@@ -19,13 +46,18 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
   for (;;) {
     auto view = ctx.store().get_job(job_id);
     if (!view) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
-    if (view->latest_run && model::is_final(view->latest_run->status)) {
-      const auto& run = *view->latest_run;
+    auto runs = awaited(ctx, *view);
+    if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const auto& r) { return model::is_final(r.status); })) {
       if (ctx.output == "json" && report == WaitReport::with_json) print_json(model::to_json(*view));
-      std::string detail = run.error.empty() ? "" : ": " + run.error;
-      std::fprintf(stderr, "job %s %s%s\n", job_id.c_str(), std::string(model::to_string(run.status)).c_str(),
-                   detail.c_str());
-      return run.status == model::RunStatus::succeeded ? 0 : static_cast<int>(ExitCode::job_failed);
+      int code = 0;
+      for (const auto& run : runs) {
+        std::string detail = run.error.empty() ? "" : ": " + run.error;
+        std::string on = run.pinned_to.empty() ? "" : " on " + run.pinned_to;
+        std::fprintf(stderr, "job %s%s %s%s\n", job_id.c_str(), on.c_str(),
+                     std::string(model::to_string(run.status)).c_str(), detail.c_str());
+        if (run.status != model::RunStatus::succeeded) code = static_cast<int>(ExitCode::job_failed);
+      }
+      return code;
     }
     if (Clock::now() >= give_up) {
       std::fprintf(stderr, "jobctl: timed out waiting for job %s (still %s)\n", job_id.c_str(),

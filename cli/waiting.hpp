@@ -2,14 +2,22 @@
 // Blocking until a job's latest run is final, for `wait` and `submit --wait`.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/context.hpp"
+#include "common/model/job.hpp"
 #include "common/util/duration.hpp"
 
 namespace jobctl::cli {
 
+// A fan-out job's (--on-each) latest runs, one per agent by agent name:
+// those of the latest run's occurrence for a schedule, else each agent's
+// newest. Empty for other jobs.
+std::vector<model::Run> per_agent_runs(Context& ctx, const model::JobView& view);
+
 // Polls the store (backing off from 20 ms to 500 ms) until the job's latest
-// run reaches a final state or `timeout` passes. Prints the outcome to
+// run (a fan-out job: every agent's run) reaches a final state or `timeout`
+// passes. Prints the outcome to
 // stderr (and the job as JSON on stdout with -o json). Returns the exit
 // code: 0 succeeded, 1 failed/dead/cancelled, 124 timed out.
 enum class WaitReport { with_json, status_only };

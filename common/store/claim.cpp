@@ -2,11 +2,12 @@
 // next_due_in, which tells an idle agent how long it may sleep.
 //
 // Order. Priority first, always. Within a priority the tenants of a queue
-// take turns: each tenant's runs are ranked in FIFO order, and the claim
-// takes every tenant's first run before any tenant's second (ties go to
-// the tenant with fewer runs running, then to the older run). So a tenant
-// that submitted 10,000 runs and one that submitted 10 are served one for
-// one, and the burst cannot starve the other.
+// take turns (round-robin): each tenant's runs are ranked in FIFO order,
+// every tenant's first run comes before any tenant's second, and among
+// equals the tenant served least recently (tenants.served_at, which each
+// claim updates) goes first. So a tenant that submitted 10,000 runs and
+// one that submitted 10 are served one for one, even one run per claim,
+// and the burst cannot starve the other.
 //
 // Limits, all checked inside the claim (never by a flag an agent holds):
 // * the run's job is not paused or deleted, its --on labels are among the
@@ -29,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
@@ -81,17 +83,22 @@ constexpr const char* kLimitedQueue = "(x.max_concurrent > 0 OR x.rate > 0 OR x.
 // group allowances, and keep the best $4. Shared by both dialects.
 constexpr const char* kRankAndChoose = R"SQL(
 ranked AS (
-  SELECT cand.*,
-         row_number() OVER (PARTITION BY qname ORDER BY priority, trank, trun, available_at, id) AS qrank,
+  SELECT c.*,
+         row_number() OVER (PARTITION BY qname, tenant ORDER BY priority, available_at, id) AS trank
+  FROM cand c
+), allowed AS (
+  SELECT r.*,
+         row_number() OVER (PARTITION BY qname ORDER BY priority, trank, served_at, available_at, id) AS qrank,
          row_number() OVER (PARTITION BY group_key ORDER BY priority, available_at, id) AS grank
-  FROM cand WHERE trank <= troom
+  FROM ranked r WHERE trank <= troom
 ), chosen AS (
-  SELECT id FROM ranked WHERE qrank <= room AND (group_key IS NULL OR grank <= groom)
-  ORDER BY priority, trank, trun, available_at, id LIMIT $4
+  SELECT id FROM allowed WHERE qrank <= room AND (group_key IS NULL OR grank <= groom)
+  ORDER BY priority, trank, served_at, available_at, id LIMIT $4
 ))SQL";
 
 // The queues to claim from, with how many runs each may still start
-// (room) and its per-tenant cap (tmax, 0 = none).
+// (room), and for each of their tenants when it was last served and how
+// many more runs it may start (troom).
 std::string queues_cte(Dialect d, const std::string& queue_rows, const std::string& locked) {
   const bool pg = d == Dialect::postgres;
   return fmt::format(R"SQL(
@@ -104,38 +111,54 @@ q AS (
   FROM {rows} LEFT JOIN queues x ON x.name = u.name
   WHERE COALESCE(x.paused, 0) = 0 AND (x.name IS NULL OR NOT {limited} OR {locked})
 ), qt AS (
-  SELECT q.name AS qname, q.room, q.tmax, tn.name AS tenant,
-         (SELECT count(*) FROM runs o WHERE o.queue = q.name AND o.tenant = tn.name AND o.status = 'running') AS trun
+  SELECT q.name AS qname, q.room, tn.name AS tenant, tn.served_at,
+         CASE WHEN q.tmax > 0
+              THEN q.tmax - (SELECT count(*) FROM runs o WHERE o.queue = q.name AND o.tenant = tn.name AND o.status = 'running')
+              ELSE $4 END AS troom
   FROM q CROSS JOIN tenants tn WHERE q.room > 0
 ))SQL",
                      fmt::arg("least", pg ? "LEAST" : "min"), fmt::arg("tokens", whole_tokens(d)),
                      fmt::arg("rows", queue_rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
 }
 
-// The filters every candidate passes; `group_locked` is the dialect's test
-// that this claim holds its group's lock.
+// The filters every candidate passes. A run of a concurrency group passes
+// while its group has room and, so that a long backlog of one group does
+// not crowd out everything behind it, only if it is among the group's
+// first waiting runs that fit in that room: PostgreSQL counts exactly
+// (OFFSET may name the row), SQLite lets each claim take the group's
+// first (the agent claims again at once while runs are due).
+// `group_locked` is the dialect's test that this claim holds the group.
 std::string claimable(Dialect d, const std::string& group_locked) {
-  return fmt::format("r.status = 'pending' AND r.available_at <= NOW_US AND NOT EXISTS {} AND {} "
-                     "AND (r.group_key IS NULL OR ({} AND {} < r.group_max))",
-                     job_held(d, 1), pinned_ok(1), group_locked, kGroupRunning);
+  const std::string offset =
+      d == Dialect::postgres ? fmt::format("GREATEST(0, r.group_max - {} - 1)", kGroupRunning) : "0";
+  return fmt::format(
+      "r.status = 'pending' AND r.available_at <= NOW_US AND NOT EXISTS {held} AND {pinned} "
+      "AND (r.group_key IS NULL OR ({locked} AND {running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
+      "WHERE e.group_key = r.group_key AND e.status = 'pending' AND e.available_at <= NOW_US "
+      "AND (e.priority, e.available_at, e.id) < (r.priority, r.available_at, r.id) LIMIT 1 OFFSET {offset})))",
+      fmt::arg("held", job_held(d, 1)), fmt::arg("pinned", pinned_ok(1)), fmt::arg("locked", group_locked),
+      fmt::arg("running", kGroupRunning), fmt::arg("offset", offset));
 }
 
 // The candidate columns both dialects select, over qt and r.
 const std::string kCandidateColumns = fmt::format(
-    "r.id, r.priority, r.available_at, r.group_key, qt.qname, qt.room, qt.trun, "
-    "CASE WHEN qt.tmax > 0 THEN qt.tmax - qt.trun ELSE $4 END AS troom, "
+    "r.id, r.priority, r.available_at, r.group_key, qt.qname, qt.tenant, qt.room, qt.troom, qt.served_at, "
     "CASE WHEN r.group_key IS NULL THEN 0 ELSE r.group_max - {} END AS groom",
     kGroupRunning);
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// Returns the ones it got: kind 'g' (group) or 'q' (queue), and the name.
+// The groups are those of the first waiting runs of each queue and tenant
+// in claim order. Returns what it got: kind 'g' (group) or 'q' (queue),
+// and the name.
 constexpr const char* kLockLimited = R"SQL(
 WITH wanted AS MATERIALIZED (
-  SELECT 'g' AS kind, k AS name FROM (
-    SELECT DISTINCT r.group_key AS k FROM runs r
-    WHERE r.status = 'pending' AND r.group_key IS NOT NULL AND r.queue = ANY ($1::text[]) AND r.available_at <= NOW_US
-    LIMIT 256) g
+  SELECT DISTINCT 'g' AS kind, r.group_key AS name
+  FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL (
+    SELECT r.group_key FROM runs r
+    WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.available_at <= NOW_US
+    ORDER BY r.priority, r.available_at, r.id LIMIT 512) r
+  WHERE r.group_key IS NOT NULL
   UNION ALL
   SELECT 'q', x.name FROM queues x
   WHERE x.name = ANY ($1::text[]) AND x.paused = 0
@@ -150,7 +173,7 @@ SELECT kind, name FROM wanted WHERE pg_try_advisory_xact_lock(hashtextextended(k
 // opened. $5: locked groups, $6: locked queues.
 const std::string kClaimPostgres = fmt::format(R"SQL(
 WITH {queues}, cand AS (
-  SELECT {columns}, row_number() OVER (PARTITION BY qt.qname, qt.tenant ORDER BY r.priority, r.available_at, r.id) AS trank
+  SELECT {columns}
   FROM qt CROSS JOIN LATERAL (
     SELECT r.* FROM runs r
     WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
@@ -165,13 +188,13 @@ WITH {queues}, cand AS (
          started_at = COALESCE(r.started_at, NOW_US)
   FROM picked WHERE r.id = picked.id
   RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence,
-            r.queue
+            r.queue, r.tenant
 ), opened AS (
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
   SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
 )
 SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, c.queue,
-       {jobs}
+       c.tenant, {jobs}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
@@ -185,7 +208,7 @@ ORDER BY c.priority, c.available_at, c.id
 // runs come from a correlated subquery over the claim index.
 const std::string kClaimSqlite = fmt::format(R"SQL(
 WITH {queues}, cand AS (
-  SELECT {columns}, row_number() OVER (PARTITION BY qt.qname, qt.tenant ORDER BY r.priority, r.available_at, r.id) AS trank
+  SELECT {columns}
   FROM qt JOIN runs r ON r.id IN (
     SELECT r.id FROM runs r
     WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
@@ -196,13 +219,13 @@ UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US 
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
        started_at = COALESCE(started_at, NOW_US)
 WHERE id IN (SELECT id FROM chosen)
-RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue
+RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue, tenant
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
     fmt::arg("columns", kCandidateColumns), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
     fmt::arg("rank", kRankAndChoose));
 
-// The first 10 columns of both claim statements.
+// The first 11 columns of both claim statements.
 ClaimedRun claimed_from_row(const Row& row) {
   ClaimedRun c;
   c.run_id = row.text(0);
@@ -215,13 +238,28 @@ ClaimedRun claimed_from_row(const Row& row) {
   c.claimed_at = row.i64(7);
   c.occurrence = row.opt_i64(8);
   c.queue = row.text(9);
+  c.tenant = row.text(10);
   return c;
 }
 
-// Spends one token per run claimed from a rate-limited queue.
-void spend_tokens(Connection& conn, const std::vector<ClaimedRun>& claimed) {
+// Spends one token per run claimed from a rate-limited queue, and marks the
+// tenants served (a tenant another claim is marking right now is left to
+// it: fairness needs no exact time, and no claim waits for another).
+void account(Connection& conn, const std::vector<ClaimedRun>& claimed) {
   std::map<std::string, int64_t> per_queue;
-  for (const auto& c : claimed) ++per_queue[c.queue];
+  std::set<std::string> tenants;
+  for (const auto& c : claimed) {
+    ++per_queue[c.queue];
+    tenants.insert(c.tenant);
+  }
+  if (!tenants.empty()) {
+    const std::vector<std::string> list(tenants.begin(), tenants.end());
+    conn.exec(conn.dialect() == Dialect::postgres
+                  ? "UPDATE tenants SET served_at = NOW_US WHERE name IN (SELECT name FROM tenants "
+                    "WHERE name = ANY ($1::text[]) FOR UPDATE SKIP LOCKED)"
+                  : "UPDATE tenants SET served_at = NOW_US WHERE name IN (SELECT value FROM json_each($1))",
+              {list_param(conn.dialect(), list)});
+  }
   // `x` is the row updated: the statement names the table so.
   for (const auto& [queue, n] : per_queue)
     conn.exec(fmt::format("UPDATE queues AS x SET tokens = {} - $2, tokens_at = NOW_US WHERE x.name = $1 AND x.rate > 0",
@@ -245,7 +283,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
     params.push_back(list_param(dialect(), limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, 10).spec;
+      c.spec = job_from_row(row, 11).spec;
       out.push_back(std::move(c));
     }
   } else {
@@ -267,7 +305,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
       return std::tie(a.spec.priority, a.available_at, a.run_id) < std::tie(b.spec.priority, b.available_at, b.run_id);
     });
   }
-  spend_tokens(*conn_, out);
+  account(*conn_, out);
   tx.commit();
   return out;
 }

@@ -220,14 +220,17 @@ ALTER TABLE runs ADD COLUMN pinned_to TEXT;
 DROP INDEX runs_claim;
 CREATE INDEX runs_claim ON runs (queue, tenant, priority, available_at, id) WHERE status = 'pending';
 CREATE INDEX runs_group_running ON runs (group_key) WHERE status = 'running' AND group_key IS NOT NULL;
+CREATE INDEX runs_group_pending ON runs (group_key, priority, available_at, id)
+  WHERE status = 'pending' AND group_key IS NOT NULL;
 CREATE INDEX runs_tenant_running ON runs (queue, tenant) WHERE status = 'running';
 -- One run per (job, version, occurrence, agent): a fan-out occurrence has
 -- one per agent.
 DROP INDEX runs_occurrence;
 CREATE UNIQUE INDEX runs_occurrence ON runs (job_id, job_version, occurrence, COALESCE(pinned_to, ''))
   WHERE occurrence IS NOT NULL AND status <> 'skipped';
--- Every tenant that ever submitted: the claim serves them in turn.
-CREATE TABLE tenants (name TEXT PRIMARY KEY);
+-- Every tenant that ever submitted, and when a claim last served it: the
+-- claim serves the least recently served first.
+CREATE TABLE tenants (name TEXT PRIMARY KEY, served_at BIGINT NOT NULL DEFAULT 0);
 INSERT INTO tenants (name) VALUES ('');
 -- Queue limits: runs at once (all tenants, and each tenant), and a rate
 -- as a token bucket (tokens at tokens_at; 0 rate = none).

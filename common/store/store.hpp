@@ -52,6 +52,7 @@ struct ClaimedRun {
   int64_t claimed_at = 0;        // this claim (store clock)
   std::optional<int64_t> occurrence;  // a schedule's run: its fire time
   std::string queue;                  // the run's queue (its job's, unless an update moved the job meanwhile)
+  std::string tenant;                 // the run's tenant
   model::JobSpec spec;
 };
 
@@ -119,6 +120,18 @@ struct QueueInfo {
   int64_t running = 0;
   int64_t dead = 0;  // in the dead-letter queue
   bool paused = false;  // jobctl queue pause: no agent claims from it
+  int max_concurrent = 0;         // runs of the queue at once; 0 = no limit
+  double rate = 0;                // runs started per second; 0 = no limit
+  int tenant_max_concurrent = 0;  // runs of one tenant in the queue at once; 0 = no limit
+};
+
+// `jobctl queue set` limits; unset fields stay, 0 removes a limit.
+struct QueueLimits {
+  std::optional<int> max_concurrent;
+  std::optional<double> rate;
+  std::optional<int> tenant_max_concurrent;
+
+  bool empty() const { return !max_concurrent && !rate && !tenant_max_concurrent; }
 };
 
 // How the leader materialises schedules (jobagent flags).
@@ -244,6 +257,9 @@ class Store {
   // `clear` first resets all of them. Applies to jobs submitted afterwards.
   enum class Clear { no, yes };
   void set_queue_defaults(const std::string& queue, const model::RetryOverrides& defaults, Clear clear);
+  // Sets the given limits of a queue (see QueueLimits). Throws usage Error
+  // for a negative one.
+  void set_queue_limits(const std::string& queue, const QueueLimits& limits);
   // Every queue that has defaults or runs, by name.
   std::vector<QueueInfo> list_queues();
   // Pauses or resumes a queue: no agent claims the runs of a paused queue

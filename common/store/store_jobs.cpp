@@ -115,12 +115,12 @@ std::string insert_fan_out(Connection& c, const NewRow& row) {
     throw Error(ExitCode::invalid_state, no_agent_reason(*s.fan_out),
                 "`jobctl workers` lists the agents and their labels; start one with jobagent --label");
   std::string first;
+  const int64_t base = s.run_at_us ? *s.run_at_us : c.query("SELECT NOW_US").at(0).i64(0) + s.delay_us;
   for (size_t i = 0; i < agents.size(); ++i) {
-    const int64_t offset = static_cast<int64_t>(i) * s.stagger_us;
     std::string id = util::new_ulid();
     if (first.empty()) first = id;
     c.exec(kInsertRun, {id, row.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
-                        s.run_at_us ? Value(*s.run_at_us + offset) : Value(nullptr), s.delay_us + offset, s.tenant,
+                        base + static_cast<int64_t>(i) * s.stagger_us, int64_t{0}, s.tenant,
                         opt_value(group_of(s, row.job_id)), int64_t{model::group_limit(s)}, agents[i]});
   }
   return first;

@@ -3,6 +3,7 @@
 
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::store {
 namespace {
@@ -68,8 +69,17 @@ void Store::set_queue_defaults(const std::string& queue, const model::RetryOverr
 
 std::vector<QueueInfo> Store::list_queues() {
   std::map<std::string, QueueInfo> by_name;
-  for (const auto& row : conn_->query(fmt::format("SELECT {}, q.paused FROM queues q", kDefaultColumns)))
-    by_name[row.text(0)] = QueueInfo{row.text(0), defaults_from_row(row), 0, 0, 0, row.i64(9) != 0};
+  for (const auto& row : conn_->query(fmt::format(
+           "SELECT {}, q.paused, q.max_concurrent, q.rate, q.tenant_max_concurrent FROM queues q", kDefaultColumns)))
+    by_name[row.text(0)] = QueueInfo{row.text(0),
+                                     defaults_from_row(row),
+                                     0,
+                                     0,
+                                     0,
+                                     row.i64(9) != 0,
+                                     static_cast<int>(row.i64(10)),
+                                     std::stod(row.text(11)),
+                                     static_cast<int>(row.i64(12))};
   auto counts = conn_->query(
       "SELECT queue, "
       "SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), "
@@ -86,6 +96,28 @@ std::vector<QueueInfo> Store::list_queues() {
   std::vector<QueueInfo> out;
   for (auto& [name, q] : by_name) out.push_back(std::move(q));
   return out;
+}
+
+void Store::set_queue_limits(const std::string& queue, const QueueLimits& limits) {
+  if ((limits.max_concurrent && *limits.max_concurrent < 0) || (limits.rate && !(*limits.rate >= 0)) ||
+      (limits.tenant_max_concurrent && *limits.tenant_max_concurrent < 0))
+    throw usage_error("a queue limit must not be negative", "0 removes the limit");
+  Transaction tx(*conn_, TxMode::write);
+  conn_->exec("INSERT INTO queues (name, updated_at) VALUES ($1, NOW_US) ON CONFLICT (name) DO NOTHING", {queue});
+  if (limits.max_concurrent)
+    conn_->exec("UPDATE queues SET max_concurrent = $2, updated_at = NOW_US WHERE name = $1",
+                {queue, int64_t{*limits.max_concurrent}});
+  if (limits.tenant_max_concurrent)
+    conn_->exec("UPDATE queues SET tenant_max_concurrent = $2, updated_at = NOW_US WHERE name = $1",
+                {queue, int64_t{*limits.tenant_max_concurrent}});
+  // A new rate starts with a full burst.
+  if (limits.rate)
+    conn_->exec("UPDATE queues SET rate = CAST($2 AS DOUBLE PRECISION), tokens = 0, tokens_at = 0, updated_at = NOW_US "
+                "WHERE name = $1",
+                {queue, fmt::format("{}", *limits.rate)});
+  // Raised limits may free runs at once.
+  if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {queue});
+  tx.commit();
 }
 
 bool Store::set_queue_paused(const std::string& queue, bool paused) {

@@ -1,0 +1,259 @@
+// The fleet at the store level: concurrency groups, queue limits, tenant
+// fairness and fan-out, as the claim enforces them.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::RunStatus;
+
+namespace {
+
+constexpr int64_t kLease = 30'000'000;
+
+struct Fixture {
+  test::TempDir dir;
+  test::TestDb db{dir};
+  std::unique_ptr<store::Store> s = db.open();
+
+  std::string agent(const std::string& name, const model::Labels& labels = {}) {
+    return s->register_worker({name, "host", 1, {"default", "other"}, 64, "test", kLease, labels});
+  }
+
+  model::JobSpec job(const std::string& queue = "default") {
+    model::JobSpec spec;
+    spec.command.argv = {"true"};
+    spec.queue = queue;
+    return spec;
+  }
+
+  void finish(const std::vector<store::ClaimedRun>& runs) {
+    std::vector<store::Completion> done;
+    for (const auto& c : runs) done.push_back(store::completion_of(c, RunStatus::succeeded));
+    if (!done.empty()) REQUIRE(s->complete(done) == std::vector<bool>(done.size(), true));
+  }
+
+  int64_t count(const std::string& sql) { return s->connection().query(sql).at(0).i64(0); }
+};
+
+}  // namespace
+
+TEST_CASE("fleet: a concurrency key holds every job naming it to one run at a time, across agents") {
+  Fixture f;
+  auto a = f.agent("a"), b = f.agent("b");
+  std::vector<model::JobSpec> specs(20, f.job());
+  for (auto& spec : specs) spec.concurrency_key = "deploy";
+  specs.push_back(f.job());  // no key: not held
+  f.s->submit(specs);
+
+  auto first = f.s->claim(a, {"default"}, 10, kLease);
+  CHECK(first.size() == 2);  // one of the group, and the free job
+  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());
+  for (int i = 1; i < 20; ++i) {
+    f.finish(first);
+    first = f.s->claim(i % 2 ? b : a, {"default"}, 10, kLease);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0].spec.concurrency_key == "deploy");
+    CHECK(f.s->claim(i % 2 ? a : b, {"default"}, 10, kLease).empty());
+  }
+  f.finish(first);
+  CHECK(f.count("SELECT count(*) FROM runs WHERE status = 'succeeded'") == 21);
+}
+
+TEST_CASE("fleet: --max-concurrent N lets N of a group run, and the key spans queues") {
+  Fixture f;
+  auto a = f.agent("a");
+  std::vector<model::JobSpec> specs;
+  for (int i = 0; i < 6; ++i) {
+    auto spec = f.job(i % 2 ? "other" : "default");
+    spec.concurrency_key = "db-heavy";
+    spec.max_concurrent = 3;
+    specs.push_back(spec);
+  }
+  f.s->submit(specs);
+  // A claim may take fewer than the room (SQLite: one of a group per
+  // claim); claiming on, never more than 3 run.
+  std::vector<store::ClaimedRun> running;
+  for (int i = 0; i < 5; ++i)
+    for (auto& c : f.s->claim(a, {"default", "other"}, 10, kLease)) running.push_back(std::move(c));
+  CHECK(running.size() == 3);
+  CHECK(f.s->next_due_in(a, {"default", "other"}) == std::nullopt);  // waits for a completion, not a time
+  f.finish({running[0]});
+  CHECK(f.s->claim(a, {"default", "other"}, 10, kLease).size() == 1);
+}
+
+TEST_CASE("fleet: a job's --max-concurrent without a key limits its own fan-out runs") {
+  Fixture f;
+  auto a = f.agent("a", {"role=web"}), b = f.agent("b", {"role=web"});
+  auto spec = f.job();
+  spec.fan_out = model::Labels{"role=web"};
+  spec.max_concurrent = 1;  // a rolling restart: one host at a time
+  f.s->submit({spec});
+  auto one = f.s->claim(a, {"default"}, 10, kLease);
+  REQUIRE(one.size() == 1);
+  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());
+  f.finish(one);
+  CHECK(f.s->claim(b, {"default"}, 10, kLease).size() == 1);
+}
+
+TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for its agent, staggered") {
+  Fixture f;
+  auto a = f.agent("web-1", {"role=web"}), b = f.agent("web-2", {"role=web"}), c = f.agent("db-1", {"role=db"});
+  auto spec = f.job();
+  spec.fan_out = model::Labels{"role=web"};
+  spec.stagger_us = 3'600'000'000;  // the second host's run an hour later
+  auto job = f.s->submit({spec})[0];
+  auto runs = f.s->runs_of(job.job_id);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].pinned_to == "web-1");
+  CHECK(runs[1].pinned_to == "web-2");
+  CHECK(runs[1].available_at - runs[0].available_at == 3'600'000'000);
+  CHECK(f.s->claim(c, {"default"}, 10, kLease).empty());  // not a web host
+  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());  // its run is not due yet
+  auto mine = f.s->claim(a, {"default"}, 10, kLease);
+  REQUIRE(mine.size() == 1);
+  CHECK(mine[0].run_id == runs[0].id);
+  CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());  // web-2's run is web-2's
+
+  // '*' is every agent; no agent matching is an error that writes nothing.
+  auto every = f.job();
+  every.fan_out = model::Labels{};
+  CHECK(f.s->runs_of(f.s->submit({every})[0].job_id).size() == 3);
+  auto none = f.job();
+  none.fan_out = model::Labels{"role=cache"};
+  int64_t jobs_before = f.count("SELECT count(*) FROM jobs");
+  try {
+    f.s->submit({none});
+    FAIL("submit should have thrown");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+    CHECK(std::string(e.what()) == "no live agent matches --on-each role=cache");
+  }
+  CHECK(f.count("SELECT count(*) FROM jobs") == jobs_before);
+}
+
+TEST_CASE("fleet: a fan-out schedule gets one run per agent per occurrence, or a skipped one naming why") {
+  Fixture f;
+  auto leader = f.agent("web-1", {"role=web"});
+  f.agent("web-2", {"role=web"});
+  auto spec = f.job();
+  spec.fan_out = model::Labels{"role=web"};
+  spec.schedule = model::ScheduleSpec{};
+  spec.schedule->cron = "* * * * * *";
+  auto job = f.s->submit({spec})[0];
+  auto epoch = f.s->lead(leader, kLease);
+  REQUIRE(epoch);
+  store::SchedulerSettings settings;
+  settings.horizon_us = 2'000'000;
+  f.s->materialise(leader, *epoch, settings);
+  std::map<int64_t, std::set<std::string>> per_occurrence;
+  for (const auto& r : f.s->runs_of(job.job_id)) per_occurrence[*r.occurrence].insert(r.pinned_to);
+  REQUIRE(per_occurrence.size() >= 2);
+  for (const auto& [at, agents] : per_occurrence) CHECK(agents == std::set<std::string>{"web-1", "web-2"});
+
+  auto lonely = f.job();
+  lonely.fan_out = model::Labels{"role=cache"};
+  lonely.schedule = spec.schedule;
+  auto other = f.s->submit({lonely})[0];
+  f.s->materialise(leader, *epoch, settings);
+  auto runs = f.s->runs_of(other.job_id);
+  REQUIRE(!runs.empty());
+  for (const auto& r : runs) {
+    CHECK(r.status == RunStatus::skipped);
+    CHECK(r.error == "no live agent matches --on-each role=cache");
+  }
+}
+
+TEST_CASE("fleet: a queue's max-concurrent and tenant-max-concurrent cap what every agent claims") {
+  Fixture f;
+  auto a = f.agent("a"), b = f.agent("b");
+  f.s->set_queue_limits("other", {2, std::nullopt, std::nullopt});
+  std::vector<model::JobSpec> specs(5, f.job("other"));
+  f.s->submit(specs);
+  CHECK(f.s->claim(a, {"other"}, 10, kLease).size() == 2);
+  CHECK(f.s->claim(b, {"other"}, 10, kLease).empty());
+
+  f.s->set_queue_limits("default", {std::nullopt, std::nullopt, 1});
+  std::vector<model::JobSpec> tenants;
+  for (const char* t : {"acme", "acme", "acme", "globex", "globex"}) {
+    auto spec = f.job();
+    spec.tenant = t;
+    tenants.push_back(spec);
+  }
+  f.s->submit(tenants);
+  auto claimed = f.s->claim(a, {"default"}, 10, kLease);
+  REQUIRE(claimed.size() == 2);
+  CHECK(claimed[0].spec.tenant != claimed[1].spec.tenant);
+  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());
+
+  auto queues = f.s->list_queues();
+  auto other = std::find_if(queues.begin(), queues.end(), [](const auto& q) { return q.name == "other"; });
+  REQUIRE(other != queues.end());
+  CHECK(other->max_concurrent == 2);
+  CHECK_THROWS_AS(f.s->set_queue_limits("other", {-1, std::nullopt, std::nullopt}), Error);
+}
+
+TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another tenant") {
+  Fixture f;
+  auto a = f.agent("a");
+  std::vector<model::JobSpec> burst(10000, f.job());
+  for (auto& spec : burst) spec.tenant = "analytics";
+  f.s->submit(burst);
+  std::vector<model::JobSpec> few(10, f.job());
+  for (auto& spec : few) spec.tenant = "billing";
+  f.s->submit(few);
+
+  // One run per claim is the hardest case for fairness: no batch to share.
+  int billing_started = 0, claims = 0;
+  while (billing_started < 10 && claims < 100) {
+    auto c = f.s->claim(a, {"default"}, 1, kLease);
+    REQUIRE(c.size() == 1);
+    ++claims;
+    if (c[0].spec.tenant == "billing") ++billing_started;
+    f.finish(c);
+  }
+  CHECK(billing_started == 10);
+  CHECK(claims <= 20);  // served in turn: every other claim
+
+  // Priority still wins across tenants.
+  auto urgent = f.job();
+  urgent.tenant = "analytics";
+  urgent.priority = model::Priority::critical;
+  f.s->submit({urgent});
+  auto c = f.s->claim(a, {"default"}, 1, kLease);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].spec.priority == model::Priority::critical);
+}
+
+TEST_CASE("fleet: a queue's rate spends one token per claim and says when the next one comes") {
+  Fixture f;
+  auto a = f.agent("a");
+  f.s->set_queue_limits("default", {std::nullopt, 0.5, std::nullopt});  // one run every 2 s
+  std::vector<model::JobSpec> specs(5, f.job());
+  f.s->submit(specs);
+  CHECK(f.s->claim(a, {"default"}, 10, kLease).size() == 1);  // the burst: one token
+  CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());
+  auto due = f.s->next_due_in(a, {"default"});
+  REQUIRE(due);
+  CHECK(*due > 0);
+  CHECK(*due <= 2'000'000);
+}
+
+TEST_CASE("fleet: update --concurrency-key moves waiting runs into the new group") {
+  Fixture f;
+  auto a = f.agent("a");
+  auto first = f.job(), second = f.job();
+  first.concurrency_key = "k";
+  auto ids = f.s->submit({first, second});
+  REQUIRE(f.s->claim(a, {"default"}, 1, kLease).size() == 1);  // first, holding k
+  store::JobUpdate u;
+  u.concurrency_key = "k";
+  CHECK(f.s->update_job(ids[1].job_id, u).changed);
+  CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());
+  CHECK(f.s->get_job(ids[1].job_id)->job.spec.concurrency_key == "k");
+}
