@@ -208,7 +208,8 @@ void Agent::claim_if_free(Clock::time_point now) {
       // due already that this claim left is either held by another agent
       // (no point spinning) or the next of a concurrency group that takes
       // one per claim: claim again at once while claims make progress.
-      if (auto due_in = store_->next_due_in(worker_id_, opts_.queues); due_in && *due_in > 0)
+      auto due_in = store_->next_due_in(worker_id_, opts_.queues);
+      if (due_in && *due_in > 0)
         next_claim_ = std::min(next_claim_, now + microseconds(*due_in));
       else if (due_in && !claimed.empty() && free_slots() > 0)
         claim_wanted_ = true;

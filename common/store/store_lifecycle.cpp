@@ -214,8 +214,11 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
   // A running run counts against its new group at once; a forced trigger's
   // run stays outside every group.
   const auto group = group_of(s, job_id);
+  // A fan-out schedule's own group is per agent (see expand_fan_out).
   conn_->exec("UPDATE runs SET queue = $2, priority = $3, tenant = $4, group_max = $6, "
-              "group_key = CASE WHEN origin = 'trigger' AND occurrence IS NULL THEN NULL ELSE $5 END "
+              "group_key = CASE WHEN origin = 'trigger' AND occurrence IS NULL THEN NULL "
+              "WHEN $5 = $1 AND pinned_to IS NOT NULL AND occurrence IS NOT NULL THEN $1 || '@' || pinned_to "
+              "ELSE $5 END "
               "WHERE job_id = $1 AND status IN ('pending', 'blocked', 'running')",
               {job_id, s.queue, int64_t{static_cast<int>(s.priority)}, s.tenant,
                group ? Value(*group) : Value(nullptr), max_concurrent});

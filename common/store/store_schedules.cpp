@@ -115,6 +115,8 @@ OccurrenceRun occurrence_run(const model::Job& job, int64_t at, const char* orig
   return r;
 }
 
+std::string per_agent_group(const std::string& job_id, const std::string& agent) { return job_id + "@" + agent; }
+
 // A fan-out job's occurrence becomes one run per agent in `agents`, each
 // --stagger after the one before; with no agent, one skipped run that says
 // so. Other jobs' runs pass through.
@@ -134,6 +136,10 @@ void expand_fan_out(const model::Job& job, OccurrenceRun run, const std::vector<
     OccurrenceRun r = run;
     if (i > 0) r.id = util::new_ulid();
     r.pinned_to = agents[i];
+    // The overlap limit of a schedule is per agent: each host's run waits
+    // for that host's previous one, not for the others'. A shared
+    // --concurrency-key stays shared.
+    if (r.group_key && *r.group_key == job.id) r.group_key = per_agent_group(job.id, agents[i]);
     r.available_at += static_cast<int64_t>(i) * job.spec.stagger_us;
     runs.push_back(std::move(r));
   }
@@ -281,7 +287,7 @@ int Store::enforce_overlap() {
       "AND g.overlap = $1 AND p.group_key IN (SELECT group_key FROM runs WHERE status = 'running' AND group_key IS NOT NULL) "
       "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max "
       "AND ($1 = 'skip' OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = p.job_id AND e.status = 'pending' "
-      "AND e.occurrence < p.occurrence))";
+      "AND e.occurrence < p.occurrence AND COALESCE(e.pinned_to, '') = COALESCE(p.pinned_to, '')))";
   Transaction tx(*conn_, TxMode::write);
   int64_t n = 0;
   for (auto [policy, reason] : {std::pair{"skip", "overlap: an earlier occurrence was still running (overlap skip)"},
@@ -298,6 +304,7 @@ int Store::enforce_overlap() {
       "UPDATE runs SET cancel_requested = 1 WHERE status = 'running' AND cancel_requested = 0 "
       "AND occurrence IS NOT NULL AND EXISTS (SELECT 1 FROM runs p JOIN jobs g ON g.id = p.job_id "
       "WHERE p.job_id = runs.job_id AND g.overlap = 'cancel-other' AND p.status = 'pending' "
+      "AND COALESCE(p.pinned_to, '') = COALESCE(runs.pinned_to, '') "
       "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US AND p.group_key IS NOT NULL "
       "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max) "
       "RETURNING id");
@@ -389,7 +396,11 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
     taken.insert(row.i64(0));
   std::vector<OccurrenceRun> runs, skipped;
   std::vector<std::string> agents;
-  if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out);
+  if (job.spec.fan_out) {
+    agents = fan_out_agents(*conn_, *job.spec.fan_out);
+    if (agents.empty())
+      throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then backfill");
+  }
   int64_t occurrences = 0;
   // Parsed once: a span may hold thousands of occurrences.
   const auto expr = cron::expr_of(job);
@@ -403,8 +414,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
     if (taken.count(*t)) continue;
     expand_fan_out(job, occurrence_run(job, *t, "backfill"), agents, runs, skipped);
   }
-  if (job.spec.fan_out && agents.empty() && !runs.empty())
-    throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then backfill");
+
   BackfillResult result;
   result.occurrences = occurrences;
   result.created = insert_occurrences(*conn_, runs);

@@ -257,3 +257,22 @@ TEST_CASE("fleet: update --concurrency-key moves waiting runs into the new group
   CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());
   CHECK(f.s->get_job(ids[1].job_id)->job.spec.concurrency_key == "k");
 }
+
+TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across agents") {
+  Fixture f;
+  auto leader = f.agent("web-1", {"role=web"});
+  f.agent("web-2", {"role=web"});
+  auto spec = f.job();
+  spec.fan_out = model::Labels{"role=web"};
+  spec.schedule = model::ScheduleSpec{};
+  spec.schedule->cron = "* * * * * *";  // overlap skip: limit 1
+  auto job = f.s->submit({spec})[0];
+  auto epoch = f.s->lead(leader, kLease);
+  REQUIRE(epoch);
+  f.s->materialise(leader, *epoch, {});
+  auto groups = f.s->connection().query("SELECT DISTINCT group_key FROM runs WHERE job_id = $1 ORDER BY 1",
+                                        {job.job_id});
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].text(0) == job.job_id + "@web-1");
+  CHECK(groups[1].text(0) == job.job_id + "@web-2");
+}
