@@ -11,7 +11,11 @@
 //   latency N GAP_MS DIR -- SUBMIT…
 //                            N times: t0, then `SUBMIT… SELF stamp DIR/i`;
 //                            pickup latency = stamp − t0
-//   claim DSN N LIMIT_S      the Store's claim+complete cost per run
+//   claim DSN N LIMIT_S [SHAPE]
+//                            the Store's claim+complete cost per run; SHAPE
+//                            plain (default), tenants (the runs spread over
+//                            100 tenants) or keys (over 1,000 concurrency
+//                            keys of limit 1)
 //   herd DSN N AGENTS LOGDIR -- AGENT…
 //                            N schedules all due on one minute, AGENTS
 //                            agents started with them; lag from each
@@ -223,11 +227,21 @@ void mode_latency(const Args& a) {
   put("floor_p50_ms", percentile(floor_ms, 0.50));
 }
 
-void submit_true_jobs(store::Store& s, size_t n) {
+// N `true` jobs; `shape` spreads them over tenants or concurrency keys
+// (run i gets tenant/key i mod the count, so each claim meets all of them).
+void submit_true_jobs(store::Store& s, size_t n, const std::string& shape = "plain") {
+  if (shape != "plain" && shape != "tenants" && shape != "keys")
+    throw usage_error(fmt::format("unknown claim shape '{}'", shape), "use plain, tenants or keys");
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  for (size_t done = 0; done < n; done += kSubmitBatch)
-    s.submit(std::vector<model::JobSpec>(std::min(kSubmitBatch, n - done), spec));
+  for (size_t done = 0; done < n; done += kSubmitBatch) {
+    std::vector<model::JobSpec> batch(std::min(kSubmitBatch, n - done), spec);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (shape == "tenants") batch[i].tenant = fmt::format("tenant-{}", (done + i) % 100);
+      if (shape == "keys") batch[i].concurrency_key = fmt::format("key-{}", (done + i) % 1000);
+    }
+    s.submit(batch);
+  }
 }
 
 void mode_claim(const Args& a) {
@@ -237,7 +251,7 @@ void mode_claim(const Args& a) {
   std::string worker =
       s->register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
                           JOBCTL_VERSION, kLeaseUs, {}});
-  submit_true_jobs(*s, n);
+  submit_true_jobs(*s, n, a.size() > 3 ? a[3] : "plain");
 
   int64_t claim_ns = 0, complete_ns = 0, start = monotonic_ns();
   size_t completed = 0;
@@ -320,7 +334,7 @@ constexpr Mode kModes[] = {
     {"timed", 3, "timed LIMIT_S -- CMD...", mode_timed},
     {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
-    {"claim", 3, "claim DSN N LIMIT_S", mode_claim},
+    {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys]", mode_claim},
     {"herd", 6, "herd DSN N AGENTS LOGDIR -- AGENT...", mode_herd},
 };
 

@@ -110,12 +110,22 @@ q AS (
                  CASE WHEN COALESCE(x.rate, 0) > 0 THEN {tokens} ELSE $4 END) AS room
   FROM {rows} LEFT JOIN queues x ON x.name = u.name
   WHERE COALESCE(x.paused, 0) = 0 AND (x.name IS NULL OR NOT {limited} OR {locked})
-), qt AS (
+), qa AS (
   SELECT q.name AS qname, q.room, tn.name AS tenant, tn.served_at,
          CASE WHEN q.tmax > 0
               THEN q.tmax - (SELECT count(*) FROM runs o WHERE o.queue = q.name AND o.tenant = tn.name AND o.status = 'running')
-              ELSE $4 END AS troom
+              ELSE $4 END AS troom,
+         (SELECT r.priority FROM runs r WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending'
+          AND r.available_at <= NOW_US ORDER BY r.priority LIMIT 1) AS best
   FROM q CROSS JOIN tenants tn WHERE q.room > 0
+), qt AS (
+  -- The tenants with runs due, and how many runs each may bring: a fair
+  -- share of the claim, or all of it for one whose best priority beats
+  -- another's.
+  SELECT qa.*, max(best) OVER (PARTITION BY qname) AS worst,
+         CASE WHEN best < max(best) OVER (PARTITION BY qname) THEN $4
+              ELSE ($4 + count(*) OVER (PARTITION BY qname) - 1) / count(*) OVER (PARTITION BY qname) END AS share
+  FROM qa WHERE best IS NOT NULL
 ))SQL",
                      fmt::arg("least", pg ? "LEAST" : "min"), fmt::arg("tokens", whole_tokens(d)),
                      fmt::arg("rows", queue_rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
@@ -148,17 +158,17 @@ const std::string kCandidateColumns = fmt::format(
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// The groups are those of the first waiting runs of each queue and tenant
-// in claim order. Returns what it got: kind 'g' (group) or 'q' (queue),
+// The groups are those of the first 512 waiting grouped runs of each queue
+// and tenant in claim order. Returns what it got: kind 'g' (group) or 'q' (queue),
 // and the name.
 constexpr const char* kLockLimited = R"SQL(
 WITH wanted AS MATERIALIZED (
   SELECT DISTINCT 'g' AS kind, r.group_key AS name
   FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL (
     SELECT r.group_key FROM runs r
-    WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.available_at <= NOW_US
+    WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.group_key IS NOT NULL
+      AND r.available_at <= NOW_US
     ORDER BY r.priority, r.available_at, r.id LIMIT 512) r
-  WHERE r.group_key IS NOT NULL
   UNION ALL
   SELECT 'q', x.name FROM queues x
   WHERE x.name = ANY ($1::text[]) AND x.paused = 0
@@ -178,7 +188,7 @@ WITH {queues}, cand AS (
     SELECT r.* FROM runs r
     WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
     ORDER BY r.priority, r.available_at, r.id
-    LIMIT $4
+    LIMIT qt.share
   ) r
 ), {rank}, picked AS (
   SELECT r.id FROM runs r WHERE r.id IN (SELECT id FROM chosen) AND r.status = 'pending' FOR UPDATE SKIP LOCKED
@@ -192,6 +202,15 @@ WITH {queues}, cand AS (
 ), opened AS (
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
   SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
+), served AS (
+  -- The tenants served, least recently served first next time (one another
+  -- claim is marking right now is left to it: no claim waits for another).
+  UPDATE tenants SET served_at = NOW_US
+  WHERE name IN (SELECT t.name FROM tenants t WHERE t.name IN (SELECT tenant FROM claimed) FOR UPDATE SKIP LOCKED)
+), spent AS (
+  -- One token per run claimed from a rate-limited queue.
+  UPDATE queues x SET tokens = {tokens} - s.n, tokens_at = NOW_US
+  FROM (SELECT queue, count(*) AS n FROM claimed GROUP BY queue) s WHERE x.name = s.queue AND x.rate > 0
 )
 SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, c.queue,
        c.tenant, {jobs}
@@ -201,19 +220,25 @@ ORDER BY c.priority, c.available_at, c.id
     fmt::arg("queues", queues_cte(Dialect::postgres, "unnest($3::text[]) AS u (name)", "u.name = ANY ($6::text[])")),
     fmt::arg("columns", kCandidateColumns),
     fmt::arg("claimable", claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])")),
-    fmt::arg("rank", kRankAndChoose), fmt::arg("jobs", kJobColumns));
+    fmt::arg("rank", kRankAndChoose), fmt::arg("jobs", kJobColumns), fmt::arg("tokens", tokens_now(Dialect::postgres)));
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file. Each (queue, tenant) pair's best
-// runs come from a correlated subquery over the claim index.
+// runs come from correlated subqueries over the claim index (SQLite's LIMIT
+// cannot name a column): its fair share, $5, and those that beat another
+// tenant's best priority.
 const std::string kClaimSqlite = fmt::format(R"SQL(
 WITH {queues}, cand AS (
   SELECT {columns}
-  FROM qt JOIN runs r ON r.id IN (
+  FROM qt JOIN runs r ON (r.id IN (
     SELECT r.id FROM runs r
     WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
     ORDER BY r.priority, r.available_at, r.id
-    LIMIT $4)
+    LIMIT $5) OR r.id IN (
+    SELECT r.id FROM runs r
+    WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND r.priority < qt.worst AND {claimable}
+    ORDER BY r.priority, r.available_at, r.id
+    LIMIT $4))
 ), {rank}
 UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
@@ -242,9 +267,8 @@ ClaimedRun claimed_from_row(const Row& row) {
   return c;
 }
 
-// Spends one token per run claimed from a rate-limited queue, and marks the
-// tenants served (a tenant another claim is marking right now is left to
-// it: fairness needs no exact time, and no claim waits for another).
+// SQLite: spends one token per run claimed from a rate-limited queue, and
+// marks the tenants served (PostgreSQL does both inside the claim).
 void account(Connection& conn, const std::vector<ClaimedRun>& claimed) {
   std::map<std::string, int64_t> per_queue;
   std::set<std::string> tenants;
@@ -252,14 +276,9 @@ void account(Connection& conn, const std::vector<ClaimedRun>& claimed) {
     ++per_queue[c.queue];
     tenants.insert(c.tenant);
   }
-  if (!tenants.empty()) {
-    const std::vector<std::string> list(tenants.begin(), tenants.end());
-    conn.exec(conn.dialect() == Dialect::postgres
-                  ? "UPDATE tenants SET served_at = NOW_US WHERE name IN (SELECT name FROM tenants "
-                    "WHERE name = ANY ($1::text[]) FOR UPDATE SKIP LOCKED)"
-                  : "UPDATE tenants SET served_at = NOW_US WHERE name IN (SELECT value FROM json_each($1))",
-              {list_param(conn.dialect(), list)});
-  }
+  if (!tenants.empty())
+    conn.exec("UPDATE tenants SET served_at = NOW_US WHERE name IN (SELECT value FROM json_each($1))",
+              {list_param(conn.dialect(), {tenants.begin(), tenants.end()})});
   // `x` is the row updated: the statement names the table so.
   for (const auto& [queue, n] : per_queue)
     conn.exec(fmt::format("UPDATE queues AS x SET tokens = {} - $2, tokens_at = NOW_US WHERE x.name = $1 AND x.rate > 0",
@@ -287,6 +306,15 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
       out.push_back(std::move(c));
     }
   } else {
+    // The fair share: the claim divided among the (queue, tenant) pairs with runs due.
+    const int64_t active = std::max<int64_t>(
+        1, conn_->query("SELECT count(*) FROM json_each($1) q, tenants t WHERE EXISTS (SELECT 1 FROM runs r "
+                        "WHERE r.queue = q.value AND r.tenant = t.name AND r.status = 'pending' "
+                        "AND r.available_at <= NOW_US)",
+                        {params[2]})
+               .at(0)
+               .i64(0));
+    params.push_back((limit + active - 1) / active);
     std::map<std::string, model::JobSpec> jobs;
     for (const auto& row : conn_->query(kClaimSqlite, params)) {
       ClaimedRun c = claimed_from_row(row);
@@ -301,11 +329,11 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
       c.spec = it->second;
       out.push_back(std::move(c));
     }
+    account(*conn_, out);
     std::sort(out.begin(), out.end(), [](const ClaimedRun& a, const ClaimedRun& b) {
       return std::tie(a.spec.priority, a.available_at, a.run_id) < std::tie(b.spec.priority, b.available_at, b.run_id);
     });
   }
-  account(*conn_, out);
   tx.commit();
   return out;
 }

@@ -222,6 +222,10 @@ CREATE INDEX runs_claim ON runs (queue, tenant, priority, available_at, id) WHER
 CREATE INDEX runs_group_running ON runs (group_key) WHERE status = 'running' AND group_key IS NOT NULL;
 CREATE INDEX runs_group_pending ON runs (group_key, priority, available_at, id)
   WHERE status = 'pending' AND group_key IS NOT NULL;
+-- PostgreSQL's claim finds the groups to lock among the first waiting
+-- grouped runs of each queue and tenant, in claim order.
+CREATE INDEX runs_group_claim ON runs (queue, tenant, priority, available_at, id)
+  WHERE status = 'pending' AND group_key IS NOT NULL;
 CREATE INDEX runs_tenant_running ON runs (queue, tenant) WHERE status = 'running';
 -- One run per (job, version, occurrence, agent): a fan-out occurrence has
 -- one per agent.
