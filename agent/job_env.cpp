@@ -14,6 +14,12 @@ std::string idempotency_key(const store::ClaimedRun& run) {
   return run.job_id + ":" + run.run_id;
 }
 
+std::string dag_result_variable(const std::string& node) {
+  std::string out = "JOB_DAG_RESULT_";
+  for (char c : node) out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : (c == '-' || c == '.') ? '_' : c;
+  return out;
+}
+
 std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env) {
   std::map<std::string, std::string> env;
   for (char** e = agent_env; e && *e; ++e) {
@@ -33,6 +39,11 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
   env["JOB_SCHEDULED_AT"] = util::format_time(run.occurrence.value_or(run.available_at));
   env["JOB_QUEUE"] = run.spec.queue;
   env["JOB_NAME"] = run.spec.name;
+  if (!run.dag_run_id.empty()) {
+    env["JOB_DAG_RUN_ID"] = run.dag_run_id;
+    env["JOB_DAG_NODE"] = run.dag_node;
+    for (const auto& [parent, result] : run.parent_results) env[dag_result_variable(parent)] = result;
+  }
   if (run.spec.payload) env["JOB_PAYLOAD"] = *run.spec.payload;
   else env.erase("JOB_PAYLOAD");
   std::vector<std::string> out;

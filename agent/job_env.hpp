@@ -13,6 +13,10 @@ namespace jobctl::agent {
 // "<job id>:<run id>". Stable across attempts of the run.
 std::string idempotency_key(const store::ClaimedRun& run);
 
+// A DAG node sees each parent's result (the last line of its stdout) in
+// JOB_DAG_RESULT_<PARENT>, the name upper-cased with - and . as _.
+std::string dag_result_variable(const std::string& node);
+
 std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env);
 
 }  // namespace jobctl::agent

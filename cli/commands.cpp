@@ -13,8 +13,8 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 10> kCommandGroups{
-    register_init, register_submit, register_inspect, register_control,  register_schedule,
+constexpr std::array<Registrar, 11> kCommandGroups{
+    register_init, register_submit, register_inspect, register_control,  register_schedule, register_dag,
     register_lifecycle, register_dlq, register_queue, register_workers, register_complete,
 };
 

@@ -84,6 +84,10 @@ struct Job {
   // not fire again), and where @every intervals count from.
   std::optional<int64_t> next_fire_at;
   int64_t schedule_anchor = 0;
+  // "job"; "node": a DAG's node (dag_id its DAG); "dag": the schedule that
+  // starts a DAG's runs (its occurrences become DAG runs, not runs).
+  std::string kind = "job";
+  std::string dag_id;
 };
 
 struct Run {
@@ -102,6 +106,9 @@ struct Run {
   int failures = 0;                    // attempts that reported a failure
   std::optional<int64_t> occurrence;   // a schedule's run: the fire time it is for
   std::string pinned_to;               // a fan-out run (--on-each): the agent (by name) it is for
+  std::string dag_run_id;              // a DAG node's run: its DAG run and node name
+  std::string dag_node;
+  int waiting_on = 0;                  // blocked: the parents that have not succeeded yet
   // The job's version the run belongs to: the one it was made under, moved
   // forward by `jobctl update` while the run waits. What each attempt ran
   // is Attempt::job_version.

@@ -233,6 +233,8 @@ json to_json(const Run& r) {
   put(j, "replayed_at", opt_time(r.replayed_at));
   put(j, "occurrence", opt_time(r.occurrence));
   j["pinned_to"] = r.pinned_to.empty() ? json(nullptr) : json(r.pinned_to);
+  j["dag_run_id"] = r.dag_run_id.empty() ? json(nullptr) : json(r.dag_run_id);
+  j["dag_node"] = r.dag_node.empty() ? json(nullptr) : json(r.dag_node);
   j["job_version"] = r.job_version;
   put(j, "started_at", opt_time(r.started_at));
   put(j, "finished_at", opt_time(r.finished_at));

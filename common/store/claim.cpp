@@ -32,6 +32,7 @@
 #include <map>
 #include <set>
 
+#include "common/store/dag_progress.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
 
@@ -198,7 +199,7 @@ WITH {queues}, cand AS (
          started_at = COALESCE(r.started_at, NOW_US)
   FROM picked WHERE r.id = picked.id
   RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence,
-            r.queue, r.tenant
+            r.queue, r.tenant, r.dag_run_id, r.dag_node
 ), opened AS (
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
   SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
@@ -213,7 +214,7 @@ WITH {queues}, cand AS (
   FROM (SELECT queue, count(*) AS n FROM claimed GROUP BY queue) s WHERE x.name = s.queue AND x.rate > 0
 )
 SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, c.queue,
-       c.tenant, {jobs}
+       c.tenant, c.dag_run_id, c.dag_node, {jobs}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
@@ -244,13 +245,14 @@ UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US 
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
        started_at = COALESCE(started_at, NOW_US)
 WHERE id IN (SELECT id FROM chosen)
-RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue, tenant
+RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue, tenant,
+          dag_run_id, dag_node
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
     fmt::arg("columns", kCandidateColumns), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
     fmt::arg("rank", kRankAndChoose));
 
-// The first 11 columns of both claim statements.
+// The first 13 columns of both claim statements.
 ClaimedRun claimed_from_row(const Row& row) {
   ClaimedRun c;
   c.run_id = row.text(0);
@@ -264,6 +266,8 @@ ClaimedRun claimed_from_row(const Row& row) {
   c.occurrence = row.opt_i64(8);
   c.queue = row.text(9);
   c.tenant = row.text(10);
+  c.dag_run_id = row.text(11);
+  c.dag_node = row.text(12);
   return c;
 }
 
@@ -302,7 +306,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
     params.push_back(list_param(dialect(), limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, 11).spec;
+      c.spec = job_from_row(row, 13).spec;
       out.push_back(std::move(c));
     }
   } else {
@@ -334,6 +338,9 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
       return std::tie(a.spec.priority, a.available_at, a.run_id) < std::tie(b.spec.priority, b.available_at, b.run_id);
     });
   }
+  // A DAG node gets its parents' results.
+  for (auto& c : out)
+    if (!c.dag_run_id.empty()) c.parent_results = parent_results(*conn_, c.dag_run_id, c.job_id);
   tx.commit();
   return out;
 }

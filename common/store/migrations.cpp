@@ -245,6 +245,52 @@ ALTER TABLE queues ADD COLUMN tokens DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE queues ADD COLUMN tokens_at BIGINT NOT NULL DEFAULT 0;
 )SQL";
 
+// Migration 6: DAGs. A DAG's nodes are jobs (jobs.dag_id names their DAG);
+// each DAG run makes one run per node, in one transaction: roots pending,
+// the others blocked with waiting_on counting their parents not done yet.
+// A scheduled DAG is a job too (kind 'dag'), whose occurrences the leader
+// turns into DAG runs instead of runs.
+constexpr const char* kV6 = R"SQL(
+CREATE TABLE dags (
+  id          TEXT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  definition  TEXT NOT NULL,
+  on_failure  TEXT NOT NULL,
+  created_at  BIGINT NOT NULL
+);
+CREATE TABLE dag_nodes (
+  dag_id   TEXT NOT NULL,
+  name     TEXT NOT NULL,
+  job_id   TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (dag_id, name)
+);
+CREATE TABLE dag_edges (
+  dag_id TEXT NOT NULL,
+  parent TEXT NOT NULL,
+  child  TEXT NOT NULL
+);
+CREATE INDEX dag_edges_parent ON dag_edges (parent);
+CREATE INDEX dag_edges_child ON dag_edges (child);
+CREATE TABLE dag_runs (
+  id           TEXT PRIMARY KEY,
+  dag_id       TEXT NOT NULL,
+  on_failure   TEXT NOT NULL,
+  occurrence   BIGINT,
+  paused       INTEGER NOT NULL DEFAULT 0,
+  cancelled_at BIGINT,
+  created_at   BIGINT NOT NULL
+);
+CREATE INDEX dag_runs_dag ON dag_runs (dag_id, id);
+CREATE UNIQUE INDEX dag_runs_occurrence ON dag_runs (dag_id, occurrence) WHERE occurrence IS NOT NULL;
+ALTER TABLE jobs ADD COLUMN dag_id TEXT;
+ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'job';
+ALTER TABLE runs ADD COLUMN dag_run_id TEXT;
+ALTER TABLE runs ADD COLUMN dag_node TEXT;
+ALTER TABLE runs ADD COLUMN waiting_on INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX runs_dag_run ON runs (dag_run_id, job_id) WHERE dag_run_id IS NOT NULL;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -275,6 +321,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV4;
   } else if (version == 5) {
     sql = kV5;
+  } else if (version == 6) {
+    sql = kV6;
   }
   return sql;
 }

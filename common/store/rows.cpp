@@ -55,6 +55,8 @@ model::Job job_from_row(const Row& row, size_t f) {
   j.spec.tenant = row.text(f + 33);
   if (!row.is_null(f + 34)) j.spec.fan_out = model::labels_from_text(row.text(f + 34));
   j.spec.stagger_us = row.i64(f + 35);
+  j.kind = row.text(f + 36);
+  j.dag_id = row.text(f + 37);
   return j;
 }
 
@@ -81,6 +83,9 @@ model::Run run_from_row(const Row& row, size_t f) {
   r.occurrence = row.opt_i64(f + 18);
   r.job_version = static_cast<int>(row.i64(f + 19));
   r.pinned_to = row.text(f + 20);
+  r.dag_run_id = row.text(f + 21);
+  r.dag_node = row.text(f + 22);
+  r.waiting_on = static_cast<int>(row.i64(f + 23));
   return r;
 }
 

@@ -10,20 +10,20 @@
 
 namespace jobctl::store {
 
-// 36 columns of jobs aliased j.
+// 38 columns of jobs aliased j.
 inline constexpr const char* kJobColumns =
     "j.id, j.name, j.queue, j.priority, j.command, j.env, j.cwd, j.payload, j.timeout_us, "
     "j.idempotency_key, j.version, j.paused, j.created_at, j.max_retries, j.backoff, j.retry_delay_us, "
     "j.max_retry_delay_us, j.retry_for_us, j.no_retry_exit_codes, j.max_deliveries, j.delivery, "
     "j.cron, j.tz, j.misfire, j.catchup_window_us, j.overlap, j.max_concurrent, j.jitter_us, j.next_fire_at, "
-    "j.schedule_anchor, j.deleted_at, j.target, j.concurrency_key, j.tenant, j.fan_out, j.stagger_us";
-inline constexpr size_t kJobColumnCount = 36;
+    "j.schedule_anchor, j.deleted_at, j.target, j.concurrency_key, j.tenant, j.fan_out, j.stagger_us, j.kind, j.dag_id";
+inline constexpr size_t kJobColumnCount = 38;
 
-// 21 columns of runs aliased r.
+// 24 columns of runs aliased r.
 inline constexpr const char* kRunColumns =
     "r.id, r.job_id, r.status, r.created_at, r.available_at, r.started_at, r.finished_at, r.lease_owner, "
     "r.lease_expires_at, r.fence, r.deliveries, r.attempts, r.cancel_requested, r.exit_code, r.error, "
-    "r.failures, r.replay_of, r.replayed_at, r.occurrence, r.job_version, r.pinned_to";
+    "r.failures, r.replay_of, r.replayed_at, r.occurrence, r.job_version, r.pinned_to, r.dag_run_id, r.dag_node, r.waiting_on";
 
 // The concurrency group a new run of the job joins, none when the job has
 // no limit: its --concurrency-key, else the job itself.

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/config/dsn.hpp"
+#include "common/dag/dag.hpp"
 #include "common/model/job.hpp"
 #include "common/model/schedule.hpp"
 #include "common/store/sql.hpp"
@@ -53,13 +54,17 @@ struct ClaimedRun {
   std::optional<int64_t> occurrence;  // a schedule's run: its fire time
   std::string queue;                  // the run's queue (its job's, unless an update moved the job meanwhile)
   std::string tenant;                 // the run's tenant
+  std::string dag_run_id;             // a DAG node's run: its DAG run, and the node
+  std::string dag_node;
+  std::map<std::string, std::string> parent_results;  // a DAG node: each parent's result (its stdout's last line)
   model::JobSpec spec;
 };
 
 // The end of one attempt, as the agent reports it.
 struct Completion {
   std::string run_id;
-  std::string job_id;  // for logs
+  std::string job_id;  // for logs, and a DAG node's children
+  std::string dag_run_id;  // a DAG node: its end may release or cancel other nodes
   int64_t fence = 0;
   int attempt = 0;
   // What becomes of the run: succeeded, cancelled, dead, or pending again
@@ -79,6 +84,7 @@ inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) 
   Completion c;
   c.run_id = run.run_id;
   c.job_id = run.job_id;
+  c.dag_run_id = run.dag_run_id;
   c.fence = run.fence;
   c.attempt = run.attempt;
   c.status = status;
@@ -206,6 +212,41 @@ struct BackfillResult {
 
 // Most occurrences one backfill may create.
 inline constexpr size_t kMaxBackfill = 10000;
+
+// jobctl dag submit: a validated definition, as the user wrote it.
+struct DagSubmit {
+  dag::Definition definition;
+  std::string document;  // kept for `dag graph` and `dag status`
+  dag::OnFailure on_failure = dag::OnFailure::stop;
+  std::optional<model::ScheduleSpec> schedule;  // --cron: one DAG run per occurrence
+};
+
+struct DagSubmitResult {
+  std::string dag_id;
+  std::string dag_run_id;       // empty for a scheduled DAG
+  std::string schedule_job_id;  // a scheduled DAG: the job that fires it
+};
+
+// One node of a DAG run, with its latest run.
+struct DagNodeView {
+  std::string name;
+  std::string job_id;
+  std::vector<std::string> depends_on;
+  model::Run run;
+};
+
+struct DagRunView {
+  std::string id;
+  std::string dag_id;
+  std::string name;
+  dag::OnFailure on_failure = dag::OnFailure::stop;
+  std::string status;  // running, paused, succeeded, failed, cancelled
+  int64_t created_at = 0;
+  std::optional<int64_t> finished_at;  // when its last node ended
+  std::optional<int64_t> occurrence;   // a scheduled DAG's fire time
+  std::map<std::string, int64_t> counts;  // nodes by the status of their latest run
+  std::vector<DagNodeView> nodes;         // get_dag_run only, in topological order
+};
 
 enum class CancelOutcome {
   cancelled,  // it had not started: it is cancelled now
@@ -341,6 +382,25 @@ class Store {
   // Runs for the occurrences in [from, to] that have none yet.
   BackfillResult backfill(const std::string& job_id, int64_t from_us, int64_t to_us);
 
+  // --- DAGs (jobctl dag) -------------------------------------------------------
+  // Writes the DAG, its node jobs and edges, and (unless scheduled) its
+  // first DAG run, in one transaction.
+  DagSubmitResult submit_dag(const DagSubmit& dag);
+  // A DAG run with its nodes; `id` may also name a DAG (its newest run).
+  std::optional<DagRunView> get_dag_run(const std::string& id);
+  std::vector<DagRunView> list_dag_runs(int limit);  // newest first, without nodes
+  // Cancels the nodes not started and asks running ones to stop. Returns
+  // how many it cancelled or asked. Throws not_found / invalid_state.
+  int cancel_dag_run(const std::string& id);
+  // Pause: no node of the run starts until resume. False when it already was.
+  bool set_dag_run_paused(const std::string& id, bool paused);
+  // A fresh run of every node whose latest run failed or was cancelled,
+  // blocked behind those of its parents that have not succeeded; succeeded
+  // nodes are kept. Throws invalid_state while a node still runs or waits.
+  int retry_dag_run(const std::string& id);
+  // The definition the DAG was submitted with.
+  std::string dag_document(const std::string& dag_id);
+
   // --- lifecycle and audit (jobctl update, delete, restore, history) ---------
   // Who the changes this Store makes are recorded as (jobctl: --actor,
   // JOBCTL_ACTOR or user@host). Default "unknown".
@@ -370,6 +430,17 @@ class Store {
 
  private:
   std::vector<SubmitResult> insert_jobs(std::vector<model::JobSpec> specs);
+  // insert_jobs' work inside the caller's transaction; FirstRun::no writes
+  // jobs without a first run (DAG nodes: their DAG runs make their runs).
+  enum class FirstRun { yes, no };
+  std::vector<SubmitResult> write_jobs(std::vector<model::JobSpec> specs, FirstRun first_run);
+  // DAG nodes' jobs, inside the caller's transaction. Returns their ids.
+  std::vector<std::string> insert_node_jobs(std::vector<model::JobSpec> specs);
+  // A DAG run of `dag_id`: one run per node, roots pending at `at` (now
+  // when unset). Inside a transaction. Returns its id.
+  std::string start_dag_run(const std::string& dag_id, std::optional<int64_t> occurrence, std::optional<int64_t> at);
+  // The DAG run of `id` (a DAG run id, or a DAG id: its newest run).
+  std::string resolve_dag_run(const std::string& id);
   std::map<std::string, model::RetryOverrides> queue_defaults(const std::set<std::string>& queues);
   // A fresh pending run replaying `run_id`, audited as `action`. Inside a
   // transaction.

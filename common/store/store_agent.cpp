@@ -11,10 +11,12 @@
 // leases back into pending runs and closes their attempt as `lost`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "common/model/job_json.hpp"
+#include "common/store/dag_progress.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
 #include "common/util/strings.hpp"
@@ -182,15 +184,24 @@ std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::Wo
 std::vector<bool> Store::complete(const std::vector<Completion>& done) {
   std::vector<bool> applied;
   if (done.empty()) return applied;
-  if (dialect() == Dialect::postgres) return complete_postgres(*conn_, done);
+  const bool dag = std::any_of(done.begin(), done.end(), [](const Completion& d) { return !d.dag_run_id.empty(); });
+  // PostgreSQL records a batch in one statement, alone when no DAG node is
+  // in it; a DAG node's end moves its DAG run on in the same transaction.
+  if (dialect() == Dialect::postgres && !dag) return complete_postgres(*conn_, done);
   Transaction tx(*conn_, TxMode::write);
-  for (const auto& d : done) {
-    std::string status(model::to_string(d.status));
-    bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), d.error, d.retry_delay_us,
-                                       int64_t{d.outcome == "failed" ? 1 : 0}}) == 1;
-    if (ok) close_attempt(*conn_, d, d.outcome);
-    applied.push_back(ok);
+  if (dialect() == Dialect::postgres) {
+    applied = complete_postgres(*conn_, done);
+  } else {
+    for (const auto& d : done) {
+      std::string status(model::to_string(d.status));
+      bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), d.error, d.retry_delay_us,
+                                         int64_t{d.outcome == "failed" ? 1 : 0}}) == 1;
+      if (ok) close_attempt(*conn_, d, d.outcome);
+      applied.push_back(ok);
+    }
   }
+  for (size_t i = 0; i < done.size(); ++i)
+    if (applied[i]) advance_dag(*conn_, done[i].dag_run_id, done[i].job_id, done[i].status);
   tx.commit();
   return applied;
 }
@@ -223,7 +234,7 @@ int Store::rescue_expired() {
   std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED" : "";
   auto expired = conn_->query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
-      "j.max_deliveries, j.delivery FROM runs r JOIN jobs j ON j.id = r.job_id "
+      "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id FROM runs r JOIN jobs j ON j.id = r.job_id "
       "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US" +
       lock);
   for (const auto& row : expired) {
@@ -247,6 +258,7 @@ int Store::rescue_expired() {
                 {row.text(0), row.i64(1), why});
     if (status == "pending" && dialect() == Dialect::postgres)
       conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
+    if (status == "dead") advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
   }
   conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
   tx.commit();

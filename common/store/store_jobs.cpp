@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model/job_json.hpp"
+#include "common/store/dag_progress.hpp"
 #include "common/store/fan_out.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
@@ -212,6 +213,18 @@ std::vector<SubmitResult> Store::submit(const std::vector<model::JobSpec>& specs
 
 std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) {
   Transaction tx(*conn_, TxMode::write);
+  auto results = write_jobs(std::move(specs), FirstRun::yes);
+  tx.commit();
+  return results;
+}
+
+std::vector<std::string> Store::insert_node_jobs(std::vector<model::JobSpec> specs) {
+  std::vector<std::string> ids;
+  for (const auto& r : write_jobs(std::move(specs), FirstRun::no)) ids.push_back(r.job_id);
+  return ids;
+}
+
+std::vector<SubmitResult> Store::write_jobs(std::vector<model::JobSpec> specs, FirstRun first_run) {
   std::set<std::string> spec_queues;
   for (const auto& s : specs) spec_queues.insert(s.queue);
   auto defaults = queue_defaults(spec_queues);
@@ -240,7 +253,8 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
       }
     }
     // A schedule's runs are made by its leader, a fan-out's below.
-    NewRow row{&s, util::new_ulid(), s.schedule || s.fan_out ? std::string() : util::new_ulid()};
+    NewRow row{&s, util::new_ulid(),
+               s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid()};
     if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});
     queues.insert(s.queue);
@@ -258,7 +272,8 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
   for (size_t i = 0, f = 0; i < results.size(); ++i) {
     if (results[i].existed) continue;
     const auto& r = fresh[f++];
-    if (r.spec->fan_out && !r.spec->schedule) results[i].run_id = insert_fan_out(*conn_, r);
+    if (r.spec->fan_out && !r.spec->schedule && first_run == FirstRun::yes)
+      results[i].run_id = insert_fan_out(*conn_, r);
   }
   std::set<std::string> tenants;
   for (const auto& r : fresh)
@@ -266,7 +281,6 @@ std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) 
   for (const auto& t : tenants) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
   if (dialect() == Dialect::postgres)
     for (const auto& q : queues) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {q});
-  tx.commit();
   return results;
 }
 
@@ -309,6 +323,7 @@ std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
   std::string sql = fmt::format(
       "SELECT {}, {} {} "
       "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
+      "AND j.dag_id IS NULL "
       "ORDER BY j.id DESC LIMIT $3",
       kJobColumns, kRunColumns, kJobsWithLatestRun);
   std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
@@ -375,9 +390,10 @@ CancelOutcome Store::cancel(const std::string& job_id) {
   const auto [run_id, status] = latest_run_for(job_id, "cancel");
   CancelOutcome outcome;
   if (status == model::RunStatus::pending || status == model::RunStatus::blocked) {
-    conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
-                "WHERE id = $1",
-                {run_id});
+    auto dag = conn_->query("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
+                            "WHERE id = $1 RETURNING dag_run_id",
+                            {run_id});
+    advance_dag(*conn_, dag.at(0).text(0), job_id, model::RunStatus::cancelled);
     outcome = CancelOutcome::cancelled;
     audit(job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
   } else if (status == model::RunStatus::running) {

@@ -244,19 +244,25 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
       cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
                          *job.next_fire_at, now, s.horizon_us, s.misfire_after_us};
       auto plan = cron::plan_occurrences(in);
-      std::vector<std::string> agents;
-      if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out);
-      for (int64_t at : plan.fire) {
-        auto r = occurrence_run(job, at, "schedule");
-        r.available_at = at + jitter_of(job.id, at, sc.jitter_us);
-        expand_fan_out(job, std::move(r), agents, runs, skipped);
-      }
-      for (const auto& span : plan.skipped) {
-        auto r = occurrence_run(job, span.first, "schedule");
-        r.status = "skipped";
-        r.error = span_text(span);
-        skipped.push_back(std::move(r));
-        result.skipped += span.count;
+      if (job.kind == "dag") {
+        // A scheduled DAG: each occurrence is a DAG run, made once.
+        for (int64_t at : plan.fire)
+          if (!start_dag_run(job.dag_id, at, at + jitter_of(job.id, at, sc.jitter_us)).empty()) ++result.runs;
+      } else {
+        std::vector<std::string> agents;
+        if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out);
+        for (int64_t at : plan.fire) {
+          auto r = occurrence_run(job, at, "schedule");
+          r.available_at = at + jitter_of(job.id, at, sc.jitter_us);
+          expand_fan_out(job, std::move(r), agents, runs, skipped);
+        }
+        for (const auto& span : plan.skipped) {
+          auto r = occurrence_run(job, span.first, "schedule");
+          r.status = "skipped";
+          r.error = span_text(span);
+          skipped.push_back(std::move(r));
+          result.skipped += span.count;
+        }
       }
       if (!plan.fire.empty()) queues.insert(job.spec.queue);
       next = plan.next_fire_at;

@@ -1,0 +1,231 @@
+// jobctl dag: submit a graph of dependent jobs, watch it, steer it.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/context.hpp"
+#include "cli/output.hpp"
+#include "cli/schedule_flags.hpp"
+#include "common/dag/dag.hpp"
+#include "common/model/job_json.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+// FILE, or standard input for "-".
+std::string read_document(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw usage_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)), "check the path; - reads stdin");
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
+
+std::string duration_of(const model::Run& r) {
+  if (!r.started_at) return "-";
+  if (!r.finished_at) return "running";
+  return util::format_duration(util::Micros(*r.finished_at - *r.started_at));
+}
+
+nlohmann::json summary_json(const store::DagRunView& v) {
+  return nlohmann::json{{"id", v.id},
+                        {"dag_id", v.dag_id},
+                        {"name", v.name},
+                        {"status", v.status},
+                        {"on_failure", dag::to_string(v.on_failure)},
+                        {"created_at", util::format_time(v.created_at)},
+                        {"finished_at", v.finished_at ? nlohmann::json(util::format_time(*v.finished_at)) : nullptr},
+                        {"occurrence", v.occurrence ? nlohmann::json(util::format_time(*v.occurrence)) : nullptr},
+                        {"nodes", v.counts}};
+}
+
+std::string counts_text(const std::map<std::string, int64_t>& counts) {
+  std::string out;
+  for (const auto& [status, n] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
+  return out;
+}
+
+store::DagRunView require_run(Context& ctx, const std::string& id) {
+  auto v = ctx.store().get_dag_run(id);
+  if (!v) throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
+  return *v;
+}
+
+void add_submit(CLI::App& group, Context& ctx) {
+  struct Flags {
+    std::string file, on_failure = "stop", tz;
+    ScheduleFlags schedule;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = group.add_subcommand("submit", "Submit a DAG from a JSON file (- for stdin); prints the DAG run's id");
+  cmd->add_option("file", f->file, "The DAG document (see jobctl(1), DAGS)")->required();
+  cmd->add_option("--on-failure", f->on_failure,
+                  "When a node ends dead: stop (cancel every node not started) or continue (cancel only what "
+                  "depends on it)")
+      ->check(CLI::IsMember({"stop", "continue"}))
+      ->capture_default_str();
+  cmd->add_option("--cron", f->schedule.cron, "Run the DAG on this cron expression: one DAG run per occurrence");
+  cmd->add_option("--tz", f->tz, "IANA time zone of --cron (default UTC)");
+  cmd->footer("Prints the DAG run's id alone on stdout; with --cron, the DAG's id (each occurrence starts a run).\n"
+              "Nothing is written when the document is invalid (exit 2): unknown dependencies, cycles, duplicate\n"
+              "names, an empty graph, more than 10000 nodes.");
+  cmd->callback([f, &ctx] {
+    store::DagSubmit d;
+    d.document = read_document(f->file);
+    d.definition = dag::parse(d.document);
+    d.on_failure = dag::parse_on_failure(f->on_failure);
+    if (!f->tz.empty() && f->schedule.cron.empty()) throw usage_error("--tz goes with --cron");
+    if (!f->schedule.cron.empty()) {
+      auto u = to_update(f->schedule, f->tz);
+      model::ScheduleSpec sc;
+      sc.cron = *u.cron;
+      sc.tz = u.tz.value_or("UTC");
+      model::validate(sc, d.definition.name);
+      d.schedule = sc;
+    }
+    auto r = ctx.store().submit_dag(d);
+    if (ctx.output == "json") {
+      print_json({{"dag_id", r.dag_id},
+                  {"dag_run_id", r.dag_run_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.dag_run_id)},
+                  {"schedule_job_id",
+                   r.schedule_job_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.schedule_job_id)}});
+      return;
+    }
+    std::printf("%s\n", (r.dag_run_id.empty() ? r.dag_id : r.dag_run_id).c_str());
+  });
+}
+
+void add_status(CLI::App& group, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = group.add_subcommand("status", "Show a DAG run: its state and every node's");
+  cmd->add_option("id", *id, "DAG run id (or DAG id: its newest run)")->required();
+  cmd->callback([id, &ctx] {
+    auto v = require_run(ctx, *id);
+    if (ctx.format() == OutputFormat::json) {
+      auto j = summary_json(v);
+      j["nodes"] = nlohmann::json::array();
+      for (const auto& n : v.nodes) {
+        auto run = model::to_json(n.run);
+        j["nodes"].push_back({{"name", n.name}, {"job_id", n.job_id}, {"depends_on", n.depends_on}, {"run", run}});
+      }
+      j["counts"] = v.counts;
+      print_json(j);
+      return;
+    }
+    print_fields({{"id", v.id},
+                  {"dag", v.name + " (" + v.dag_id + ")"},
+                  {"status", v.status},
+                  {"on failure", std::string(dag::to_string(v.on_failure))},
+                  {"created", util::format_time(v.created_at)},
+                  {"finished", opt_time(v.finished_at)},
+                  {"nodes", counts_text(v.counts)}});
+    std::vector<TableRow> rows;
+    for (const auto& n : v.nodes) {
+      std::string after;
+      for (const auto& p : n.depends_on) after += (after.empty() ? "" : ",") + p;
+      rows.push_back({n.name, std::string(model::to_string(n.run.status)), std::to_string(n.run.attempts),
+                      duration_of(n.run), after.empty() ? "-" : after, cell(n.run.error, 50)});
+    }
+    std::printf("\n");
+    print_table({"NODE", "STATUS", "ATTEMPTS", "DURATION", "AFTER", "ERROR"}, rows);
+  });
+}
+
+void add_ls(CLI::App& group, Context& ctx) {
+  auto limit = std::make_shared<int>(50);
+  auto* cmd = group.add_subcommand("ls", "List DAG runs, newest first");
+  cmd->add_option("--limit", *limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->callback([limit, &ctx] {
+    auto runs = ctx.store().list_dag_runs(*limit);
+    if (ctx.format() == OutputFormat::json) {
+      print_json_list(runs, summary_json);
+      return;
+    }
+    std::vector<TableRow> rows;
+    for (const auto& v : runs)
+      rows.push_back({v.id, v.name, v.status, counts_text(v.counts), util::format_time(v.created_at)});
+    print_table({"ID", "DAG", "STATUS", "NODES", "CREATED"}, rows);
+  });
+}
+
+void add_control(CLI::App& group, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cancel = group.add_subcommand("cancel", "Cancel a DAG run: nodes not started are cancelled, running ones stopped");
+  cancel->add_option("id", *id, "DAG run id")->required();
+  cancel->callback([id, &ctx] {
+    int n = ctx.store().cancel_dag_run(*id);
+    if (ctx.output == "json") print_json({{"id", *id}, {"result", "cancelled"}, {"nodes", n}});
+    else std::fprintf(stderr, "DAG run %s: %d nodes cancelled or asked to stop\n", id->c_str(), n);
+  });
+  for (bool pause : {true, false}) {
+    auto pid = std::make_shared<std::string>();
+    auto* cmd = group.add_subcommand(pause ? "pause" : "resume",
+                                     pause ? "Pause a DAG run: no further node starts (running ones finish)"
+                                           : "Resume a paused DAG run");
+    cmd->add_option("id", *pid, "DAG run id")->required();
+    cmd->callback([pid, pause, &ctx] {
+      bool changed = ctx.store().set_dag_run_paused(*pid, pause);
+      const char* state = pause ? "paused" : "resumed";
+      if (ctx.output == "json") print_json({{"id", *pid}, {"result", state}, {"changed", changed}});
+      else std::fprintf(stderr, "DAG run %s %s%s\n", pid->c_str(), changed ? "" : "was already ", state);
+    });
+  }
+  auto rid = std::make_shared<std::string>();
+  auto* retry = group.add_subcommand("retry", "Run a finished DAG run's failed and cancelled nodes again, keeping successes");
+  retry->add_option("id", *rid, "DAG run id")->required();
+  retry->callback([rid, &ctx] {
+    int n = ctx.store().retry_dag_run(*rid);
+    if (ctx.output == "json") print_json({{"id", *rid}, {"result", "retried"}, {"nodes", n}});
+    else std::fprintf(stderr, "DAG run %s: %d nodes to run again\n", rid->c_str(), n);
+  });
+}
+
+void add_graph(CLI::App& group, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = group.add_subcommand("graph", "Print a DAG as Graphviz DOT: of a DAG run (nodes coloured by state) or a file");
+  cmd->add_option("id", *id, "DAG run id, DAG id, or a DAG document (FILE, - for stdin)")->required();
+  cmd->footer("Render it with: jobctl dag graph ID | dot -Tsvg > dag.svg");
+  cmd->callback([id, &ctx] {
+    if (*id == "-" || std::filesystem::exists(*id)) {
+      std::printf("%s", dag::to_dot(dag::parse(read_document(*id))).c_str());
+      return;
+    }
+    auto v = require_run(ctx, *id);
+    auto def = dag::parse(ctx.store().dag_document(v.dag_id));
+    std::map<std::string, std::string> status;
+    for (const auto& n : v.nodes) status[n.name] = std::string(model::to_string(n.run.status));
+    std::vector<std::string> colours;
+    for (const auto& n : def.nodes) colours.push_back(status[n.name]);
+    std::printf("%s", dag::to_dot(def, colours).c_str());
+  });
+}
+
+}  // namespace
+
+void register_dag(CLI::App& app, Context& ctx) {
+  auto* group = app.add_subcommand("dag", "DAGs: graphs of dependent jobs (submit, status, ls, cancel, pause, resume, retry, graph)");
+  group->require_subcommand(1);
+  add_submit(*group, ctx);
+  add_status(*group, ctx);
+  add_ls(*group, ctx);
+  add_control(*group, ctx);
+  add_graph(*group, ctx);
+}
+
+}  // namespace jobctl::cli

@@ -1,0 +1,329 @@
+// Store: DAGs — submit, DAG runs and their progress, cancel, pause, retry.
+//
+// A DAG's nodes are jobs; a DAG run is one run per node, written in one
+// transaction: roots pending, every other node blocked with waiting_on
+// counting its parents that have not succeeded. When a node succeeds, the
+// transaction that records it lowers its children's counters (advance_dag)
+// and a child at zero becomes pending: no scan over the graph, and two
+// parents finishing at once on two agents serialise on the child's row, so
+// it is released exactly once. When a node ends dead or cancelled, the
+// run's on_failure policy cancels what can no longer run.
+#include "common/store/dag_progress.hpp"
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/cron/plan.hpp"
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+#include "common/util/ulid.hpp"
+
+namespace jobctl::store {
+namespace {
+
+void notify(Connection& c, const Rows& queues) {
+  if (c.dialect() != Dialect::postgres) return;
+  std::set<std::string> seen;
+  for (const auto& row : queues)
+    if (seen.insert(row.text(0)).second) c.query("SELECT pg_notify('jobctl_wake', $1)", {row.text(0)});
+}
+
+// The columns of a node run made from its job j: queue, priority, tenant,
+// concurrency group, version.
+constexpr const char* kNodeRunInsert =
+    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max, "
+    "job_version, dag_run_id, dag_node, waiting_on) "
+    "SELECT $1, j.id, j.queue, j.priority, CASE WHEN $4 = 0 AND $6 = 0 THEN 'pending' ELSE 'blocked' END, $5, NOW_US, "
+    "j.tenant, {}, j.max_concurrent, j.version, $2, $3, $4 FROM jobs j WHERE j.id = $7";
+
+// A node run's status in a DAG run's summary, and the DAG run's own.
+std::string dag_status(const std::map<std::string, int64_t>& counts, bool paused, bool cancelled) {
+  auto n = [&](const char* s) {
+    auto it = counts.find(s);
+    return it == counts.end() ? 0 : it->second;
+  };
+  if (n("running") + n("pending") + n("blocked") > 0) return cancelled ? "cancelling" : paused ? "paused" : "running";
+  if (cancelled) return "cancelled";
+  int64_t total = 0;
+  for (const auto& [s, c] : counts) total += c;
+  return n("succeeded") == total ? "succeeded" : "failed";
+}
+
+// The latest run of each node of a DAG run: status counts.
+std::map<std::string, int64_t> node_counts(Connection& c, const std::string& dag_run_id) {
+  std::map<std::string, int64_t> counts;
+  for (const auto& row : c.query("SELECT r.status, count(*) FROM runs r WHERE r.dag_run_id = $1 AND r.id = "
+                                 "(SELECT max(x.id) FROM runs x WHERE x.dag_run_id = r.dag_run_id AND x.job_id = r.job_id) "
+                                 "GROUP BY r.status",
+                                 {dag_run_id}))
+    counts[row.text(0)] = row.i64(1);
+  return counts;
+}
+
+}  // namespace
+
+void advance_dag(Connection& c, const std::string& dag_run_id, const std::string& job_id, model::RunStatus status) {
+  if (dag_run_id.empty()) return;
+  if (status == model::RunStatus::succeeded) {
+    // Each child waits on one parent fewer; at zero it is due now, unless
+    // its DAG run is paused (resume releases it).
+    auto released = c.query(
+        "UPDATE runs SET waiting_on = waiting_on - 1, available_at = NOW_US, "
+        "status = CASE WHEN waiting_on = 1 AND (SELECT d.paused FROM dag_runs d WHERE d.id = $1) = 0 "
+        "THEN 'pending' ELSE 'blocked' END "
+        "WHERE dag_run_id = $1 AND status = 'blocked' AND job_id IN (SELECT child FROM dag_edges WHERE parent = $2) "
+        "RETURNING queue, status",
+        {dag_run_id, job_id});
+    Rows pending;
+    for (const auto& row : released)
+      if (row.text(1) == "pending") pending.push_back(row);
+    notify(c, pending);
+    return;
+  }
+  if (status != model::RunStatus::dead && status != model::RunStatus::cancelled) return;
+  auto policy = c.query("SELECT on_failure, cancelled_at FROM dag_runs WHERE id = $1", {dag_run_id});
+  if (policy.empty() || !policy[0].is_null(1)) return;  // a cancel of the whole run is doing this already
+  auto node = c.query("SELECT dag_node FROM runs WHERE dag_run_id = $1 AND job_id = $2 ORDER BY id DESC LIMIT 1",
+                      {dag_run_id, job_id});
+  const std::string name = node.empty() ? job_id : node[0].text(0);
+  if (dag::parse_on_failure(policy[0].text(0)) == dag::OnFailure::stop) {
+    c.exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = $2 "
+           "WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
+           {dag_run_id, fmt::format("cancelled: node {} ended {} (--on-failure stop)", name, model::to_string(status))});
+    return;
+  }
+  // continue: only what depends on it, however far down.
+  c.exec("WITH RECURSIVE below (job) AS (SELECT child FROM dag_edges WHERE parent = $2 "
+         "UNION SELECT e.child FROM dag_edges e JOIN below b ON e.parent = b.job) "
+         "UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = $3 "
+         "WHERE dag_run_id = $1 AND status = 'blocked' AND job_id IN (SELECT job FROM below)",
+         {dag_run_id, job_id,
+          fmt::format("cancelled: it depends on node {}, which ended {}", name, model::to_string(status))});
+}
+
+std::map<std::string, std::string> parent_results(Connection& c, const std::string& dag_run_id,
+                                                  const std::string& job_id) {
+  std::map<std::string, std::string> out;
+  auto rows = c.query(
+      "SELECT r.dag_node, a.stdout_tail FROM dag_edges e JOIN runs r ON r.job_id = e.parent AND r.dag_run_id = $1 "
+      "AND r.status = 'succeeded' JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts WHERE e.child = $2",
+      {dag_run_id, job_id});
+  for (const auto& row : rows) {
+    std::string tail = row.text(1);
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+    auto nl = tail.rfind('\n');
+    out[row.text(0)] = nl == std::string::npos ? tail : tail.substr(nl + 1);
+  }
+  return out;
+}
+
+DagSubmitResult Store::submit_dag(const DagSubmit& d) {
+  // One transaction around the whole: the nodes' jobs, the graph, and the
+  // first DAG run.
+  Transaction tx(*conn_, TxMode::write);
+  DagSubmitResult result;
+  result.dag_id = util::new_ulid();
+  conn_->exec("INSERT INTO dags (id, name, definition, on_failure, created_at) VALUES ($1, $2, $3, $4, NOW_US)",
+              {result.dag_id, d.definition.name, d.document, std::string(dag::to_string(d.on_failure))});
+  std::vector<model::JobSpec> specs;
+  for (const auto& n : d.definition.nodes) specs.push_back(n.spec);
+  auto jobs = insert_node_jobs(specs);
+  std::map<std::string, std::string> job_of;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& n = d.definition.nodes[i];
+    job_of[n.name] = jobs[i];
+    conn_->exec("INSERT INTO dag_nodes (dag_id, name, job_id, position) VALUES ($1, $2, $3, $4)",
+                {result.dag_id, n.name, jobs[i], static_cast<int64_t>(i)});
+    conn_->exec("UPDATE jobs SET dag_id = $2, kind = 'node' WHERE id = $1", {jobs[i], result.dag_id});
+  }
+  for (const auto& n : d.definition.nodes)
+    for (const auto& p : n.depends_on)
+      conn_->exec("INSERT INTO dag_edges (dag_id, parent, child) VALUES ($1, $2, $3)",
+                  {result.dag_id, job_of[p], job_of[n.name]});
+  if (d.schedule) {
+    // The job that fires the DAG: the leader turns its occurrences into DAG
+    // runs (see materialise), never into runs of its own.
+    model::JobSpec fire;
+    fire.name = d.definition.name;
+    fire.command.argv = {"jobctl", "dag", "run", result.dag_id};
+    fire.schedule = d.schedule;
+    fire.schedule->overlap = model::Overlap::allow;
+    result.schedule_job_id = insert_node_jobs({fire}).at(0);
+    conn_->exec("UPDATE jobs SET dag_id = $2, kind = 'dag' WHERE id = $1", {result.schedule_job_id, result.dag_id});
+  } else {
+    result.dag_run_id = start_dag_run(result.dag_id, std::nullopt, std::nullopt);
+  }
+  tx.commit();
+  return result;
+}
+
+std::string Store::start_dag_run(const std::string& dag_id, std::optional<int64_t> occurrence,
+                                 std::optional<int64_t> at) {
+  const std::string id = util::new_ulid();
+  auto inserted = conn_->exec(
+      "INSERT INTO dag_runs (id, dag_id, on_failure, occurrence, created_at) "
+      "SELECT $1, d.id, d.on_failure, $3, NOW_US FROM dags d WHERE d.id = $2 ON CONFLICT DO NOTHING",
+      {id, dag_id, occurrence ? Value(*occurrence) : Value(nullptr)});
+  if (inserted == 0) return "";  // this occurrence has its DAG run already
+  const int64_t due = at.value_or(now());
+  const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
+  auto nodes = conn_->query(
+      "SELECT n.name, n.job_id, (SELECT count(*) FROM dag_edges e WHERE e.child = n.job_id) FROM dag_nodes n "
+      "WHERE n.dag_id = $1 ORDER BY n.position",
+      {dag_id});
+  for (const auto& n : nodes)
+    conn_->exec(insert, {util::new_ulid(), id, n.text(0), n.i64(2), due, int64_t{0}, n.text(1)});
+  notify(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {id}));
+  return id;
+}
+
+std::string Store::resolve_dag_run(const std::string& id) {
+  if (!conn_->query("SELECT 1 FROM dag_runs WHERE id = $1", {id}).empty()) return id;
+  auto newest = conn_->query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {id});
+  if (!newest.empty() && !newest[0].is_null(0)) return newest[0].text(0);
+  throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
+}
+
+std::optional<DagRunView> Store::get_dag_run(const std::string& id) {
+  std::string run_id;
+  try {
+    run_id = resolve_dag_run(id);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::not_found) return std::nullopt;
+    throw;
+  }
+  auto head = conn_->query("SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, r.paused, "
+                           "r.cancelled_at, (SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id) "
+                           "FROM dag_runs r JOIN dags d ON d.id = r.dag_id WHERE r.id = $1",
+                           {run_id});
+  const auto& h = head.at(0);
+  DagRunView v;
+  v.id = h.text(0);
+  v.dag_id = h.text(1);
+  v.name = h.text(2);
+  v.on_failure = dag::parse_on_failure(h.text(3));
+  v.created_at = h.i64(4);
+  v.occurrence = h.opt_i64(5);
+  v.counts = node_counts(*conn_, v.id);
+  v.status = dag_status(v.counts, h.i64(6) != 0, !h.is_null(7));
+  if (v.status == "succeeded" || v.status == "failed" || v.status == "cancelled") v.finished_at = h.opt_i64(8);
+  std::map<std::string, std::vector<std::string>> parents;
+  for (const auto& row : conn_->query("SELECT c.name, p.name FROM dag_edges e JOIN dag_nodes c ON c.job_id = e.child "
+                                      "JOIN dag_nodes p ON p.job_id = e.parent WHERE e.dag_id = $1 ORDER BY p.position",
+                                      {v.dag_id}))
+    parents[row.text(0)].push_back(row.text(1));
+  auto rows = conn_->query(
+      fmt::format("SELECT n.name, n.job_id, {} FROM dag_nodes n JOIN runs r ON r.id = (SELECT max(x.id) FROM runs x "
+                  "WHERE x.dag_run_id = $1 AND x.job_id = n.job_id) WHERE n.dag_id = $2 ORDER BY n.position",
+                  kRunColumns),
+      {v.id, v.dag_id});
+  for (const auto& row : rows)
+    v.nodes.push_back(DagNodeView{row.text(0), row.text(1), parents[row.text(0)], run_from_row(row, 2)});
+  return v;
+}
+
+std::vector<DagRunView> Store::list_dag_runs(int limit) {
+  std::vector<DagRunView> out;
+  for (const auto& row : conn_->query("SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, "
+                                      "r.paused, r.cancelled_at, (SELECT max(x.finished_at) FROM runs x WHERE "
+                                      "x.dag_run_id = r.id) FROM dag_runs r JOIN dags d ON d.id = r.dag_id "
+                                      "ORDER BY r.id DESC LIMIT $1",
+                                      {int64_t{limit}})) {
+    DagRunView v;
+    v.id = row.text(0);
+    v.dag_id = row.text(1);
+    v.name = row.text(2);
+    v.on_failure = dag::parse_on_failure(row.text(3));
+    v.created_at = row.i64(4);
+    v.occurrence = row.opt_i64(5);
+    v.counts = node_counts(*conn_, v.id);
+    v.status = dag_status(v.counts, row.i64(6) != 0, !row.is_null(7));
+    if (v.status == "succeeded" || v.status == "failed" || v.status == "cancelled") v.finished_at = row.opt_i64(8);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+int Store::cancel_dag_run(const std::string& id) {
+  Transaction tx(*conn_, TxMode::write);
+  const std::string run_id = resolve_dag_run(id);
+  auto counts = node_counts(*conn_, run_id);
+  if (counts["running"] + counts["pending"] + counts["blocked"] == 0)
+    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} has finished; there is nothing to cancel", run_id),
+                "`jobctl dag retry` runs its failed and cancelled nodes again");
+  conn_->exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE id = $1", {run_id});
+  int64_t n = conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user "
+                          "(dag cancel)' WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
+                          {run_id});
+  auto asked = conn_->query(
+      "UPDATE runs SET cancel_requested = 1 WHERE dag_run_id = $1 AND status = 'running' RETURNING id", {run_id});
+  if (dialect() == Dialect::postgres)
+    for (const auto& row : asked) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
+  tx.commit();
+  return static_cast<int>(n + static_cast<int64_t>(asked.size()));
+}
+
+bool Store::set_dag_run_paused(const std::string& id, bool paused) {
+  Transaction tx(*conn_, TxMode::write);
+  const std::string run_id = resolve_dag_run(id);
+  if (conn_->exec("UPDATE dag_runs SET paused = $2 WHERE id = $1 AND paused <> $2", {run_id, int64_t{paused}}) == 0)
+    return false;
+  if (paused) {
+    // Nodes due to start wait again, with nothing left to wait on.
+    conn_->exec("UPDATE runs SET status = 'blocked' WHERE dag_run_id = $1 AND status = 'pending'", {run_id});
+  } else {
+    notify(*conn_, conn_->query("UPDATE runs SET status = 'pending', available_at = NOW_US WHERE dag_run_id = $1 "
+                                "AND status = 'blocked' AND waiting_on = 0 RETURNING queue",
+                                {run_id}));
+  }
+  tx.commit();
+  return true;
+}
+
+int Store::retry_dag_run(const std::string& id) {
+  Transaction tx(*conn_, TxMode::write);
+  const std::string run_id = resolve_dag_run(id);
+  auto counts = node_counts(*conn_, run_id);
+  if (counts["running"] + counts["pending"] + counts["blocked"] > 0)
+    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} is still running", run_id),
+                "wait for it (or `jobctl dag cancel` it) before retrying");
+  // The latest run of each node, and which of them succeeded.
+  auto latest = conn_->query(
+      "SELECT r.job_id, r.dag_node, r.status FROM runs r WHERE r.dag_run_id = $1 AND r.id = "
+      "(SELECT max(x.id) FROM runs x WHERE x.dag_run_id = r.dag_run_id AND x.job_id = r.job_id)",
+      {run_id});
+  std::set<std::string> done;
+  for (const auto& row : latest)
+    if (row.text(2) == "succeeded") done.insert(row.text(0));
+  if (done.size() == latest.size())
+    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} succeeded; there is nothing to retry", run_id));
+  std::map<std::string, int64_t> waiting;
+  for (const auto& row : conn_->query("SELECT e.child, e.parent FROM dag_edges e JOIN dag_runs d ON d.dag_id = e.dag_id "
+                                      "WHERE d.id = $1",
+                                      {run_id}))
+    if (!done.count(row.text(1))) ++waiting[row.text(0)];
+  conn_->exec("UPDATE dag_runs SET cancelled_at = NULL, paused = 0 WHERE id = $1", {run_id});
+  const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
+  const int64_t due = now();
+  int n = 0;
+  for (const auto& row : latest) {
+    if (done.count(row.text(0))) continue;
+    conn_->exec(insert, {util::new_ulid(), run_id, row.text(1), waiting[row.text(0)], due, int64_t{0}, row.text(0)});
+    ++n;
+  }
+  notify(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {run_id}));
+  tx.commit();
+  return n;
+}
+
+std::string Store::dag_document(const std::string& dag_id) {
+  auto rows = conn_->query("SELECT definition FROM dags WHERE id = $1", {dag_id});
+  if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no DAG with id '{}'", dag_id));
+  return rows[0].text(0);
+}
+
+}  // namespace jobctl::store
