@@ -1,0 +1,249 @@
+// DAG runs at the store level: release on success, failure policies,
+// cancel, pause, retry, schedules, and fan-in under concurrent completions.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "common/dag/dag.hpp"
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::RunStatus;
+
+namespace {
+
+constexpr int64_t kLease = 30'000'000;
+
+// a -> {b, c} -> d, and e on its own.
+constexpr const char* kDiamond = R"({"name": "diamond", "jobs": {
+  "a": {"command": "true"},
+  "b": {"command": "true", "depends_on": ["a"]},
+  "c": {"command": "true", "depends_on": ["a"]},
+  "d": {"command": "true", "depends_on": ["b", "c"]},
+  "e": {"command": "true"}}})";
+
+struct Fixture {
+  test::TempDir dir;
+  test::TestDb db{dir};
+  std::unique_ptr<store::Store> s = db.open();
+  std::string worker = s->register_worker({"w", "host", 1, {"default"}, 64, "test", kLease, {}});
+
+  store::DagSubmitResult submit(const char* doc, dag::OnFailure on_failure = dag::OnFailure::stop) {
+    store::DagSubmit d;
+    d.document = doc;
+    d.definition = dag::parse(doc);
+    d.on_failure = on_failure;
+    return s->submit_dag(d);
+  }
+
+  // Claims what is due; returns it by node name.
+  std::map<std::string, store::ClaimedRun> claim() {
+    std::map<std::string, store::ClaimedRun> out;
+    for (auto& c : s->claim(worker, {"default"}, 64, kLease)) out[c.dag_node] = std::move(c);
+    return out;
+  }
+
+  void finish(const store::ClaimedRun& run, RunStatus status, const std::string& out = "") {
+    auto c = store::completion_of(run, status);
+    c.stdout_tail = out;
+    REQUIRE(s->complete({c}) == std::vector<bool>{true});
+  }
+
+  std::map<std::string, RunStatus> statuses(const std::string& dag_run) {
+    std::map<std::string, RunStatus> out;
+    auto v = s->get_dag_run(dag_run);
+    REQUIRE(v);
+    for (const auto& n : v->nodes) out[n.name] = n.run.status;
+    return out;
+  }
+};
+
+std::set<std::string> names(const std::map<std::string, store::ClaimedRun>& m) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : m) out.insert(k);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("dag: a node starts only once all its parents succeeded, and gets their results") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  auto st = f.statuses(r.dag_run_id);
+  CHECK(st["a"] == RunStatus::pending);
+  CHECK(st["d"] == RunStatus::blocked);
+  auto first = f.claim();
+  REQUIRE(names(first) == std::set<std::string>{"a", "e"});
+  f.finish(first["a"], RunStatus::succeeded, "line one\nresult-of-a\n");
+  auto second = f.claim();
+  REQUIRE(names(second) == std::set<std::string>{"b", "c"});
+  CHECK(second["b"].parent_results == std::map<std::string, std::string>{{"a", "result-of-a"}});
+  f.finish(second["b"], RunStatus::succeeded, "B");
+  CHECK(f.claim().empty());  // d still waits for c
+  CHECK(f.statuses(r.dag_run_id)["d"] == RunStatus::blocked);
+  f.finish(second["c"], RunStatus::succeeded, "C");
+  auto third = f.claim();
+  REQUIRE(names(third) == std::set<std::string>{"d"});
+  CHECK(third["d"].parent_results == std::map<std::string, std::string>{{"b", "B"}, {"c", "C"}});
+  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "running");
+  f.finish(third["d"], RunStatus::succeeded);
+  f.finish(first["e"], RunStatus::succeeded);
+  auto v = f.s->get_dag_run(r.dag_run_id);
+  CHECK(v->status == "succeeded");
+  CHECK(v->finished_at.has_value());
+  // A DAG id names its newest run.
+  CHECK(f.s->get_dag_run(r.dag_id)->id == r.dag_run_id);
+}
+
+TEST_CASE("dag: on-failure stop cancels every node not started, continue only the dead node's descendants") {
+  for (auto policy : {dag::OnFailure::stop, dag::OnFailure::continue_}) {
+    CAPTURE(dag::to_string(policy));
+    Fixture f;
+    auto r = f.submit(kDiamond, policy);
+    auto first = f.claim();  // a and e
+    f.finish(first["a"], RunStatus::dead);
+    auto st = f.statuses(r.dag_run_id);
+    CHECK(st["b"] == RunStatus::cancelled);
+    CHECK(st["d"] == RunStatus::cancelled);
+    CHECK(st["e"] == RunStatus::running);  // started already: it runs on either way
+    f.finish(first["e"], RunStatus::succeeded);
+    CHECK(f.s->get_dag_run(r.dag_run_id)->status == "failed");
+  }
+  // An independent branch not started yet: stop cancels it, continue runs it.
+  constexpr const char* kTwoBranches = R"({"name": "two", "jobs": {
+    "a": {"command": "true"}, "a2": {"command": "true", "depends_on": ["a"]},
+    "x": {"command": "true"}, "x2": {"command": "true", "depends_on": ["x"]}}})";
+  for (auto policy : {dag::OnFailure::stop, dag::OnFailure::continue_}) {
+    Fixture f;
+    auto r = f.submit(kTwoBranches, policy);
+    auto first = f.claim();
+    f.finish(first["a"], RunStatus::dead);
+    f.finish(first["x"], RunStatus::succeeded);
+    auto st = f.statuses(r.dag_run_id);
+    CHECK(st["a2"] == RunStatus::cancelled);
+    CHECK(st["x2"] == (policy == dag::OnFailure::stop ? RunStatus::cancelled : RunStatus::pending));
+  }
+}
+
+TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did not succeed") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  auto first = f.claim();
+  f.finish(first["a"], RunStatus::succeeded);
+  auto second = f.claim();  // b and c running
+  CHECK(f.s->cancel_dag_run(r.dag_run_id) == 4);  // d cancelled; b, c and e asked to stop
+  auto v = f.s->get_dag_run(r.dag_run_id);
+  CHECK(v->status == "cancelling");
+  CHECK(f.statuses(r.dag_run_id)["d"] == RunStatus::cancelled);
+  CHECK(f.s->get_run(second["b"].run_id)->cancel_requested);
+  CHECK_THROWS_AS(f.s->retry_dag_run(r.dag_run_id), Error);  // still running
+  f.finish(second["b"], RunStatus::cancelled);
+  f.finish(second["c"], RunStatus::succeeded);
+  f.finish(first["e"], RunStatus::succeeded);
+  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "cancelled");
+
+  CHECK(f.s->retry_dag_run(r.dag_run_id) == 2);  // b and d; a, c and e kept
+  auto st = f.statuses(r.dag_run_id);
+  CHECK(st["a"] == RunStatus::succeeded);
+  CHECK(st["b"] == RunStatus::pending);
+  CHECK(st["d"] == RunStatus::blocked);
+  auto again = f.claim();
+  REQUIRE(names(again) == std::set<std::string>{"b"});
+  f.finish(again["b"], RunStatus::succeeded);
+  auto last = f.claim();
+  REQUIRE(names(last) == std::set<std::string>{"d"});
+  f.finish(last["d"], RunStatus::succeeded);
+  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "succeeded");
+  // a ran once in all.
+  CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE dag_run_id = $1 AND dag_node = 'a'",
+                                {r.dag_run_id}).at(0).i64(0) == 1);
+  CHECK_THROWS_AS(f.s->retry_dag_run(r.dag_run_id), Error);  // nothing left to retry
+}
+
+TEST_CASE("dag: a paused DAG run starts no node until resumed") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  CHECK(f.s->set_dag_run_paused(r.dag_run_id, true));
+  CHECK_FALSE(f.s->set_dag_run_paused(r.dag_run_id, true));
+  CHECK(f.claim().empty());
+  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "paused");
+  CHECK(f.s->set_dag_run_paused(r.dag_run_id, false));
+  auto first = f.claim();
+  CHECK(names(first) == std::set<std::string>{"a", "e"});
+  // Paused while a runs: its success leaves b and c waiting for resume.
+  CHECK(f.s->set_dag_run_paused(r.dag_run_id, true));
+  f.finish(first["a"], RunStatus::succeeded);
+  CHECK(f.claim().empty());
+  CHECK(f.s->set_dag_run_paused(r.dag_run_id, false));
+  CHECK(names(f.claim()) == std::set<std::string>{"b", "c"});
+}
+
+TEST_CASE("dag: two parents finishing at once on two agents release their child exactly once") {
+  Fixture f;
+  auto other = f.db.open();
+  std::string worker2 = other->register_worker({"w2", "host", 1, {"default"}, 64, "test", kLease, {}});
+  for (int round = 0; round < 10; ++round) {
+    auto r = f.submit(kDiamond);
+    auto first = f.claim();
+    f.finish(first["a"], RunStatus::succeeded);
+    f.finish(first["e"], RunStatus::succeeded);
+    auto second = f.claim();
+    REQUIRE(second.size() == 2);
+    auto b = store::completion_of(second["b"], RunStatus::succeeded);
+    auto c = store::completion_of(second["c"], RunStatus::succeeded);
+    std::thread t([&] { other->complete({c}); });
+    f.s->complete({b});
+    t.join();
+    auto d = f.s->connection().query(
+        "SELECT status, waiting_on FROM runs WHERE dag_run_id = $1 AND dag_node = 'd'", {r.dag_run_id});
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].text(0) == "pending");
+    CHECK(d[0].i64(1) == 0);
+    auto third = f.claim();
+    REQUIRE(names(third) == std::set<std::string>{"d"});
+    f.finish(third["d"], RunStatus::succeeded);
+  }
+}
+
+TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
+  Fixture f;
+  store::DagSubmit d;
+  d.document = kDiamond;
+  d.definition = dag::parse(kDiamond);
+  d.schedule = model::ScheduleSpec{};
+  d.schedule->cron = "* * * * * *";
+  auto r = f.s->submit_dag(d);
+  CHECK(r.dag_run_id.empty());
+  REQUIRE_FALSE(r.schedule_job_id.empty());
+  auto epoch = f.s->lead(f.worker, kLease);
+  REQUIRE(epoch);
+  store::SchedulerSettings settings;
+  settings.horizon_us = 3'000'000;
+  f.s->materialise(f.worker, *epoch, settings);
+  f.s->materialise(f.worker, *epoch, settings);  // again: nothing twice
+  auto runs = f.s->connection().query("SELECT occurrence, count(*) FROM dag_runs WHERE dag_id = $1 GROUP BY occurrence",
+                                      {r.dag_id});
+  REQUIRE(runs.size() >= 3);
+  for (const auto& row : runs) CHECK(row.i64(1) == 1);
+  // Each has its five nodes, and the schedule itself never becomes a run.
+  CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE job_id = $1", {r.schedule_job_id}).at(0).i64(0) == 0);
+  CHECK(f.s->connection().query("SELECT count(*) FROM runs r JOIN dag_runs d ON d.id = r.dag_run_id WHERE d.dag_id = $1",
+                                {r.dag_id}).at(0).i64(0) == static_cast<int64_t>(runs.size()) * 5);
+  // Nodes are not jobs of `ls`.
+  CHECK(f.s->list_jobs({}).empty());
+}
+
+TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends on it") {
+  Fixture f;
+  auto r = f.submit(kDiamond, dag::OnFailure::continue_);
+  auto b_job = f.s->get_dag_run(r.dag_run_id)->nodes[1].job_id;
+  CHECK(f.s->cancel(b_job) == store::CancelOutcome::cancelled);
+  auto st = f.statuses(r.dag_run_id);
+  CHECK(st["b"] == RunStatus::cancelled);
+  CHECK(st["d"] == RunStatus::cancelled);
+  CHECK(st["c"] == RunStatus::blocked);
+  CHECK(st["a"] == RunStatus::pending);
+}
