@@ -1,0 +1,132 @@
+// DAGs end to end: real agents run a graph; the CLI refuses bad ones.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+using test::run_jobctl;
+
+namespace {
+
+std::string dag_status(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
+  auto r = run_jobctl(db, dir, {"dag", "status", id, "-o", "json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return json::parse(r.out)["status"].get<std::string>();
+}
+
+}  // namespace
+
+TEST_CASE("dag: a 1,000-node layered DAG on two agents runs every node once, each after its parents") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const int layers = 10, width = 100;
+  std::string ledger = dir.file("ledger");
+  json doc{{"name", "layers"}, {"jobs", json::object()}};
+  auto name = [](int l, int i) { return fmt::format("n{}-{}", l, i); };
+  for (int l = 0; l < layers; ++l)
+    for (int i = 0; i < width; ++i) {
+      json node{{"command", "echo $JOB_DAG_NODE s $(date +%s%N) >> " + ledger + "; echo $JOB_DAG_NODE e $(date +%s%N) >> " + ledger}};
+      if (l > 0) node["depends_on"] = {name(l - 1, i), name(l - 1, (i + 1) % width)};
+      doc["jobs"][name(l, i)] = node;
+    }
+  auto submitted = run_jobctl(db, dir, {"dag", "submit", "-"}, doc.dump());
+  REQUIRE_MESSAGE(submitted.code == 0, submitted.err);
+  std::string id = test::trim(submitted.out);
+  auto a = test::start_agent(db, dir, {"--concurrency", "8", "--poll-interval", "100ms"}, "a");
+  auto b = test::start_agent(db, dir, {"--concurrency", "8", "--poll-interval", "100ms"}, "b");
+  test::eventually([&] { return dag_status(db, dir, id) == "succeeded"; }, "the DAG run to succeed",
+                   std::chrono::seconds(600));
+  std::map<std::string, std::pair<int64_t, int64_t>> span;
+  std::map<std::string, int> starts;
+  for (const auto& line : test::lines(test::read_file(ledger))) {
+    std::istringstream in(line);
+    std::string node, what;
+    int64_t ns = 0;
+    in >> node >> what >> ns;
+    if (what == "s") {
+      span[node].first = ns;
+      ++starts[node];
+    } else {
+      span[node].second = ns;
+    }
+  }
+  REQUIRE(span.size() == static_cast<size_t>(layers * width));
+  for (const auto& [node, n] : starts) CHECK_MESSAGE(n == 1, node << " started " << n << " times");
+  for (int l = 1; l < layers; ++l)
+    for (int i = 0; i < width; ++i)
+      for (const auto& parent : {name(l - 1, i), name(l - 1, (i + 1) % width)})
+        CHECK_MESSAGE(span[name(l, i)].first >= span[parent].second, name(l, i) << " started before " << parent);
+  auto store = db.open();
+  CHECK(store->connection().query("SELECT count(*) FROM attempts").at(0).i64(0) == layers * width);
+  CHECK(store->connection().query("SELECT count(DISTINCT worker_id) FROM attempts").at(0).i64(0) == 2);
+}
+
+TEST_CASE("dag: a cycle or an unknown dependency is refused with exit 2 and writes nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto cycle = run_jobctl(db, dir, {"dag", "submit", "-"},
+                          R"({"name": "c", "jobs": {"a": {"command": "true", "depends_on": ["b"]},
+                              "b": {"command": "true", "depends_on": ["a"]}, "ok": {"command": "true"}}})");
+  CHECK(cycle.code == 2);
+  CHECK(cycle.err.find("the DAG has a cycle: a -> b -> a") != std::string::npos);
+  auto unknown = run_jobctl(db, dir, {"dag", "submit", "-"},
+                            R"({"name": "u", "jobs": {"a": {"command": "true", "depends_on": ["ghost"]}}})");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.find("'ghost', which is not a node of the DAG") != std::string::npos);
+  auto store = db.open();
+  for (const char* table : {"dags", "dag_runs", "jobs", "runs"})
+    CHECK_MESSAGE(store->connection().query(fmt::format("SELECT count(*) FROM {}", table)).at(0).i64(0) == 0, table);
+  CHECK(run_jobctl(db, dir, {"dag", "status", "01NOSUCHDAGRUN"}).code == 3);
+}
+
+TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest; retry keeps what succeeded") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string marker = dir.file("second-try");
+  // b sleeps the first time; after the cancel, retry finds the marker and b ends at once.
+  std::string b_cmd = "if [ -e " + marker + " ]; then echo again; else sleep 60; fi";
+  json doc{{"name", "c"},
+           {"jobs",
+            {{"a", {{"command", "echo a-result"}}},
+             {"b", {{"command", b_cmd}, {"depends_on", {"a"}}}},
+             {"c", {{"command", "echo got=$JOB_DAG_RESULT_B"}, {"depends_on", {"b"}}}}}}};
+  auto submitted = run_jobctl(db, dir, {"dag", "submit", "-"}, doc.dump());
+  REQUIRE(submitted.code == 0);
+  std::string id = test::trim(submitted.out);
+  auto a = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "a");
+  test::eventually(
+      [&] {
+        auto s = json::parse(run_jobctl(db, dir, {"dag", "status", id, "-o", "json"}).out);
+        return s["nodes"][1]["run"]["status"] == "running";
+      },
+      "node b to run");
+  auto cancelled = run_jobctl(db, dir, {"dag", "cancel", id});
+  CHECK(cancelled.code == 0);
+  test::eventually([&] { return dag_status(db, dir, id) == "cancelled"; }, "the DAG run to end cancelled");
+  auto s = json::parse(run_jobctl(db, dir, {"dag", "status", id, "-o", "json"}).out);
+  CHECK(s["nodes"][0]["run"]["status"] == "succeeded");
+  CHECK(s["nodes"][1]["run"]["status"] == "cancelled");
+  CHECK(s["nodes"][2]["run"]["status"] == "cancelled");
+  CHECK(run_jobctl(db, dir, {"dag", "cancel", id}).code == 4);
+
+  REQUIRE(run_jobctl(db, dir, {"submit", "--", "touch " + marker}).code == 0);
+  test::eventually([&] { return std::ifstream(marker).good(); }, "the marker");
+  REQUIRE(run_jobctl(db, dir, {"dag", "retry", id}).code == 0);
+  test::eventually([&] { return dag_status(db, dir, id) == "succeeded"; }, "the retried DAG run to succeed");
+  auto after = json::parse(run_jobctl(db, dir, {"dag", "status", id, "-o", "json"}).out);
+  CHECK(after["nodes"][0]["run"]["attempts"] == 1);  // a was not run again
+  auto c_job = after["nodes"][2]["job_id"].get<std::string>();
+  CHECK(test::trim(run_jobctl(db, dir, {"logs", c_job}).out) == "got=again");
+  auto dot = run_jobctl(db, dir, {"dag", "graph", id});
+  CHECK(dot.code == 0);
+  CHECK(dot.out.find("\"a\" -> \"b\";") != std::string::npos);
+}
