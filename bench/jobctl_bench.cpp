@@ -16,6 +16,11 @@
 //                            plain (default), tenants (the runs spread over
 //                            100 tenants) or keys (over 1,000 concurrency
 //                            keys of limit 1)
+//   dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT…
+//                            a LAYERS x WIDTH layered DAG of `true` jobs
+//                            (each node after two of the layer before) run
+//                            by AGENT: makespan against the critical path's
+//                            lower bound, and the overhead per edge
 //   herd DSN N AGENTS LOGDIR -- AGENT…
 //                            N schedules all due on one minute, AGENTS
 //                            agents started with them; lag from each
@@ -35,7 +40,10 @@
 #include <fmt/format.h>
 
 #include "bench/measure.hpp"
+#include <nlohmann/json.hpp>
+
 #include "common/config/dsn.hpp"
+#include "common/dag/dag.hpp"
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
 
@@ -190,6 +198,55 @@ void mode_drain(const Args& a) {
   if (server0 && server1) put("server_cpu", *server1 - *server0);
 }
 
+// The makespan runs from the DAG run's creation to its last node's end
+// (store clock). The critical path's lower bound is LAYERS node run times
+// (the median attempt, claim to completion): what the DAG would take with
+// no scheduling overhead at all. What is left over, divided by the edges,
+// is the overhead per edge.
+void mode_dag(const Args& a) {
+  auto layers = static_cast<int>(number(a, 1, "LAYERS"));
+  auto width = static_cast<int>(number(a, 2, "WIDTH"));
+  double limit_s = number(a, 3, "LIMIT_S");
+  auto agent_argv = command_after(a, 5);
+  auto s = open_store(a.at(0));
+  auto& c = s->connection();
+  nlohmann::json doc{{"name", "bench"}, {"jobs", nlohmann::json::object()}};
+  auto name = [](int l, int i) { return fmt::format("n{}-{}", l, i); };
+  for (int l = 0; l < layers; ++l)
+    for (int i = 0; i < width; ++i) {
+      nlohmann::json node{{"command", nlohmann::json::array({"true"})}};
+      if (l > 0) node["depends_on"] = {name(l - 1, i), name(l - 1, (i + 1) % width)};
+      doc["jobs"][name(l, i)] = node;
+    }
+  store::DagSubmit d;
+  d.document = doc.dump();
+  d.definition = dag::parse(d.document);
+  auto submitted = s->submit_dag(d);
+
+  int64_t start = monotonic_ns();
+  pid_t agent = start_process(agent_argv, a.at(4));
+  const char* unfinished = "SELECT count(*) FROM runs WHERE status IN ('blocked', 'pending', 'running')";
+  while (count(c, unfinished) > 0 && seconds_since(start) < limit_s) usleep(20000);
+  stop_process(agent, milliseconds(15000));
+  if (count(c, unfinished) > 0) throw Error(ExitCode::internal, "the DAG did not finish in time");
+  auto span = c.query("SELECT max(r.finished_at) - d.created_at FROM dag_runs d JOIN runs r ON r.dag_run_id = d.id "
+                      "WHERE d.id = $1 GROUP BY d.created_at",
+                      {submitted.dag_run_id});
+  std::vector<double> node_ms;
+  for (const auto& row : c.query("SELECT finished_at - started_at FROM attempts"))
+    node_ms.push_back(static_cast<double>(row.i64(0)) / 1000.0);
+  const double makespan_ms = static_cast<double>(span.at(0).i64(0)) / 1000.0;
+  const double bound_ms = layers * percentile(node_ms, 0.5);
+  const double edges = static_cast<double>(layers - 1) * width * 2;
+  put("nodes", layers * width);
+  put("edges", edges);
+  put("makespan_ms", makespan_ms);
+  put("bound_ms", bound_ms);
+  put("ratio", makespan_ms / bound_ms);
+  put("node_p50_ms", percentile(node_ms, 0.5));
+  put("overhead_per_edge_us", (makespan_ms - bound_ms) * 1000.0 / edges);
+}
+
 void mode_latency(const Args& a) {
   auto n = static_cast<int>(number(a, 0, "N"));
   double gap_ms = number(a, 1, "GAP_MS");
@@ -335,6 +392,7 @@ constexpr Mode kModes[] = {
     {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
     {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys]", mode_claim},
+    {"dag", 7, "dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT...", mode_dag},
     {"herd", 6, "herd DSN N AGENTS LOGDIR -- AGENT...", mode_herd},
 };
 
@@ -345,7 +403,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|herd ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|dag|herd ...", "see bench/jobctl_bench.cpp");
 }
 
 // Writes the time first, before any other work: it marks the moment the
