@@ -11,6 +11,7 @@
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "cli/resolve.hpp"
 #include "cli/schedule_flags.hpp"
 #include "common/dag/dag.hpp"
 #include "common/model/job_json.hpp"
@@ -62,7 +63,7 @@ std::string counts_text(const std::map<std::string, int64_t>& counts) {
 }
 
 store::DagRunView require_run(Context& ctx, const std::string& id) {
-  auto v = ctx.store().get_dag_run(id);
+  auto v = ctx.store().get_dag_run(normalize_id(id));
   if (!v) throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
   return *v;
 }
@@ -167,9 +168,9 @@ void add_ls(CLI::App& group, Context& ctx) {
 void add_control(CLI::App& group, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cancel = group.add_subcommand("cancel", "Cancel a DAG run: nodes not started are cancelled, running ones stopped");
-  cancel->add_option("id", *id, "DAG run id")->required();
+  cancel->add_option("id", *id, "DAG run id (or DAG id: its newest run)")->required();
   cancel->callback([id, &ctx] {
-    int n = ctx.store().cancel_dag_run(*id);
+    int n = ctx.store().cancel_dag_run(normalize_id(*id));
     if (ctx.output == "json") print_json({{"id", *id}, {"result", "cancelled"}, {"nodes", n}});
     else std::fprintf(stderr, "DAG run %s: %d nodes cancelled or asked to stop\n", id->c_str(), n);
   });
@@ -178,9 +179,9 @@ void add_control(CLI::App& group, Context& ctx) {
     auto* cmd = group.add_subcommand(pause ? "pause" : "resume",
                                      pause ? "Pause a DAG run: no further node starts (running ones finish)"
                                            : "Resume a paused DAG run");
-    cmd->add_option("id", *pid, "DAG run id")->required();
+    cmd->add_option("id", *pid, "DAG run id (or DAG id: its newest run)")->required();
     cmd->callback([pid, pause, &ctx] {
-      bool changed = ctx.store().set_dag_run_paused(*pid, pause);
+      bool changed = ctx.store().set_dag_run_paused(normalize_id(*pid), pause);
       const char* state = pause ? "paused" : "resumed";
       if (ctx.output == "json") print_json({{"id", *pid}, {"result", state}, {"changed", changed}});
       else std::fprintf(stderr, "DAG run %s %s%s\n", pid->c_str(), changed ? "" : "was already ", state);
@@ -188,9 +189,9 @@ void add_control(CLI::App& group, Context& ctx) {
   }
   auto rid = std::make_shared<std::string>();
   auto* retry = group.add_subcommand("retry", "Run a finished DAG run's failed and cancelled nodes again, keeping successes");
-  retry->add_option("id", *rid, "DAG run id")->required();
+  retry->add_option("id", *rid, "DAG run id (or DAG id: its newest run)")->required();
   retry->callback([rid, &ctx] {
-    int n = ctx.store().retry_dag_run(*rid);
+    int n = ctx.store().retry_dag_run(normalize_id(*rid));
     if (ctx.output == "json") print_json({{"id", *rid}, {"result", "retried"}, {"nodes", n}});
     else std::fprintf(stderr, "DAG run %s: %d nodes to run again\n", rid->c_str(), n);
   });

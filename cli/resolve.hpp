@@ -12,6 +12,10 @@ struct Resolved {
   bool named_run = false;         // the id given was a run id
 };
 
+// An id as typed, checked and in the store's spelling: a ULID, upper-case.
+// Throws usage Error for anything else.
+std::string normalize_id(const std::string& raw);
+
 // Accepts a job id or a run id. Throws usage (not a ULID) or not_found.
 Resolved resolve_id(Context& ctx, const std::string& id);
 

@@ -85,10 +85,10 @@ TEST_CASE("dag: a cycle or an unknown dependency is refused with exit 2 and writ
   auto store = db.open();
   for (const char* table : {"dags", "dag_runs", "jobs", "runs"})
     CHECK_MESSAGE(store->connection().query(fmt::format("SELECT count(*) FROM {}", table)).at(0).i64(0) == 0, table);
-  CHECK(run_jobctl(db, dir, {"dag", "status", "01NOSUCHDAGRUN"}).code == 3);
+  CHECK(run_jobctl(db, dir, {"dag", "status", "01m839z2zw3txsmscrj9h9fvm3"}).code == 3);
 }
 
-TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest; retry keeps what succeeded") {
+TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest, and retry keeps what succeeded") {
   test::TempDir dir;
   test::TestDb db(dir);
   std::string marker = dir.file("second-try");
