@@ -63,9 +63,7 @@ std::string counts_text(const std::map<std::string, int64_t>& counts) {
 }
 
 store::DagRunView require_run(Context& ctx, const std::string& id) {
-  auto v = ctx.store().get_dag_run(normalize_id(id));
-  if (!v) throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
-  return *v;
+  return ctx.store().get_dag_run(normalize_id(id));
 }
 
 void add_submit(CLI::App& group, Context& ctx) {

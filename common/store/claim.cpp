@@ -39,11 +39,12 @@
 namespace jobctl::store {
 namespace {
 
-// The runs a worker ($N names it) must not take: those of paused and
-// deleted jobs (after delete, a run that was running then and came back
-// for a retry), and of jobs whose --on labels the worker lacks. One primary
-// key lookup per candidate run; the label test only for targeted jobs.
-std::string job_held(Dialect d, int worker_param) {
+// The runs (alias `r`) a worker ($N names it) must not take: those of
+// paused and deleted jobs (after delete, a run that was running then and
+// came back for a retry), and of jobs whose --on labels the worker lacks.
+// One primary key lookup per candidate run; the label test only for
+// targeted jobs.
+std::string job_held(Dialect d, int worker_param, const char* r = "r") {
   const std::string lacks_labels =
       d == Dialect::postgres
           ? fmt::format("NOT (p.target::jsonb <@ COALESCE((SELECT w.labels FROM workers w WHERE w.id = ${}), "
@@ -52,13 +53,14 @@ std::string job_held(Dialect d, int worker_param) {
           : fmt::format("EXISTS (SELECT 1 FROM json_each(p.target) t WHERE t.value NOT IN (SELECT x.value FROM "
                         "workers w, json_each(w.labels) x WHERE w.id = ${}))",
                         worker_param);
-  return "(SELECT 1 FROM jobs p WHERE p.id = r.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
-         "(p.target IS NOT NULL AND " + lacks_labels + ")))";
+  return fmt::format("(SELECT 1 FROM jobs p WHERE p.id = {}.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
+                     "(p.target IS NOT NULL AND {})))",
+                     r, lacks_labels);
 }
 
-// A fan-out run is for one agent only.
-std::string pinned_ok(int worker_param) {
-  return fmt::format("(r.pinned_to IS NULL OR r.pinned_to = (SELECT w.name FROM workers w WHERE w.id = ${}))",
+// A fan-out run (alias `r`) is for one agent only.
+std::string pinned_ok(int worker_param, const char* r = "r") {
+  return fmt::format("({0}.pinned_to IS NULL OR {0}.pinned_to = (SELECT w.name FROM workers w WHERE w.id = ${1}))", r,
                      worker_param);
 }
 
@@ -142,13 +144,19 @@ q AS (
 std::string claimable(Dialect d, const std::string& group_locked) {
   const std::string offset =
       d == Dialect::postgres ? fmt::format("GREATEST(0, r.group_max - {} - 1)", kGroupRunning) : "0";
+  // The runs ahead in the group are those this worker could take now (due,
+  // in a queue it claims from, its job not held, not another agent's): a
+  // run nobody here can start does not hold the group up. The running
+  // count, not this order, is what holds the limit.
   return fmt::format(
       "r.status = 'pending' AND r.available_at <= NOW_US AND NOT EXISTS {held} AND {pinned} "
       "AND (r.group_key IS NULL OR ({locked} AND {running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
       "WHERE e.group_key = r.group_key AND e.status = 'pending' AND e.available_at <= NOW_US "
-      "AND (e.priority, e.available_at, e.id) < (r.priority, r.available_at, r.id) LIMIT 1 OFFSET {offset})))",
+      "AND (e.priority, e.available_at, e.id) < (r.priority, r.available_at, r.id) "
+      "AND e.queue IN (SELECT qname FROM qt) AND NOT EXISTS {e_held} AND {e_pinned} LIMIT 1 OFFSET {offset})))",
       fmt::arg("held", job_held(d, 1)), fmt::arg("pinned", pinned_ok(1)), fmt::arg("locked", group_locked),
-      fmt::arg("running", kGroupRunning), fmt::arg("offset", offset));
+      fmt::arg("running", kGroupRunning), fmt::arg("offset", offset), fmt::arg("e_held", job_held(d, 1, "e")),
+      fmt::arg("e_pinned", pinned_ok(1, "e")));
 }
 
 // The candidate columns both dialects select, over qt and r.
@@ -159,23 +167,31 @@ const std::string kCandidateColumns = fmt::format(
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// The groups are those of the first 512 waiting grouped runs of each queue
-// and tenant in claim order. Returns what it got: kind 'g' (group) or 'q' (queue),
-// and the name.
+// The groups: a skip scan over the distinct groups with waiting runs (one
+// index probe per group, however long its backlog), keeping the first 256
+// with a run due in these queues. A busy group holds one of those places,
+// never the groups behind it; groups past 256 come in as those ahead empty.
+// Returns what it got: kind 'g' (group) or 'q' (queue), and the name.
 constexpr const char* kLockLimited = R"SQL(
-WITH wanted AS MATERIALIZED (
-  SELECT DISTINCT 'g' AS kind, r.group_key AS name
-  FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL (
-    SELECT r.group_key FROM runs r
-    WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.group_key IS NOT NULL
-      AND r.available_at <= NOW_US
-    ORDER BY r.priority, r.available_at, r.id LIMIT 512) r
+WITH RECURSIVE g (k) AS (
+  (SELECT group_key FROM runs WHERE status = 'pending' AND group_key IS NOT NULL ORDER BY group_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT r.group_key FROM runs r WHERE r.status = 'pending' AND r.group_key IS NOT NULL AND r.group_key > g.k
+          ORDER BY r.group_key LIMIT 1)
+  FROM g WHERE g.k IS NOT NULL
+), wanted AS MATERIALIZED (
+  (SELECT 'g' AS kind, g.k AS name FROM g
+   WHERE g.k IS NOT NULL AND EXISTS (SELECT 1 FROM runs r WHERE r.group_key = g.k AND r.status = 'pending'
+                                     AND r.available_at <= NOW_US AND r.queue = ANY ($1::text[]))
+   LIMIT 256)
   UNION ALL
   SELECT 'q', x.name FROM queues x
   WHERE x.name = ANY ($1::text[]) AND x.paused = 0
     AND (x.max_concurrent > 0 OR x.rate > 0 OR x.tenant_max_concurrent > 0)
 )
-SELECT kind, name FROM wanted WHERE pg_try_advisory_xact_lock(hashtextextended(kind || ':' || name, 7230652077))
+-- Advisory locks are per database: the schema keeps stores that share one apart.
+SELECT kind, name FROM wanted
+WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':' || kind || ':' || name, 7230652077))
 )SQL";
 
 // PostgreSQL, statement 2. Each (queue, tenant) pair walks the claim index

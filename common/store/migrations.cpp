@@ -243,6 +243,12 @@ ALTER TABLE queues ADD COLUMN tenant_max_concurrent INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE queues ADD COLUMN rate DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE queues ADD COLUMN tokens DOUBLE PRECISION NOT NULL DEFAULT 0;
 ALTER TABLE queues ADD COLUMN tokens_at BIGINT NOT NULL DEFAULT 0;
+-- A schedule's occurrences waiting or running across the upgrade keep
+-- their overlap limit: they join their job's group.
+UPDATE runs SET group_key = job_id,
+                group_max = (SELECT j.max_concurrent FROM jobs j WHERE j.id = runs.job_id)
+WHERE status IN ('pending', 'blocked', 'running') AND occurrence IS NOT NULL
+  AND (SELECT j.max_concurrent FROM jobs j WHERE j.id = runs.job_id) > 0;
 )SQL";
 
 // Migration 6: DAGs. A DAG's nodes are jobs (jobs.dag_id names their DAG);

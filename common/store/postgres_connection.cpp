@@ -131,7 +131,9 @@ class PostgresConnection final : public Connection {
     check(r.res, sql);
   }
 
-  void begin(TxMode) override { exec_script("BEGIN"); }
+  // The claim's limits rely on each statement seeing what committed before
+  // it (see store/claim.cpp): never a server default of REPEATABLE READ.
+  void begin(TxMode) override { exec_script("BEGIN ISOLATION LEVEL READ COMMITTED"); }
   void commit() override { exec_script("COMMIT"); }
   void rollback() override {
     if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));

@@ -51,7 +51,10 @@ model::Job job_from_row(const Row& row, size_t f) {
   j.deleted_at = row.opt_i64(f + 30);
   if (!row.is_null(f + 31)) j.spec.target = model::labels_from_text(row.text(f + 31));
   j.spec.concurrency_key = row.text(f + 32);
-  if (auto max = row.i64(f + 26); !j.spec.schedule && max > 0) j.spec.max_concurrent = static_cast<int>(max);
+  // A bare --concurrency-key's limit of 1 is its default, not a choice: it
+  // reads back unset, so removing the key removes the limit.
+  if (auto max = row.i64(f + 26); !j.spec.schedule && max > 0 && !(max == 1 && !row.is_null(f + 32)))
+    j.spec.max_concurrent = static_cast<int>(max);
   j.spec.tenant = row.text(f + 33);
   if (!row.is_null(f + 34)) j.spec.fan_out = model::labels_from_text(row.text(f + 34));
   j.spec.stagger_us = row.i64(f + 35);

@@ -387,7 +387,8 @@ class Store {
   // first DAG run, in one transaction.
   DagSubmitResult submit_dag(const DagSubmit& dag);
   // A DAG run with its nodes; `id` may also name a DAG (its newest run).
-  std::optional<DagRunView> get_dag_run(const std::string& id);
+  // Throws not_found.
+  DagRunView get_dag_run(const std::string& id);
   std::vector<DagRunView> list_dag_runs(int limit);  // newest first, without nodes
   // Cancels the nodes not started and asks running ones to stop. Returns
   // how many it cancelled or asked. Throws not_found / invalid_state.

@@ -40,6 +40,14 @@ constexpr const char* kNodeRunInsert =
     "SELECT $1, j.id, j.queue, j.priority, CASE WHEN $4 = 0 AND $6 = 0 THEN 'pending' ELSE 'blocked' END, $5, NOW_US, "
     "j.tenant, {}, j.max_concurrent, j.version, $2, $3, $4 FROM jobs j WHERE j.id = $7";
 
+// Locks the DAG run's row for the rest of the transaction (PostgreSQL;
+// SQLite's write lock holds the file), so that two commands on one DAG run
+// take turns. Returns the id.
+std::string lock_dag_run(Connection& c, const std::string& id) {
+  if (c.dialect() == Dialect::postgres) c.query("SELECT 1 FROM dag_runs WHERE id = $1 FOR UPDATE", {id});
+  return id;
+}
+
 // A node run's status in a DAG run's summary, and the DAG run's own.
 std::string dag_status(const std::map<std::string, int64_t>& counts, bool paused, bool cancelled) {
   auto n = [&](const char* s) {
@@ -70,14 +78,19 @@ void advance_dag(Connection& c, const std::string& dag_run_id, const std::string
   if (dag_run_id.empty()) return;
   if (status == model::RunStatus::succeeded) {
     // Each child waits on one parent fewer; at zero it is due now, unless
-    // its DAG run is paused (resume releases it).
+    // its DAG run is paused (resume releases it). The DAG run's row is read
+    // shared (PostgreSQL): a pause or resume waits for this transaction, and
+    // this one for theirs, so none of them misses the other's change.
+    auto paused = c.query(std::string("SELECT paused FROM dag_runs WHERE id = $1") +
+                              (c.dialect() == Dialect::postgres ? " FOR SHARE" : ""),
+                          {dag_run_id});
+    const int64_t hold = paused.empty() ? 0 : paused[0].i64(0);
     auto released = c.query(
         "UPDATE runs SET waiting_on = waiting_on - 1, available_at = NOW_US, "
-        "status = CASE WHEN waiting_on = 1 AND (SELECT d.paused FROM dag_runs d WHERE d.id = $1) = 0 "
-        "THEN 'pending' ELSE 'blocked' END "
+        "status = CASE WHEN waiting_on = 1 AND $3 = 0 THEN 'pending' ELSE 'blocked' END "
         "WHERE dag_run_id = $1 AND status = 'blocked' AND job_id IN (SELECT child FROM dag_edges WHERE parent = $2) "
         "RETURNING queue, status",
-        {dag_run_id, job_id});
+        {dag_run_id, job_id, hold});
     Rows pending;
     for (const auto& row : released)
       if (row.text(1) == "pending") pending.push_back(row);
@@ -85,14 +98,18 @@ void advance_dag(Connection& c, const std::string& dag_run_id, const std::string
     return;
   }
   if (status != model::RunStatus::dead && status != model::RunStatus::cancelled) return;
-  auto policy = c.query("SELECT on_failure, cancelled_at FROM dag_runs WHERE id = $1", {dag_run_id});
+  auto policy = c.query(std::string("SELECT on_failure, cancelled_at FROM dag_runs WHERE id = $1") +
+                            (c.dialect() == Dialect::postgres ? " FOR SHARE" : ""),
+                        {dag_run_id});
   if (policy.empty() || !policy[0].is_null(1)) return;  // a cancel of the whole run is doing this already
   auto node = c.query("SELECT dag_node FROM runs WHERE dag_run_id = $1 AND job_id = $2 ORDER BY id DESC LIMIT 1",
                       {dag_run_id, job_id});
   const std::string name = node.empty() ? job_id : node[0].text(0);
   if (dag::parse_on_failure(policy[0].text(0)) == dag::OnFailure::stop) {
+    // Not started: never attempted (a node waiting out a retry's backoff
+    // has started, and runs on).
     c.exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = $2 "
-           "WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
+           "WHERE dag_run_id = $1 AND status IN ('blocked', 'pending') AND attempts = 0",
            {dag_run_id, fmt::format("cancelled: node {} ended {} (--on-failure stop)", name, model::to_string(status))});
     return;
   }
@@ -185,17 +202,14 @@ std::string Store::resolve_dag_run(const std::string& id) {
   if (!conn_->query("SELECT 1 FROM dag_runs WHERE id = $1", {id}).empty()) return id;
   auto newest = conn_->query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {id});
   if (!newest.empty() && !newest[0].is_null(0)) return newest[0].text(0);
+  if (!conn_->query("SELECT 1 FROM dags WHERE id = $1", {id}).empty())
+    throw Error(ExitCode::not_found, fmt::format("DAG {} has no run yet", id),
+                "a scheduled DAG's first run starts at its first occurrence (`jobctl schedules ls`)");
   throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
 }
 
-std::optional<DagRunView> Store::get_dag_run(const std::string& id) {
-  std::string run_id;
-  try {
-    run_id = resolve_dag_run(id);
-  } catch (const Error& e) {
-    if (e.code() == ExitCode::not_found) return std::nullopt;
-    throw;
-  }
+DagRunView Store::get_dag_run(const std::string& id) {
+  const std::string run_id = resolve_dag_run(id);
   auto head = conn_->query("SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, r.paused, "
                            "r.cancelled_at, (SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id) "
                            "FROM dag_runs r JOIN dags d ON d.id = r.dag_id WHERE r.id = $1",
@@ -250,17 +264,19 @@ std::vector<DagRunView> Store::list_dag_runs(int limit) {
 
 int Store::cancel_dag_run(const std::string& id) {
   Transaction tx(*conn_, TxMode::write);
-  const std::string run_id = resolve_dag_run(id);
+  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(id));
   auto counts = node_counts(*conn_, run_id);
   if (counts["running"] + counts["pending"] + counts["blocked"] == 0)
     throw Error(ExitCode::invalid_state, fmt::format("DAG run {} has finished; there is nothing to cancel", run_id),
                 "`jobctl dag retry` runs its failed and cancelled nodes again");
   conn_->exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE id = $1", {run_id});
+  // Running nodes first, then those waiting: a completion also locks a
+  // parent before its children, so the two cannot deadlock.
+  auto asked = conn_->query(
+      "UPDATE runs SET cancel_requested = 1 WHERE dag_run_id = $1 AND status = 'running' RETURNING id", {run_id});
   int64_t n = conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user "
                           "(dag cancel)' WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
                           {run_id});
-  auto asked = conn_->query(
-      "UPDATE runs SET cancel_requested = 1 WHERE dag_run_id = $1 AND status = 'running' RETURNING id", {run_id});
   if (dialect() == Dialect::postgres)
     for (const auto& row : asked) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
   tx.commit();
@@ -269,14 +285,15 @@ int Store::cancel_dag_run(const std::string& id) {
 
 bool Store::set_dag_run_paused(const std::string& id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
-  const std::string run_id = resolve_dag_run(id);
+  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(id));
   if (conn_->exec("UPDATE dag_runs SET paused = $2 WHERE id = $1 AND paused <> $2", {run_id, int64_t{paused}}) == 0)
     return false;
   if (paused) {
     // Nodes due to start wait again, with nothing left to wait on.
     conn_->exec("UPDATE runs SET status = 'blocked' WHERE dag_run_id = $1 AND status = 'pending'", {run_id});
   } else {
-    notify(*conn_, conn_->query("UPDATE runs SET status = 'pending', available_at = NOW_US WHERE dag_run_id = $1 "
+    // Each keeps its due time (a retry's backoff still counts).
+    notify(*conn_, conn_->query("UPDATE runs SET status = 'pending' WHERE dag_run_id = $1 "
                                 "AND status = 'blocked' AND waiting_on = 0 RETURNING queue",
                                 {run_id}));
   }
@@ -286,11 +303,11 @@ bool Store::set_dag_run_paused(const std::string& id, bool paused) {
 
 int Store::retry_dag_run(const std::string& id) {
   Transaction tx(*conn_, TxMode::write);
-  const std::string run_id = resolve_dag_run(id);
+  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(id));
   auto counts = node_counts(*conn_, run_id);
   if (counts["running"] + counts["pending"] + counts["blocked"] > 0)
-    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} is still running", run_id),
-                "wait for it (or `jobctl dag cancel` it) before retrying");
+    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} still has nodes waiting or running", run_id),
+                "wait for it to end (resume it if it is paused), or `jobctl dag cancel` it, before retrying");
   // The latest run of each node, and which of them succeeded.
   auto latest = conn_->query(
       "SELECT r.job_id, r.dag_node, r.status FROM runs r WHERE r.dag_run_id = $1 AND r.id = "

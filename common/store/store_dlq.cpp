@@ -54,6 +54,12 @@ std::vector<model::JobView> Store::dead_runs(const DeadFilter& filter) {
 }
 
 std::string Store::rerun(const std::string& run_id, const char* action) {
+  // A DAG node runs again only with its DAG run, behind its parents.
+  auto dag = conn_->query("SELECT dag_run_id FROM runs WHERE id = $1 AND dag_run_id IS NOT NULL", {run_id});
+  if (!dag.empty())
+    throw Error(ExitCode::invalid_state,
+                fmt::format("run {} is a node of DAG run {}: it is not run again on its own", run_id, dag[0].text(0)),
+                fmt::format("`jobctl dag retry {}` runs its failed and cancelled nodes again", dag[0].text(0)));
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
   auto rows = conn_->query(
@@ -94,7 +100,7 @@ int Store::replay_all(const DeadFilter& filter) {
   all.limit = 1'000'000'000;
   // Dead runs of deleted jobs stay where they are.
   auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
-                                       "WHERE {} AND j.deleted_at IS NULL LIMIT $4",
+                                       "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL LIMIT $4",
                                        kDeadWhere),
                            dead_params(all));
   for (const auto& row : rows) rerun(row.text(0), "replay");
@@ -104,7 +110,9 @@ int Store::replay_all(const DeadFilter& filter) {
 
 int Store::purge_dead(int64_t older_than_us) {
   Transaction tx(*conn_, TxMode::write);
-  const char* doomed = "SELECT id FROM runs WHERE status = 'dead' AND replayed_at IS NULL AND finished_at < NOW_US - $1";
+  // A DAG node's runs stay: its DAG run's status and retry read them.
+  const char* doomed = "SELECT id FROM runs WHERE status = 'dead' AND replayed_at IS NULL AND finished_at < NOW_US - $1 "
+                       "AND dag_run_id IS NULL";
   conn_->exec(fmt::format("DELETE FROM attempts WHERE run_id IN ({})", doomed), {older_than_us});
   int64_t n = conn_->exec(fmt::format("DELETE FROM runs WHERE id IN ({})", doomed), {older_than_us});
   tx.commit();

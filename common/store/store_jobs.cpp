@@ -391,9 +391,12 @@ CancelOutcome Store::cancel(const std::string& job_id) {
   CancelOutcome outcome;
   if (status == model::RunStatus::pending || status == model::RunStatus::blocked) {
     auto dag = conn_->query("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
-                            "WHERE id = $1 RETURNING dag_run_id",
+                            "WHERE id = $1 AND status IN ('pending', 'blocked') RETURNING dag_run_id",
                             {run_id});
-    advance_dag(*conn_, dag.at(0).text(0), job_id, model::RunStatus::cancelled);
+    if (dag.empty())
+      throw Error(ExitCode::invalid_state, fmt::format("job {}'s run started or ended while it was being cancelled", job_id),
+                  "look at it with `jobctl get`, and cancel again if it still runs");
+    advance_dag(*conn_, dag[0].text(0), job_id, model::RunStatus::cancelled);
     outcome = CancelOutcome::cancelled;
     audit(job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
   } else if (status == model::RunStatus::running) {

@@ -235,6 +235,10 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
 int Store::delete_job(const std::string& job_id, CancelRunning cancel_running) {
   Transaction tx(*conn_, TxMode::write);
   auto job = locked_job(*conn_, job_id);
+  if (job.kind == "node")
+    throw Error(ExitCode::invalid_state, fmt::format("job {} is a node of DAG {}: it is not deleted on its own", job_id,
+                                                     job.dag_id),
+                "`jobctl dag cancel` stops a DAG run");
   if (job.deleted_at)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is deleted already", job_id),
                 fmt::format("`jobctl restore {}` undoes the delete", job_id));

@@ -276,7 +276,7 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
     if (next) conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {row.text(0), opt_value(*next)});
     ++result.schedules;
   }
-  result.runs = insert_occurrences(*conn_, runs);
+  result.runs += insert_occurrences(*conn_, runs);
   insert_occurrences(*conn_, skipped);
   for (const auto& q : queues) notify_queue(*conn_, q);
   tx.commit();
@@ -352,6 +352,13 @@ std::string Store::trigger(const std::string& job_id, bool force) {
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
   refuse_deleted(job, "triggered");
+  if (job.kind == "dag") {
+    // A scheduled DAG's trigger is a DAG run now.
+    auto dag_run = start_dag_run(job.dag_id, std::nullopt, std::nullopt);
+    audit(job_id, "trigger", nlohmann::json{{"dag_run", dag_run}, {"force", force}}.dump());
+    tx.commit();
+    return dag_run;
+  }
   int limit = model::group_limit(job.spec);
   auto overlap = job.spec.schedule->overlap;
   const auto group = group_of(job.spec, job.id);
@@ -407,7 +414,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
     if (agents.empty())
       throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then backfill");
   }
-  int64_t occurrences = 0;
+  int64_t occurrences = 0, dag_runs = 0;
   // Parsed once: a span may hold thousands of occurrences.
   const auto expr = cron::expr_of(job);
   const auto zone = util::TimeZone::locate(job.spec.schedule->tz);
@@ -417,13 +424,18 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
       throw usage_error(fmt::format("{} to {} holds more than {} occurrences of job {}", util::format_time(from_us),
                                     util::format_time(to_us), kMaxBackfill, job_id),
                         "backfill a shorter span at a time");
+    if (job.kind == "dag") {
+      // A scheduled DAG's occurrence is a DAG run, made once.
+      if (!start_dag_run(job.dag_id, *t, *t).empty()) ++dag_runs;
+      continue;
+    }
     if (taken.count(*t)) continue;
     expand_fan_out(job, occurrence_run(job, *t, "backfill"), agents, runs, skipped);
   }
 
   BackfillResult result;
   result.occurrences = occurrences;
-  result.created = insert_occurrences(*conn_, runs);
+  result.created = insert_occurrences(*conn_, runs) + dag_runs;
   if (result.created > 0) notify_queue(*conn_, job.spec.queue);
   audit(job_id, "backfill",
         nlohmann::json{{"from", util::format_time(from_us)}, {"to", util::format_time(to_us)},

@@ -2,6 +2,7 @@
 // cancel, pause, retry, schedules, and fan-in under concurrent completions.
 #include <doctest/doctest.h>
 
+#include <latch>
 #include <map>
 #include <set>
 #include <thread>
@@ -55,8 +56,7 @@ struct Fixture {
   std::map<std::string, RunStatus> statuses(const std::string& dag_run) {
     std::map<std::string, RunStatus> out;
     auto v = s->get_dag_run(dag_run);
-    REQUIRE(v);
-    for (const auto& n : v->nodes) out[n.name] = n.run.status;
+    for (const auto& n : v.nodes) out[n.name] = n.run.status;
     return out;
   }
 };
@@ -88,14 +88,14 @@ TEST_CASE("dag: a node starts only once all its parents succeeded, and gets thei
   auto third = f.claim();
   REQUIRE(names(third) == std::set<std::string>{"d"});
   CHECK(third["d"].parent_results == std::map<std::string, std::string>{{"b", "B"}, {"c", "C"}});
-  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "running");
+  CHECK(f.s->get_dag_run(r.dag_run_id).status == "running");
   f.finish(third["d"], RunStatus::succeeded);
   f.finish(first["e"], RunStatus::succeeded);
   auto v = f.s->get_dag_run(r.dag_run_id);
-  CHECK(v->status == "succeeded");
-  CHECK(v->finished_at.has_value());
+  CHECK(v.status == "succeeded");
+  CHECK(v.finished_at.has_value());
   // A DAG id names its newest run.
-  CHECK(f.s->get_dag_run(r.dag_id)->id == r.dag_run_id);
+  CHECK(f.s->get_dag_run(r.dag_id).id == r.dag_run_id);
 }
 
 TEST_CASE("dag: on-failure stop cancels every node not started, continue only the dead node's descendants") {
@@ -110,7 +110,7 @@ TEST_CASE("dag: on-failure stop cancels every node not started, continue only th
     CHECK(st["d"] == RunStatus::cancelled);
     CHECK(st["e"] == RunStatus::running);  // started already: it runs on either way
     f.finish(first["e"], RunStatus::succeeded);
-    CHECK(f.s->get_dag_run(r.dag_run_id)->status == "failed");
+    CHECK(f.s->get_dag_run(r.dag_run_id).status == "failed");
   }
   // An independent branch not started yet: stop cancels it, continue runs it.
   constexpr const char* kTwoBranches = R"({"name": "two", "jobs": {
@@ -136,14 +136,14 @@ TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did n
   auto second = f.claim();  // b and c running
   CHECK(f.s->cancel_dag_run(r.dag_run_id) == 4);  // d cancelled; b, c and e asked to stop
   auto v = f.s->get_dag_run(r.dag_run_id);
-  CHECK(v->status == "cancelling");
+  CHECK(v.status == "cancelling");
   CHECK(f.statuses(r.dag_run_id)["d"] == RunStatus::cancelled);
   CHECK(f.s->get_run(second["b"].run_id)->cancel_requested);
   CHECK_THROWS_AS(f.s->retry_dag_run(r.dag_run_id), Error);  // still running
   f.finish(second["b"], RunStatus::cancelled);
   f.finish(second["c"], RunStatus::succeeded);
   f.finish(first["e"], RunStatus::succeeded);
-  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "cancelled");
+  CHECK(f.s->get_dag_run(r.dag_run_id).status == "cancelled");
 
   CHECK(f.s->retry_dag_run(r.dag_run_id) == 2);  // b and d; a, c and e kept
   auto st = f.statuses(r.dag_run_id);
@@ -156,7 +156,7 @@ TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did n
   auto last = f.claim();
   REQUIRE(names(last) == std::set<std::string>{"d"});
   f.finish(last["d"], RunStatus::succeeded);
-  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "succeeded");
+  CHECK(f.s->get_dag_run(r.dag_run_id).status == "succeeded");
   // a ran once in all.
   CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE dag_run_id = $1 AND dag_node = 'a'",
                                 {r.dag_run_id}).at(0).i64(0) == 1);
@@ -169,7 +169,7 @@ TEST_CASE("dag: a paused DAG run starts no node until resumed") {
   CHECK(f.s->set_dag_run_paused(r.dag_run_id, true));
   CHECK_FALSE(f.s->set_dag_run_paused(r.dag_run_id, true));
   CHECK(f.claim().empty());
-  CHECK(f.s->get_dag_run(r.dag_run_id)->status == "paused");
+  CHECK(f.s->get_dag_run(r.dag_run_id).status == "paused");
   CHECK(f.s->set_dag_run_paused(r.dag_run_id, false));
   auto first = f.claim();
   CHECK(names(first) == std::set<std::string>{"a", "e"});
@@ -194,7 +194,12 @@ TEST_CASE("dag: two parents finishing at once on two agents release their child 
     REQUIRE(second.size() == 2);
     auto b = store::completion_of(second["b"], RunStatus::succeeded);
     auto c = store::completion_of(second["c"], RunStatus::succeeded);
-    std::thread t([&] { other->complete({c}); });
+    std::latch ready(2);
+    std::thread t([&] {
+      ready.arrive_and_wait();
+      other->complete({c});
+    });
+    ready.arrive_and_wait();
     f.s->complete({b});
     t.join();
     auto d = f.s->connection().query(
@@ -239,11 +244,53 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
 TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends on it") {
   Fixture f;
   auto r = f.submit(kDiamond, dag::OnFailure::continue_);
-  auto b_job = f.s->get_dag_run(r.dag_run_id)->nodes[1].job_id;
+  auto b_job = f.s->get_dag_run(r.dag_run_id).nodes[1].job_id;
   CHECK(f.s->cancel(b_job) == store::CancelOutcome::cancelled);
   auto st = f.statuses(r.dag_run_id);
   CHECK(st["b"] == RunStatus::cancelled);
   CHECK(st["d"] == RunStatus::cancelled);
   CHECK(st["c"] == RunStatus::blocked);
   CHECK(st["a"] == RunStatus::pending);
+}
+
+TEST_CASE("dag: a node is run again only with its DAG run, and its history stays") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  auto first = f.claim();
+  f.finish(first["a"], RunStatus::dead);
+  auto a_job = first["a"].job_id;
+  auto refused = [&](auto&& action) {
+    try {
+      action();
+      return false;
+    } catch (const Error& e) {
+      return e.code() == ExitCode::invalid_state;
+    }
+  };
+  CHECK(refused([&] { f.s->retry_job(a_job); }));
+  CHECK(refused([&] { f.s->replay({first["a"].run_id}); }));
+  CHECK(f.s->replay_all({}) == 0);
+  CHECK(refused([&] { f.s->delete_job(a_job, store::CancelRunning::no); }));
+  CHECK(f.s->purge_dead(0) == 0);
+  f.finish(first["e"], RunStatus::succeeded);
+  CHECK(f.s->get_dag_run(r.dag_run_id).status == "failed");
+  CHECK(f.s->retry_dag_run(r.dag_run_id) == 4);  // a, b, c, d; e kept
+}
+
+TEST_CASE("dag: triggering or backfilling a scheduled DAG makes DAG runs, never a run of its own") {
+  Fixture f;
+  store::DagSubmit d;
+  d.document = kDiamond;
+  d.definition = dag::parse(kDiamond);
+  d.schedule = model::ScheduleSpec{};
+  d.schedule->cron = "0 3 * * *";
+  auto r = f.s->submit_dag(d);
+  auto triggered = f.s->trigger(r.schedule_job_id, false);
+  CHECK(f.s->get_dag_run(triggered).nodes.size() == 5);
+  auto from = 1'700'000'000'000'000;  // 2023-11-14
+  auto filled = f.s->backfill(r.schedule_job_id, from, from + 3 * 86'400'000'000);
+  CHECK(filled.created == 3);
+  CHECK(f.s->backfill(r.schedule_job_id, from, from + 3 * 86'400'000'000).created == 0);  // once
+  CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE job_id = $1", {r.schedule_job_id}).at(0).i64(0) == 0);
+  CHECK(f.s->list_dag_runs(10).size() == 4);
 }

@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -275,4 +278,84 @@ TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].text(0) == job.job_id + "@web-1");
   CHECK(groups[1].text(0) == job.job_id + "@web-2");
+}
+
+TEST_CASE("fleet: two agents claiming at once on their own connections never exceed a group's or a queue's limit") {
+  Fixture f;
+  auto a = f.agent("a"), b = f.agent("b");
+  f.s->set_queue_limits("other", {3, std::nullopt, std::nullopt});
+  std::vector<model::JobSpec> specs;
+  for (int i = 0; i < 60; ++i) {
+    auto spec = f.job(i % 2 ? "other" : "default");
+    if (i % 2 == 0) {
+      spec.concurrency_key = "k";
+      spec.max_concurrent = 2;
+    }
+    specs.push_back(spec);
+  }
+  f.s->submit(specs);
+  // What is running by our own count: claimed and not yet reported done.
+  // It can only lag behind the store, so any excess is a real one.
+  std::atomic<int> in_group{0}, in_queue{0}, worst_group{0}, worst_queue{0}, done{0};
+  auto work = [&](const std::string& worker) {
+    auto s = f.db.open();
+    for (int round = 0; round < 2000 && done.load() < 60; ++round) {
+      auto claimed = s->claim(worker, {"default", "other"}, 5, kLease);
+      int g = 0, q = 0;
+      for (const auto& c : claimed) (c.queue == "other" ? q : g)++;
+      worst_group = std::max(worst_group.load(), in_group += g);
+      worst_queue = std::max(worst_queue.load(), in_queue += q);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      in_group -= g;
+      in_queue -= q;
+      std::vector<store::Completion> finished;
+      for (const auto& c : claimed) finished.push_back(store::completion_of(c, RunStatus::succeeded));
+      if (!finished.empty()) s->complete(finished);
+      done += static_cast<int>(claimed.size());
+    }
+  };
+  std::thread t1(work, a), t2(work, b);
+  t1.join();
+  t2.join();
+  CHECK(done.load() == 60);
+  CHECK(worst_group.load() <= 2);
+  CHECK(worst_queue.load() <= 3);
+  MESSAGE("most running at once: group " << worst_group.load() << ", queue " << worst_queue.load());
+}
+
+TEST_CASE("fleet: a long backlog in one group and a first run nobody can take do not hold up others") {
+  Fixture f;
+  auto a = f.agent("a");
+  std::vector<model::JobSpec> deploys(600, f.job());
+  for (auto& spec : deploys) spec.concurrency_key = "deploy";
+  f.s->submit(deploys);
+  auto backup = f.job();
+  backup.concurrency_key = "backup";
+  f.s->submit({backup});
+  auto claimed = f.s->claim(a, {"default"}, 10, kLease);
+  std::set<std::string> keys;
+  for (const auto& c : claimed) keys.insert(c.spec.concurrency_key);
+  CHECK(keys == std::set<std::string>{"deploy", "backup"});
+  f.finish(claimed);
+
+  // The first waiting run of group "k" belongs to a paused job: the next one runs.
+  auto paused = f.job("other"), next = f.job("other");
+  paused.concurrency_key = next.concurrency_key = "k";
+  auto ids = f.s->submit({paused, next});
+  f.s->set_paused(ids[0].job_id, true);
+  auto c = f.s->claim(a, {"other"}, 10, kLease);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].job_id == ids[1].job_id);
+}
+
+TEST_CASE("fleet: removing a concurrency key removes the limit it brought") {
+  Fixture f;
+  auto spec = f.job();
+  spec.concurrency_key = "k";
+  auto id = f.s->submit({spec})[0].job_id;
+  CHECK(model::group_limit(f.s->get_job(id)->job.spec) == 1);
+  store::JobUpdate u;
+  u.concurrency_key = "";
+  f.s->update_job(id, u);
+  CHECK(model::group_limit(f.s->get_job(id)->job.spec) == 0);
 }
