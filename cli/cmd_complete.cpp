@@ -5,6 +5,7 @@
 //   jobctl __complete SUBCOMMAND      that subcommand's own subcommands and flags
 //   jobctl __complete SUBCOMMAND --flag   the values the flag accepts (if a fixed set)
 //   jobctl __complete ids             recent job ids from the store
+//   jobctl __complete dag-runs        recent DAG run ids from the store
 //
 // SUBCOMMAND may be a path of nested ones (`dlq ls`). A `--` before the
 // words lets the first one be a flag: `jobctl __complete -- -o` gives the
@@ -48,10 +49,15 @@ const CLI::App* visible_subcommand(const CLI::App& app, const std::string& name)
   return nullptr;
 }
 
-void print_ids(Context& ctx) {
+// Recent job ids (`ids`) or DAG run ids (`dag-runs`) from the store.
+void print_ids(Context& ctx, const std::string& what) {
   // A completion must not create a database: no SQLite file, no ids.
   auto dsn = config::resolve_dsn(ctx.db);
   if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return;
+  if (what == "dag-runs") {
+    for (const auto& v : ctx.store().list_dag_runs(200)) std::printf("%s\n", v.id.c_str());
+    return;
+  }
   store::JobFilter filter;
   filter.limit = 200;
   for (const auto& v : ctx.store().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
@@ -69,8 +75,8 @@ void register_complete(CLI::App& app, Context& ctx) {
   cmd->add_option("words", *words);
   CLI::App* root = &app;
   cmd->callback([words, root, &ctx] {
-    if (!words->empty() && (*words)[0] == "ids") {
-      print_ids(ctx);
+    if (!words->empty() && ((*words)[0] == "ids" || (*words)[0] == "dag-runs")) {
+      print_ids(ctx, (*words)[0]);
       return;
     }
     // Follow the words down the tree of subcommands as far as they name one.

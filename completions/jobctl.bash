@@ -6,6 +6,7 @@
 #   jobctl __complete SUB...         the subcommands and flags of SUB (`dlq ls`)
 #   jobctl __complete SUB... --flag  the fixed values of --flag, if it has some
 #   jobctl __complete ids            job ids in the store
+#   jobctl __complete dag-runs       DAG run ids in the store
 # Installed as share/bash-completion/completions/jobctl.
 
 # Prints the words of `jobctl __complete -- ARGS...`; never an error message.
@@ -99,8 +100,18 @@ _jobctl() {
         # The commands whose arguments are job (or run) ids.
         case "${path[*]}" in
             get | runs | logs | cancel | wait | retry | pause | resume | "dlq show" | "dlq replay" | update | \
-                "schedule runs" | "schedule trigger" | "schedule backfill")
+                "schedule runs" | "schedule trigger" | "schedule backfill" | delete | restore | history)
                 _jobctl_offer "$(_jobctl_ask ids)" "${cur^^}"
+                ;;
+            "dag status" | "dag cancel" | "dag pause" | "dag resume" | "dag retry")
+                _jobctl_offer "$(_jobctl_ask dag-runs)" "${cur^^}"
+                ;;
+            "dag graph")
+                _jobctl_offer "$(_jobctl_ask dag-runs)" "${cur^^}"
+                [[ $cur == [0-9]* ]] || _jobctl_paths "$cur"
+                ;;
+            "dag submit")
+                _jobctl_paths "$cur"
                 ;;
             *)
                 _jobctl_offer "$(grep '^-' <<<"$level")" "$cur"

@@ -6,6 +6,7 @@
 #   jobctl __complete SUB...         the subcommands and flags of SUB (`dlq ls`)
 #   jobctl __complete SUB... --flag  the fixed values of --flag, if it has some
 #   jobctl __complete ids            job ids in the store
+#   jobctl __complete dag-runs       DAG run ids in the store
 # Installed as share/fish/vendor_completions.d/jobctl.fish.
 
 function __jobctl_complete
@@ -72,8 +73,15 @@ function __jobctl_complete
     else
         # The commands whose arguments are job (or run) ids.
         switch "$path"
-            case get runs logs cancel wait retry pause resume 'dlq show' 'dlq replay' update 'schedule runs' 'schedule trigger' 'schedule backfill'
+            case get runs logs cancel wait retry pause resume 'dlq show' 'dlq replay' update 'schedule runs' 'schedule trigger' 'schedule backfill' delete restore history
                 $bin $db __complete -- ids 2>/dev/null
+            case 'dag status' 'dag cancel' 'dag pause' 'dag resume' 'dag retry'
+                $bin $db __complete -- dag-runs 2>/dev/null
+            case 'dag graph'
+                $bin $db __complete -- dag-runs 2>/dev/null
+                __fish_complete_path (commandline -ct)
+            case 'dag submit'
+                __fish_complete_path (commandline -ct)
             case '*'
                 string match -- '-*' $level
                 test "$path" = submit; and echo --

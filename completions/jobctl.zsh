@@ -7,6 +7,7 @@
 #   jobctl __complete SUB...         the subcommands and flags of SUB (`dlq ls`)
 #   jobctl __complete SUB... --flag  the fixed values of --flag, if it has some
 #   jobctl __complete ids            job ids in the store
+#   jobctl __complete dag-runs       DAG run ids in the store
 # Installed as share/zsh/site-functions/_jobctl.
 
 _jobctl() {
@@ -66,9 +67,17 @@ _jobctl() {
   else
     # The commands whose arguments are job (or run) ids.
     case "$path_" in
-      get|runs|logs|cancel|wait|retry|pause|resume|"dlq show"|"dlq replay"|update|"schedule runs"|"schedule trigger"|"schedule backfill")
+      get|runs|logs|cancel|wait|retry|pause|resume|"dlq show"|"dlq replay"|update|"schedule runs"|"schedule trigger"|"schedule backfill"|delete|restore|history)
         found=(${(f)"$(_jobctl_ask ids)"})
         compadd -M 'm:{a-z}={A-Z}' -a found
+        ;;
+      "dag status"|"dag cancel"|"dag pause"|"dag resume"|"dag retry"|"dag graph")
+        found=(${(f)"$(_jobctl_ask dag-runs)"})
+        compadd -M 'm:{a-z}={A-Z}' -a found
+        [[ $path_ == "dag graph" ]] && _files
+        ;;
+      "dag submit")
+        _files
         ;;
       *)
         found=(${(M)level:#-*})

@@ -118,6 +118,8 @@ TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest, and 
   CHECK(s["nodes"][1]["run"]["status"] == "cancelled");
   CHECK(s["nodes"][2]["run"]["status"] == "cancelled");
   CHECK(run_jobctl(db, dir, {"dag", "cancel", id}).code == 4);
+  // Shell completion offers the DAG run's id.
+  CHECK(test::lines(run_jobctl(db, dir, {"__complete", "dag-runs"}).out) == std::vector<std::string>{id});
 
   REQUIRE(run_jobctl(db, dir, {"submit", "--", "touch " + marker}).code == 0);
   test::eventually([&] { return std::ifstream(marker).good(); }, "the marker");
