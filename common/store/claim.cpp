@@ -167,22 +167,20 @@ const std::string kCandidateColumns = fmt::format(
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// The groups: a skip scan over the distinct groups with waiting runs (one
-// index probe per group, however long its backlog), keeping the first 256
-// with a run due in these queues. A busy group holds one of those places,
-// never the groups behind it; groups past 256 come in as those ahead empty.
+// The groups: those of the first 2,048 due grouped runs of each queue and
+// tenant in claim order (an index walk over due runs only: schedules with
+// occurrences made ahead cost nothing here), at most 256 of them. A group
+// with a longer backlog than that delays the groups behind it in the same
+// queue and tenant until its backlog is shorter; it never takes their runs.
 // Returns what it got: kind 'g' (group) or 'q' (queue), and the name.
 constexpr const char* kLockLimited = R"SQL(
-WITH RECURSIVE g (k) AS (
-  (SELECT group_key FROM runs WHERE status = 'pending' AND group_key IS NOT NULL ORDER BY group_key LIMIT 1)
-  UNION ALL
-  SELECT (SELECT r.group_key FROM runs r WHERE r.status = 'pending' AND r.group_key IS NOT NULL AND r.group_key > g.k
-          ORDER BY r.group_key LIMIT 1)
-  FROM g WHERE g.k IS NOT NULL
-), wanted AS MATERIALIZED (
-  (SELECT 'g' AS kind, g.k AS name FROM g
-   WHERE g.k IS NOT NULL AND EXISTS (SELECT 1 FROM runs r WHERE r.group_key = g.k AND r.status = 'pending'
-                                     AND r.available_at <= NOW_US AND r.queue = ANY ($1::text[]))
+WITH wanted AS MATERIALIZED (
+  (SELECT DISTINCT 'g' AS kind, r.group_key AS name
+   FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL (
+     SELECT r.group_key FROM runs r
+     WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.group_key IS NOT NULL
+       AND r.available_at <= NOW_US
+     ORDER BY r.priority, r.available_at, r.id LIMIT 2048) r
    LIMIT 256)
   UNION ALL
   SELECT 'q', x.name FROM queues x
