@@ -1,16 +1,12 @@
 // jobctl dag: submit a graph of dependent jobs, watch it, steer it.
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "cli/read_input.hpp"
 #include "cli/resolve.hpp"
 #include "cli/schedule_flags.hpp"
 #include "common/dag/dag.hpp"
@@ -21,20 +17,6 @@
 
 namespace jobctl::cli {
 namespace {
-
-// FILE, or standard input for "-".
-std::string read_document(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw usage_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)), "check the path; - reads stdin");
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
 
@@ -86,7 +68,7 @@ void add_submit(CLI::App& group, Context& ctx) {
               "names, an empty graph, more than 10000 nodes.");
   cmd->callback([f, &ctx] {
     store::DagSubmit d;
-    d.document = read_document(f->file);
+    d.document = read_input(f->file, "dag submit");
     d.definition = dag::parse(d.document);
     d.on_failure = dag::parse_on_failure(f->on_failure);
     if (!f->tz.empty() && f->schedule.cron.empty()) throw usage_error("--tz goes with --cron");
@@ -202,7 +184,7 @@ void add_graph(CLI::App& group, Context& ctx) {
   cmd->footer("Render it with: jobctl dag graph ID | dot -Tsvg > dag.svg");
   cmd->callback([id, &ctx] {
     if (*id == "-" || std::filesystem::exists(*id)) {
-      std::printf("%s", dag::to_dot(dag::parse(read_document(*id))).c_str());
+      std::printf("%s", dag::to_dot(dag::parse(read_input(*id, "dag graph"))).c_str());
       return;
     }
     auto v = require_run(ctx, *id);

@@ -16,6 +16,7 @@
 #include "cli/context.hpp"
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
+#include "cli/read_input.hpp"
 #include "cli/retry_flags.hpp"
 #include "cli/schedule_flags.hpp"
 #include "cli/waiting.hpp"
@@ -40,18 +41,7 @@ struct SubmitFlags {
 // "@FILE" reads a file ("@-" standard input); anything else is the text.
 std::string text_or_file(const std::string& arg, const char* flag) {
   if (arg.empty() || arg[0] != '@') return arg;
-  std::string path = arg.substr(1);
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw usage_error(fmt::format("{}: cannot read file '{}': {}", flag, path, std::strerror(errno)),
-                      "check the path; @- reads standard input");
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input(arg.substr(1), flag);
 }
 
 model::JobSpec spec_from_flags(const SubmitFlags& f) {

@@ -208,23 +208,34 @@ std::string Store::resolve_dag_run(const std::string& id) {
   throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
 }
 
+namespace {
+
+// A DAG run's row, for get_dag_run and list_dag_runs: dag_runs aliased r,
+// its DAG d.
+constexpr const char* kDagRunSelect =
+    "SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, r.paused, r.cancelled_at, "
+    "(SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id) FROM dag_runs r JOIN dags d ON d.id = r.dag_id ";
+
+// The summary of a DAG run (without its nodes) from a kDagRunSelect row.
+DagRunView dag_run_from_row(Connection& c, const Row& row) {
+  DagRunView v;
+  v.id = row.text(0);
+  v.dag_id = row.text(1);
+  v.name = row.text(2);
+  v.on_failure = dag::parse_on_failure(row.text(3));
+  v.created_at = row.i64(4);
+  v.occurrence = row.opt_i64(5);
+  v.counts = node_counts(c, v.id);
+  v.status = dag_status(v.counts, row.i64(6) != 0, !row.is_null(7));
+  if (v.status == "succeeded" || v.status == "failed" || v.status == "cancelled") v.finished_at = row.opt_i64(8);
+  return v;
+}
+
+}  // namespace
+
 DagRunView Store::get_dag_run(const std::string& id) {
   const std::string run_id = resolve_dag_run(id);
-  auto head = conn_->query("SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, r.paused, "
-                           "r.cancelled_at, (SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id) "
-                           "FROM dag_runs r JOIN dags d ON d.id = r.dag_id WHERE r.id = $1",
-                           {run_id});
-  const auto& h = head.at(0);
-  DagRunView v;
-  v.id = h.text(0);
-  v.dag_id = h.text(1);
-  v.name = h.text(2);
-  v.on_failure = dag::parse_on_failure(h.text(3));
-  v.created_at = h.i64(4);
-  v.occurrence = h.opt_i64(5);
-  v.counts = node_counts(*conn_, v.id);
-  v.status = dag_status(v.counts, h.i64(6) != 0, !h.is_null(7));
-  if (v.status == "succeeded" || v.status == "failed" || v.status == "cancelled") v.finished_at = h.opt_i64(8);
+  DagRunView v = dag_run_from_row(*conn_, conn_->query(std::string(kDagRunSelect) + "WHERE r.id = $1", {run_id}).at(0));
   std::map<std::string, std::vector<std::string>> parents;
   for (const auto& row : conn_->query("SELECT c.name, p.name FROM dag_edges e JOIN dag_nodes c ON c.job_id = e.child "
                                       "JOIN dag_nodes p ON p.job_id = e.parent WHERE e.dag_id = $1 ORDER BY p.position",
@@ -242,23 +253,8 @@ DagRunView Store::get_dag_run(const std::string& id) {
 
 std::vector<DagRunView> Store::list_dag_runs(int limit) {
   std::vector<DagRunView> out;
-  for (const auto& row : conn_->query("SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, "
-                                      "r.paused, r.cancelled_at, (SELECT max(x.finished_at) FROM runs x WHERE "
-                                      "x.dag_run_id = r.id) FROM dag_runs r JOIN dags d ON d.id = r.dag_id "
-                                      "ORDER BY r.id DESC LIMIT $1",
-                                      {int64_t{limit}})) {
-    DagRunView v;
-    v.id = row.text(0);
-    v.dag_id = row.text(1);
-    v.name = row.text(2);
-    v.on_failure = dag::parse_on_failure(row.text(3));
-    v.created_at = row.i64(4);
-    v.occurrence = row.opt_i64(5);
-    v.counts = node_counts(*conn_, v.id);
-    v.status = dag_status(v.counts, row.i64(6) != 0, !row.is_null(7));
-    if (v.status == "succeeded" || v.status == "failed" || v.status == "cancelled") v.finished_at = row.opt_i64(8);
-    out.push_back(std::move(v));
-  }
+  for (const auto& row : conn_->query(std::string(kDagRunSelect) + "ORDER BY r.id DESC LIMIT $1", {int64_t{limit}}))
+    out.push_back(dag_run_from_row(*conn_, row));
   return out;
 }
 

@@ -1,0 +1,29 @@
+#include "cli/read_input.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+
+std::string read_input(const std::string& path, const std::string& what) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw usage_error(fmt::format("{}: cannot read file '{}': {}", what, path, std::strerror(errno)),
+                      "check the path; - reads standard input");
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace jobctl::cli
