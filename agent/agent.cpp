@@ -18,6 +18,8 @@
 #include "common/util/log.hpp"
 #include "common/util/time.hpp"
 
+extern char** environ;
+
 namespace jobctl::agent {
 namespace {
 
@@ -39,7 +41,12 @@ int open_signal_fd() {
 
 }  // namespace
 
-Agent::Agent(Options opts) : opts_(std::move(opts)), dsn_(config::resolve_dsn(opts_.db)), runner_(opts_) {
+Agent::Agent(Options opts)
+    : opts_(std::move(opts)),
+      dsn_(config::resolve_dsn(opts_.db)),
+      runner_(opts_),
+      secrets_(Secrets::load(environ, opts_.secrets_file)),
+      webhooks_(opts_, secrets_) {
   if (opts_.name.empty()) opts_.name = util::host_name();
   store_ = store::Store::open(dsn_);
   store_->require_schema();
@@ -53,7 +60,8 @@ Agent::Agent(Options opts) : opts_(std::move(opts)), dsn_(config::resolve_dsn(op
   for (const auto& q : opts_.queues) queues += (queues.empty() ? "" : ",") + q;
   log_event(LogLevel::info, "started",
             {{"worker_id", worker_id_}, {"name", opts_.name}, {"db", config::redacted(dsn_)}, {"queues", queues},
-             {"concurrency", std::to_string(opts_.concurrency)}, {"version", JOBCTL_VERSION}});
+             {"concurrency", std::to_string(opts_.concurrency)}, {"version", JOBCTL_VERSION},
+             {"secrets", std::to_string(secrets_.size())}});
 }
 
 Agent::~Agent() {
@@ -72,15 +80,16 @@ int Agent::run() {
     heartbeat_if_due(now);
     // Timeouts and SIGTERM→SIGKILL escalations.
     runner_.enforce_deadlines(now);
+    webhooks_.handle_timeout(now);
     // As the scheduler leader: turn cron occurrences into runs.
     lead_if_due(now);
     schedule_if_due(now);
     // Fill free slots with due runs.
     claim_if_free(now);
-    if (phase_ == Phase::draining && runner_.size() == 0 && completions_.empty()) break;
-    if (phase_ == Phase::draining && now >= drain_deadline_ && runner_.size() > 0) {
-      log_event(LogLevel::warn, "drain_timeout", {{"running", std::to_string(runner_.size())}});
-      runner_.stop_all(Ending::drain, Runner::Now::yes);
+    if (phase_ == Phase::draining && running() == 0 && completions_.empty()) break;
+    if (phase_ == Phase::draining && now >= drain_deadline_ && running() > 0) {
+      log_event(LogLevel::warn, "drain_timeout", {{"running", std::to_string(running())}});
+      stop_all_runs(Ending::drain, Runner::Now::yes);
     }
     wait_for_events(now);
   }
@@ -92,19 +101,20 @@ void Agent::handle_signals() {
   signalfd_siginfo si;
   while (read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
     int sig = static_cast<int>(si.ssi_signo);
-    if (sig != SIGTERM && sig != SIGINT) continue;  // SIGCHLD: reaped below; SIGHUP: nothing to reload yet
+    if (sig == SIGHUP) reload_secrets();
+    if (sig != SIGTERM && sig != SIGINT) continue;  // SIGCHLD: reaped below
     if (phase_ == Phase::running) {
       phase_ = Phase::draining;
       drain_deadline_ = Clock::now() + opts_.drain_timeout;
       log_event(LogLevel::info, "draining",
-                {{"running", std::to_string(runner_.size())},
+                {{"running", std::to_string(running())},
                  {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
       with_store("drain", [&] { store_->set_worker_state(worker_id_, model::WorkerState::draining); });
       next_lead_ = Clock::now();  // resign the scheduler lease at once
     } else {
       // A second signal: stop now, giving every run back.
-      log_event(LogLevel::warn, "stopping", {{"running", std::to_string(runner_.size())}});
-      runner_.stop_all(Ending::drain, Runner::Now::yes);
+      log_event(LogLevel::warn, "stopping", {{"running", std::to_string(running())}});
+      stop_all_runs(Ending::drain, Runner::Now::yes);
       phase_ = Phase::stopping;
     }
   }
@@ -112,7 +122,9 @@ void Agent::handle_signals() {
 
 void Agent::collect_finished() {
   runner_.read_output();
-  for (auto& f : runner_.reap()) {
+  auto finished = runner_.reap();
+  for (auto& f : webhooks_.collect()) finished.push_back(std::move(f));
+  for (auto& f : finished) {
     std::vector<std::pair<std::string, std::string>> fields{{"run_id", f.run.run_id}, {"job_id", f.run.job_id}};
     if (f.ending == Ending::lost) {
       log_event(LogLevel::warn, "lease_lost", fields);
@@ -175,13 +187,14 @@ void Agent::heartbeat() {
   auto state = phase_ == Phase::running ? model::WorkerState::active : model::WorkerState::draining;
   with_store("heartbeat", [&] {
     auto leases = store_->heartbeat(worker_id_, state, duration_cast<microseconds>(opts_.lease).count());
-    for (const auto& id : runner_.run_ids()) {
+    for (const auto& id : running_ids()) {
       auto it = std::find_if(leases.begin(), leases.end(), [&](const auto& l) { return l.run_id == id; });
       if (it == leases.end()) {
-        runner_.stop(id, Ending::lost);
+        stop_run(id, Ending::lost);
       } else if (it->cancel_requested) {
-        log_event(LogLevel::info, "cancelling", {{"run_id", id}, {"job_id", runner_.job_of(id)}});
-        runner_.stop(id, Ending::cancel);
+        std::string job = runner_.job_of(id);
+        log_event(LogLevel::info, "cancelling", {{"run_id", id}, {"job_id", job.empty() ? webhooks_.job_of(id) : job}});
+        stop_run(id, Ending::cancel);
       }
     }
   });
@@ -196,11 +209,14 @@ void Agent::claim_if_free(Clock::time_point now) {
     for (const auto& run : claimed) {
       log_event(LogLevel::debug, "claimed",
                 {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
-      if (auto error = runner_.start(run)) {
+      auto error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
+      if (error) {
         log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
         completions_.push_back(start_failure(run, *error, rng_));
       }
     }
+    // Send the new requests now, not after the next round of store work.
+    webhooks_.handle_timeout(Clock::now());
     claim_wanted_ = static_cast<int>(claimed.size()) == want && free_slots() > 0;
     next_claim_ = now + opts_.poll_interval;
     if (static_cast<int>(claimed.size()) < want) {
@@ -224,6 +240,7 @@ void Agent::wait_for_events(Clock::time_point now) {
   Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
   if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
+  if (auto d = webhooks_.next_deadline()) until = std::min(until, *d);
   if (phase_ == Phase::draining) until = std::min(until, drain_deadline_);
   if (store_backoff_until_ > now) until = std::max(until, store_backoff_until_);
   auto timeout_ms = duration_cast<std::chrono::milliseconds>(until - now).count();
@@ -233,33 +250,60 @@ void Agent::wait_for_events(Clock::time_point now) {
   int wake_fd = wakeups_->fd();
   if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
   runner_.poll_fds(fds);
+  webhooks_.poll_fds(fds);
   // Round up: poll() in whole milliseconds must not wake just before a
   // deadline and spin.
   int n = poll(fds.data(), fds.size(), static_cast<int>(timeout_ms) + (timeout_ms > 0 ? 1 : 0));
+  if (n > 0) webhooks_.handle_events(fds);
   if (n <= 0 || wake_fd < 0 || !(fds[1].revents & POLLIN)) return;
   auto why = wakeups_->drain();
   if (why.work) claim_wanted_ = true;
   // Cancels are checked through the heartbeat; at most a few times a second.
-  if (why.cancel && runner_.size() > 0 && Clock::now() - last_cancel_check_ > std::chrono::milliseconds(200))
+  if (why.cancel && running() > 0 && Clock::now() - last_cancel_check_ > std::chrono::milliseconds(200))
     heartbeat();
 }
 
 void Agent::shut_down() {
   // Kill and give back whatever still runs (second signal), then wait for
   // the processes so their runs are released, not left to lease expiry.
-  runner_.stop_all(Ending::drain, Runner::Now::yes);
+  stop_all_runs(Ending::drain, Runner::Now::yes);
   auto give_up = Clock::now() + std::chrono::seconds(5);
-  while (runner_.size() > 0 && Clock::now() < give_up) {
+  do {
     collect_finished();
-    if (runner_.size() > 0) usleep(10000);
-  }
+    if (running() > 0) usleep(10000);
+  } while (running() > 0 && Clock::now() < give_up);
   flush_reports();
   if (epoch_) with_store("resign", [&] { store_->resign(worker_id_); });
   with_store("stop", [&] { store_->set_worker_state(worker_id_, model::WorkerState::gone); });
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
 }
 
-int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(runner_.size())); }
+int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(running())); }
+
+std::vector<std::string> Agent::running_ids() const {
+  auto ids = runner_.run_ids();
+  for (auto& id : webhooks_.run_ids()) ids.push_back(std::move(id));
+  return ids;
+}
+
+void Agent::stop_run(const std::string& run_id, Ending why) {
+  runner_.stop(run_id, why);
+  webhooks_.stop(run_id, why);
+}
+
+void Agent::stop_all_runs(Ending why, Runner::Now immediately) {
+  runner_.stop_all(why, immediately);
+  webhooks_.stop_all(why);
+}
+
+void Agent::reload_secrets() {
+  try {
+    secrets_ = Secrets::load(environ, opts_.secrets_file);
+    log_event(LogLevel::info, "secrets_reloaded", {{"secrets", std::to_string(secrets_.size())}});
+  } catch (const Error& e) {
+    log_event(LogLevel::error, "secrets_reload_failed", {{"error", e.what()}, {"kept", "the secrets loaded before"}});
+  }
+}
 
 
 }  // namespace jobctl::agent

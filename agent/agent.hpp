@@ -13,6 +13,8 @@
 
 #include "agent/options.hpp"
 #include "agent/runner.hpp"
+#include "agent/secrets.hpp"
+#include "agent/webhook_runner.hpp"
 #include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 
@@ -44,6 +46,12 @@ class Agent {
   void wait_for_events(Clock::time_point now);
   void shut_down();
   int free_slots() const;
+  // Over both executors: processes (runner_) and webhooks (webhooks_).
+  size_t running() const { return runner_.size() + webhooks_.size(); }
+  std::vector<std::string> running_ids() const;
+  void stop_run(const std::string& run_id, Ending why);
+  void stop_all_runs(Ending why, Runner::Now immediately);
+  void reload_secrets();
   // Runs a store step; on a store error logs it, backs off and reports
   // false, so a database restart is survived rather than fatal.
   template <typename Fn>
@@ -54,6 +62,8 @@ class Agent {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::Wakeups> wakeups_;
   Runner runner_;
+  Secrets secrets_;
+  WebhookRunner webhooks_;
   std::string worker_id_;
   int signal_fd_ = -1;
   Phase phase_ = Phase::running;

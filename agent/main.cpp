@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
   jobctl::agent::Options opts;
   std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
-  std::string horizon = "60s", misfire = "60s";
+  std::string horizon = "60s", misfire = "60s", secrets_file;
   std::string log_format = "text", log_level = "info";
   bool no_listen = false, no_scheduler = false;
   std::vector<std::string> labels;
@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--misfire-threshold", misfire, "As leader, treat an occurrence this late as missed (misfire policy)")
       ->capture_default_str();
+  app.add_option("--secrets-file", secrets_file,
+                 "NAME=value lines for webhooks' {{secret:NAME}} (mode 600: refused if others may read it); "
+                 "reloaded on SIGHUP");
   app.add_option("--log-format", log_format, "Log format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--log-level", log_level, "Minimum level logged")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
     opts.kill_grace = to_ms(grace, "--kill-grace");
     opts.poll_interval = to_ms(poll, "--poll-interval");
     if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
+    if (!secrets_file.empty()) opts.secrets_file = secrets_file;
     opts.listen = !no_listen;
     opts.scheduler = !no_scheduler;
     opts.schedule_horizon = to_ms(horizon, "--schedule-horizon");

@@ -26,7 +26,8 @@ struct Options {
   bool scheduler = true;                    // --no-scheduler: never lead, never materialise schedules
   milliseconds schedule_horizon{60000};     // --schedule-horizon: occurrences become runs this far ahead
   milliseconds misfire_threshold{60000};    // --misfire-threshold: an occurrence this late was missed
-  size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr kept per attempt
+  std::optional<std::string> secrets_file;  // --secrets-file: NAME=value lines for {{secret:NAME}}
+  size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr (or a response body) kept per attempt
   util::LogFormat log_format = util::LogFormat::text;  // --log-format
   util::LogLevel log_level = util::LogLevel::info;     // --log-level
 };

@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include "common/exec/process.hpp"
@@ -13,37 +14,39 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 
-// Applies the job's retry policy to a failed attempt.
-void fail(store::Completion& c, const store::ClaimedRun& run, model::FailureFacts facts, std::mt19937_64& rng) {
+// Applies the job's retry policy to a failed attempt. A retry waits at
+// least `at_least_us` (a Retry-After), within the policy's longest delay.
+void fail(store::Completion& c, const store::ClaimedRun& run, model::FailureFacts facts, std::mt19937_64& rng,
+          int64_t at_least_us = 0) {
   c.outcome = "failed";
   facts.failures = run.failures + 1;
   auto d = model::decide(run.spec.retry, facts, rng);
   if (d.retry) {
     c.status = model::RunStatus::pending;
-    c.retry_delay_us = d.delay_us;
+    c.retry_delay_us = std::max(d.delay_us, std::min(at_least_us, run.spec.retry.max_delay_us));
   } else {
     c.status = model::RunStatus::dead;
     c.error += "; " + d.dead_reason;
   }
 }
 
-}  // namespace
+// The --notify notifications of this end of the run, if it asked for them.
+void notify(store::Completion& c, const store::ClaimedRun& run, std::optional<int64_t> duration_us) {
+  if (run.spec.notify.empty()) return;
+  model::NotificationFacts facts{run.job_id, run.run_id, c.status,    run.attempt,      c.error,
+                                 duration_us, c.exit_code, c.http_status, c.retry_delay_us};
+  c.notifications = model::notification_jobs(run.spec, facts, c.outcome == "failed");
+}
 
-store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
-  store::Completion c = store::completion_of(f.run, model::RunStatus::succeeded);
-  c.stdout_tail = f.stdout_tail;
-  c.stderr_tail = f.stderr_tail;
-  if (WIFEXITED(f.wait_status)) c.exit_code = WEXITSTATUS(f.wait_status);
-  if (WIFSIGNALED(f.wait_status)) c.signal = WTERMSIG(f.wait_status);
-  model::FailureFacts facts;
-  facts.since_first_attempt_us =
-      f.run.claimed_at - f.run.first_started_at + duration_cast<microseconds>(f.elapsed).count();
+// A user's cancel or the agent's drain: the same for commands and webhooks.
+// Returns false for any other ending.
+bool ended_by_us(store::Completion& c, const Finished& f) {
   switch (f.ending) {
     case Ending::cancel:
       c.status = model::RunStatus::cancelled;
       c.outcome = "cancelled";
       c.error = "cancelled by user";
-      return c;
+      return true;
     case Ending::drain:
       c.outcome = "released";
       c.error = "released: the agent was draining";
@@ -55,23 +58,74 @@ store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
       } else {
         c.status = model::RunStatus::pending;
       }
-      return c;
-    case Ending::timeout:
-      c.error = "timed out after " + util::format_duration(microseconds(f.run.spec.timeout_us));
-      fail(c, f.run, facts, rng);
-      return c;
-    case Ending::none:
-    case Ending::lost:
-      break;
+      return true;
+    default:
+      return false;
   }
-  if (c.exit_code == 0) return c;
-  if (c.exit_code) {
-    c.error = fmt::format("exited with code {}", *c.exit_code);
-    facts.exit_code = c.exit_code;
-  } else if (c.signal) {
-    c.error = exec::describe_signal(*c.signal);
+}
+
+// A webhook's request: 2xx succeeds; 408, 429, 5xx and no response at all
+// (connect, DNS, TLS, timeout) are retried; any other status is permanent.
+void http_outcome(store::Completion& c, const Finished& f, model::FailureFacts facts, std::mt19937_64& rng) {
+  const HttpResult& h = *f.http;
+  c.timings = h.timings;
+  if (h.curl_code != CURLE_OK) {
+    c.error = h.curl_code == CURLE_OPERATION_TIMEDOUT
+                  ? "timed out after " + util::format_duration(microseconds(h.timeout_us)) + ": " + h.error
+                  : fmt::format("request failed: {} (curl error {})", h.error, h.curl_code);
+    fail(c, f.run, facts, rng);
+    return;
   }
+  c.http_status = h.status;
+  if (h.status >= 200 && h.status < 300) return;
+  c.error = fmt::format("HTTP {}", h.status);
+  if (h.status == 408 || h.status == 429 || h.status >= 500) {
+    bool honour = h.retry_after_us && (h.status == 429 || h.status == 503);
+    if (honour) c.error += fmt::format(" (Retry-After {})", util::format_duration(microseconds(*h.retry_after_us)));
+    fail(c, f.run, facts, rng, honour ? *h.retry_after_us : 0);
+    return;
+  }
+  c.error += h.status >= 300 && h.status < 400 ? ": redirects are not followed; point --webhook at the final URL"
+                                               : ": a client error is not retried";
+  facts.retryable_class = false;
   fail(c, f.run, facts, rng);
+}
+
+}  // namespace
+
+store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
+  store::Completion c = store::completion_of(f.run, model::RunStatus::succeeded);
+  c.stdout_tail = f.stdout_tail;
+  c.stderr_tail = f.stderr_tail;
+  const int64_t elapsed_us = duration_cast<microseconds>(f.elapsed).count();
+  model::FailureFacts facts;
+  facts.since_first_attempt_us = f.run.claimed_at - f.run.first_started_at + elapsed_us;
+  if (f.http) {
+    if (!ended_by_us(c, f)) http_outcome(c, f, facts, rng);
+    notify(c, f.run, elapsed_us);
+    return c;
+  }
+  if (WIFEXITED(f.wait_status)) c.exit_code = WEXITSTATUS(f.wait_status);
+  if (WIFSIGNALED(f.wait_status)) c.signal = WTERMSIG(f.wait_status);
+  if (ended_by_us(c, f)) {
+    notify(c, f.run, elapsed_us);
+    return c;
+  }
+  if (f.ending == Ending::timeout) {
+    c.error = "timed out after " + util::format_duration(microseconds(f.run.spec.timeout_us));
+    fail(c, f.run, facts, rng);
+  } else if (c.exit_code == 0) {
+    // succeeded
+  } else {
+    if (c.exit_code) {
+      c.error = fmt::format("exited with code {}", *c.exit_code);
+      facts.exit_code = c.exit_code;
+    } else if (c.signal) {
+      c.error = exec::describe_signal(*c.signal);
+    }
+    fail(c, f.run, facts, rng);
+  }
+  notify(c, f.run, elapsed_us);
   return c;
 }
 
@@ -81,6 +135,7 @@ store::Completion start_failure(const store::ClaimedRun& run, const std::string&
   model::FailureFacts facts;
   facts.retryable_class = false;
   fail(c, run, facts, rng);
+  notify(c, run, std::nullopt);
   return c;
 }
 

@@ -90,7 +90,7 @@ std::vector<Finished> Runner::reap() {
     if (job.out_fd >= 0) close(job.out_fd);
     if (job.err_fd >= 0) close(job.err_fd);
     done.push_back(Finished{std::move(job.run), job.ending, status, job.out.str(), job.err.str(),
-                            Clock::now() - job.started});
+                            Clock::now() - job.started, std::nullopt});
     jobs_.erase(it);
   }
   return done;

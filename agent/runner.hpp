@@ -30,13 +30,24 @@ enum class Ending {
   drain,    // the agent is shutting down: give the run back
 };
 
+// How a webhook's request ended (agent/webhook_runner.hpp).
+struct HttpResult {
+  int status = 0;                         // the response's status; 0: no response
+  int curl_code = 0;                      // CURLcode: 0 when a response came back
+  std::string error;                      // libcurl's explanation when none did (secrets redacted)
+  std::optional<int64_t> retry_after_us;  // the response's Retry-After
+  model::HttpTimings timings;
+  int64_t timeout_us = 0;                 // the limit the request had
+};
+
 struct Finished {
   store::ClaimedRun run;
   Ending ending = Ending::none;
   int wait_status = 0;  // as from waitpid
-  std::string stdout_tail;
+  std::string stdout_tail;  // a webhook: the response body's tail (secrets redacted)
   std::string stderr_tail;
   Clock::duration elapsed{};
+  std::optional<HttpResult> http;  // a webhook's request
 };
 
 class Runner {

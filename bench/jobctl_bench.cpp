@@ -21,6 +21,12 @@
 //                            (each node after two of the layer before) run
 //                            by AGENT: makespan against the critical path's
 //                            lower bound, and the overhead per edge
+//   webhook DSN N LIMIT_S LOG -- AGENT…
+//                            N webhook jobs against an HTTP server in this
+//                            process that answers 200 at once, drained by
+//                            AGENT: jobs/s, and the dispatch overhead from
+//                            each attempt's claim (store clock) to its
+//                            request's arrival at the server
 //   herd DSN N AGENTS LOGDIR -- AGENT…
 //                            N schedules all due on one minute, AGENTS
 //                            agents started with them; lag from each
@@ -39,6 +45,8 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 #include "bench/measure.hpp"
 #include <nlohmann/json.hpp>
 
@@ -46,6 +54,7 @@
 #include "common/dag/dag.hpp"
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
+#include "tests/support/http_server.hpp"
 
 namespace jobctl::bench {
 namespace {
@@ -167,6 +176,29 @@ int64_t wait_unfinished(store::Connection& c, pid_t agent, int64_t start, double
   return left;
 }
 
+struct Drained {
+  int64_t left = 0;  // runs still pending or running at the end
+  double wall = 0;   // seconds from the agent's start
+  std::optional<CpuTimes> cpu;       // the agent's
+  std::optional<double> server_cpu;  // PostgreSQL's, meanwhile
+};
+
+// Starts the agent, waits until no run is pending or running (or limit_s),
+// and stops it.
+Drained drain_with_agent(store::Connection& c, const Args& agent_argv, const std::string& log, double limit_s) {
+  Drained d;
+  auto server0 = server_cpu();
+  int64_t start = monotonic_ns();
+  pid_t agent = start_process(agent_argv, log);
+  d.left = wait_unfinished(c, agent, start, limit_s);
+  d.wall = seconds_since(start);
+  d.cpu = cpu_of(agent);
+  auto server1 = server_cpu();
+  stop_process(agent, milliseconds(15000));
+  if (server0 && server1) d.server_cpu = *server1 - *server0;
+  return d;
+}
+
 void mode_drain(const Args& a) {
   auto n = static_cast<int64_t>(number(a, 1, "N"));
   double limit_s = number(a, 2, "LIMIT_S");
@@ -176,26 +208,68 @@ void mode_drain(const Args& a) {
   if (int64_t waiting = count(c, kUnfinished); waiting != n)
     throw usage_error(fmt::format("expected {} runs waiting, found {}", n, waiting));
 
-  auto server0 = server_cpu();
-  int64_t start = monotonic_ns();
-  pid_t agent = start_process(agent_argv, a.at(3));
-  int64_t left = wait_unfinished(c, agent, start, limit_s);
-  double wall = seconds_since(start);
-  auto cpu = cpu_of(agent);
-  auto server1 = server_cpu();
-  stop_process(agent, milliseconds(15000));
-
+  auto d = drain_with_agent(c, agent_argv, a.at(3), limit_s);
   int64_t done = count(c, kSucceeded);
   put("jobs", static_cast<double>(n));
   put("succeeded", static_cast<double>(done));
-  put("unfinished", static_cast<double>(left));
-  put("seconds", wall);
-  put("rate", static_cast<double>(done) / wall);
-  if (cpu) {
-    put("agent_cpu", cpu->self);
-    put("job_cpu", cpu->children);
+  put("unfinished", static_cast<double>(d.left));
+  put("seconds", d.wall);
+  put("rate", static_cast<double>(done) / d.wall);
+  if (d.cpu) {
+    put("agent_cpu", d.cpu->self);
+    put("job_cpu", d.cpu->children);
   }
-  if (server0 && server1) put("server_cpu", *server1 - *server0);
+  if (d.server_cpu) put("server_cpu", *d.server_cpu);
+}
+
+void mode_webhook(const Args& a) {
+  auto n = static_cast<size_t>(number(a, 1, "N"));
+  double limit_s = number(a, 2, "LIMIT_S");
+  auto agent_argv = command_after(a, 4);
+  auto s = open_store(a.at(0));
+  auto& c = s->connection();
+  // The server notes when each request arrived (realtime, comparable to
+  // the store clock on this host), keyed by run id.
+  std::mutex mu;
+  std::vector<std::pair<std::string, int64_t>> arrivals;
+  arrivals.reserve(n);
+  test::HttpServer server(
+      [&](const test::HttpRequest& r) {
+        int64_t now = realtime_ns();
+        std::lock_guard lock(mu);
+        arrivals.emplace_back(r.header("X-Job-Run-Id"), now);
+        return test::HttpResponse{};
+      },
+      false);
+  model::JobSpec spec;
+  spec.command.webhook = model::Webhook{};
+  spec.command.webhook->url = server.url("/hook");
+  spec.command.webhook->body = R"({"bench": true})";
+  for (size_t done = 0; done < n; done += kSubmitBatch)
+    s->submit(std::vector<model::JobSpec>(std::min(kSubmitBatch, n - done), spec));
+
+  auto d = drain_with_agent(c, agent_argv, a.at(3), limit_s);
+
+  std::map<std::string, int64_t> claimed;  // run id → its last attempt's start (µs)
+  for (const auto& row : c.query("SELECT run_id, started_at FROM attempts")) claimed[row.text(0)] = row.i64(1);
+  std::vector<double> overhead_ms;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [run, at_ns] : arrivals)
+      if (auto it = claimed.find(run); it != claimed.end())
+        overhead_ms.push_back(static_cast<double>(at_ns / 1000 - it->second) / 1000.0);
+  }
+  int64_t done = count(c, kSucceeded);
+  put("jobs", static_cast<double>(n));
+  put("succeeded", static_cast<double>(done));
+  put("unfinished", static_cast<double>(d.left));
+  put("requests", static_cast<double>(server.request_count()));
+  put("seconds", d.wall);
+  put("rate", static_cast<double>(done) / d.wall);
+  put("dispatch_p50_ms", percentile(overhead_ms, 0.50));
+  put("dispatch_p99_ms", percentile(overhead_ms, 0.99));
+  if (d.cpu) put("agent_cpu", d.cpu->self);
+  if (d.server_cpu) put("server_cpu", *d.server_cpu);
 }
 
 // The makespan runs from the DAG run's creation to its last node's end
@@ -393,6 +467,7 @@ constexpr Mode kModes[] = {
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
     {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys]", mode_claim},
     {"dag", 7, "dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT...", mode_dag},
+    {"webhook", 6, "webhook DSN N LIMIT_S LOG -- AGENT...", mode_webhook},
     {"herd", 6, "herd DSN N AGENTS LOGDIR -- AGENT...", mode_herd},
 };
 
@@ -403,7 +478,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|dag|herd ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|dag|webhook|herd ...", "see bench/jobctl_bench.cpp");
 }
 
 // Writes the time first, before any other work: it marks the moment the

@@ -64,13 +64,21 @@ void show_job(const model::JobView& v, const std::string& waiting) {
       {"id", j.id},
       {"name", j.spec.name.empty() ? "-" : j.spec.name},
       {"status", v.latest_run ? std::string(model::to_string(v.latest_run->status)) : "-"},
-      {"command", j.spec.command.display()},
+      {j.spec.command.webhook ? "webhook" : "command", j.spec.command.display()},
       {"queue", j.spec.queue},
       {"priority", std::string(model::to_string(j.spec.priority))},
       {"timeout", j.spec.timeout_us ? util::format_duration(util::Micros(j.spec.timeout_us)) : "none"},
       {"version", std::to_string(j.version)},
       {"created", util::format_time(j.created_at)},
   };
+  if (const auto& w = j.spec.command.webhook) {
+    for (const auto& [name, value] : w->headers) f.emplace_back("header", name + ": " + value);
+    if (w->body) f.emplace_back("data", cell(*w->body, 200));
+    if (w->insecure) f.emplace_back("tls", "NOT verified (--insecure)");
+    if (!w->sign_secret.empty()) f.emplace_back("signed", "HMAC-SHA256 with secret " + w->sign_secret);
+  }
+  for (const auto& url : j.spec.notify.urls) f.emplace_back("notify", url + " (on " + model::notify_on_text(j.spec.notify.on) + ")");
+  if (j.kind == "notification") f.emplace_back("kind", "notification (--notify delivery)");
   if (j.deleted_at) f.emplace_back("deleted", util::format_time(*j.deleted_at) + " (jobctl restore undoes it)");
   if (j.paused) f.emplace_back("paused", "yes");
   if (!j.spec.target.empty()) f.emplace_back("on", model::labels_display(j.spec.target));
@@ -203,7 +211,10 @@ void register_runs(CLI::App& app, Context& ctx) {
     for (const auto& a : attempts)
       rows.push_back({a.run_id, std::to_string(a.number), a.worker_name.empty() ? a.worker_id : a.worker_name,
                       util::format_time(a.started_at), duration_between(a.started_at, a.finished_at), a.outcome,
-                      a.exit_code ? std::to_string(*a.exit_code) : "-", cell(a.error, 60)});
+                      a.exit_code     ? std::to_string(*a.exit_code)
+                      : a.http_status ? fmt::format("HTTP {}", *a.http_status)
+                                      : "-",
+                      cell(a.error, 60)});
     print_table({"RUN", "ATTEMPT", "WORKER", "STARTED", "DURATION", "OUTCOME", "EXIT", "ERROR"}, rows);
   });
 }

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <strings.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -36,6 +37,7 @@ struct SubmitFlags {
   RetryFlags retry;
   ScheduleFlags schedule;
   FleetFlags fleet;
+  WebhookFlags webhook;
 };
 
 // "@FILE" reads a file ("@-" standard input); anything else is the text.
@@ -46,9 +48,22 @@ std::string text_or_file(const std::string& arg, const char* flag) {
 
 model::JobSpec spec_from_flags(const SubmitFlags& f) {
   model::JobSpec s;
-  if (f.command.empty())
-    throw usage_error("no command given", "put the command after --, e.g. jobctl submit -- make test");
-  s.command = command_from_args(f.command);
+  if (!f.webhook.url.empty() && !f.command.empty())
+    throw usage_error("give either --webhook URL or a command after --, not both");
+  if (f.command.empty() && f.webhook.url.empty())
+    throw usage_error("no command given",
+                      "put the command after --, e.g. jobctl submit -- make test, or give --webhook URL");
+  if (!f.command.empty()) s.command = command_from_args(f.command);
+  apply_webhook_flags(f.webhook, s);
+  if (s.command.webhook && s.command.webhook->insecure)
+    std::fprintf(stderr, "jobctl: warning: --insecure: the TLS certificate of %s will NOT be verified; anyone on "
+                         "the path can read and change the request\n", s.command.webhook->url.c_str());
+  if (s.command.webhook)
+    for (const auto& [name, value] : s.command.webhook->headers)
+      if ((strcasecmp(name.c_str(), "Authorization") == 0 || strcasecmp(name.c_str(), "X-Api-Key") == 0) &&
+          value.find("{{secret:") == std::string::npos)
+        std::fprintf(stderr, "jobctl: warning: the %s header is stored in the database as written; put the "
+                             "credential in a secret and write {{secret:NAME}} instead\n", name.c_str());
   s.name = f.name;
   s.queue = f.queue;
   s.priority = model::parse_priority(f.priority);
@@ -146,8 +161,9 @@ void report(Context& ctx, const std::vector<store::SubmitResult>& results, const
 
 void register_submit(CLI::App& app, Context& ctx) {
   auto f = std::make_shared<SubmitFlags>();
-  auto* cmd = app.add_subcommand("submit", "Submit a job: jobctl submit [options] -- CMD [ARGS...]");
+  auto* cmd = app.add_subcommand("submit", "Submit a job: jobctl submit [options] -- CMD [ARGS...] | --webhook URL");
   cmd->footer("One argument after -- is run by `sh -c`; several are executed directly.\n"
+              "A webhook: jobctl submit --webhook https://example.com/hook --data '{\"n\": 1}'\n"
               "Prints the job id alone on stdout: id=$(jobctl submit -- make test)\n"
               "A schedule: jobctl submit --cron '0 3 * * *' --tz Europe/Berlin -- backup.sh");
   cmd->add_option("command", f->command, "The command to run");
@@ -160,6 +176,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--cwd", f->cwd, "Working directory of the job on the agent's host");
   cmd->add_option("--on", f->on, "Only agents with all these labels run it: KEY=VALUE[,KEY=VALUE…], e.g. role=web");
   auto fleet_flags = add_fleet_flags(*cmd, f->fleet, true);
+  auto webhook_flags = add_webhook_flags(*cmd, f->webhook);
   cmd->add_option("--payload", f->payload, "JSON given to the job on stdin and in JOB_PAYLOAD; @FILE reads a file");
   cmd->add_option("--idempotency-key", f->idempotency_key,
                   "Submit only once: a later submit with this key returns the existing job");
@@ -186,6 +203,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   for (const auto& name : schedule_flags) file->excludes(cmd->get_option(name));
   for (const auto& name : retry_flags) file->excludes(cmd->get_option(name));
   for (const auto& name : fleet_flags) file->excludes(cmd->get_option(name));
+  for (const auto& name : webhook_flags) file->excludes(cmd->get_option(name));
   cmd->callback([f, &ctx] {
     std::vector<model::JobSpec> specs;
     if (!f->file.empty()) specs = specs_from_file(f->file);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/read_input.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::cli {
@@ -35,6 +36,47 @@ std::vector<std::string> add_fleet_flags(CLI::App& cmd, FleetFlags& f, bool fan_
                  "each its own run");
   cmd.add_option("--stagger", f.stagger, "With --on-each: start each agent's run this long after the previous one");
   return {"--concurrency-key", "--tenant", "--on-each", "--stagger"};
+}
+
+std::vector<std::string> add_webhook_flags(CLI::App& cmd, WebhookFlags& f) {
+  cmd.add_option("--webhook", f.url,
+                 "Make an HTTP request instead of running a command: http:// or https:// URL "
+                 "({{secret:NAME}} allowed)");
+  cmd.add_option("--method", f.method, "With --webhook: the HTTP method")->capture_default_str();
+  cmd.add_option("--header", f.headers,
+                 "With --webhook: a request header 'Name: value' (repeatable; {{secret:NAME}} allowed in the value)");
+  cmd.add_option("--data", f.data, "With --webhook: the request body ({{secret:NAME}} allowed); @FILE reads a file");
+  cmd.add_flag("--insecure", f.insecure,
+               "With --webhook: do NOT verify the server's TLS certificate (anyone on the path can read and alter "
+               "the request)");
+  cmd.add_option("--sign-secret", f.sign_secret,
+                 "With --webhook: sign each request with HMAC-SHA256 under the secret of this NAME "
+                 "(X-Job-Signature header)");
+  cmd.add_option("--notify", f.notify,
+                 "POST a JSON notification to this URL when a run succeeds, fails or dies (repeatable; see "
+                 "--notify-on)");
+  cmd.add_option("--notify-on", f.notify_on, "With --notify: which ends to report: success, failure, dead "
+                                             "(default failure,dead)");
+  for (const char* name : {"--method", "--header", "--data", "--insecure", "--sign-secret"})
+    cmd.get_option(name)->needs("--webhook");
+  cmd.get_option("--notify-on")->needs("--notify");
+  return {"--webhook", "--method", "--header", "--data", "--insecure", "--sign-secret", "--notify", "--notify-on"};
+}
+
+void apply_webhook_flags(const WebhookFlags& f, model::JobSpec& spec) {
+  if (!f.url.empty()) {
+    model::Webhook w;
+    w.url = f.url;
+    w.method = f.method;
+    for (const auto& h : f.headers) w.headers.push_back(model::parse_header(h));
+    if (!f.data.empty()) w.body = f.data[0] == '@' ? read_input(f.data.substr(1), "--data") : f.data;
+    w.insecure = f.insecure;
+    w.sign_secret = f.sign_secret;
+    spec.command = model::Command{};
+    spec.command.webhook = std::move(w);
+  }
+  spec.notify.urls = f.notify;
+  if (!f.notify_on.empty()) spec.notify.on = model::parse_notify_on(f.notify_on);
 }
 
 }  // namespace jobctl::cli

@@ -25,4 +25,16 @@ struct FleetFlags {
 };
 std::vector<std::string> add_fleet_flags(CLI::App& cmd, FleetFlags& f, bool fan_out);
 
+// The webhook and notification flags of submit: --webhook, --method,
+// --header, --data, --insecure, --sign-secret, --notify, --notify-on.
+struct WebhookFlags {
+  std::string url, method = "POST", data, sign_secret, notify_on;
+  std::vector<std::string> headers, notify;
+  bool insecure = false;
+};
+std::vector<std::string> add_webhook_flags(CLI::App& cmd, WebhookFlags& f);
+// Sets spec.command.webhook (when --webhook was given) and spec.notify
+// from the flags. `read_data` reads --data @FILE. Throws usage Error.
+void apply_webhook_flags(const WebhookFlags& f, model::JobSpec& spec);
+
 }  // namespace jobctl::cli

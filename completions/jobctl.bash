@@ -71,7 +71,8 @@ _jobctl() {
     done
 
     # The value of a flag: its fixed values when it has some, files or
-    # directories for the flags that take a path.
+    # directories for the flags that take a path, and the usual values of
+    # the flags that take any (--method) or a list (--notify-on).
     if [[ $prev == -* && $cur != -* ]]; then
         local values
         values=$(_jobctl_ask "${path[@]}" "$prev")
@@ -86,6 +87,17 @@ _jobctl() {
                 ;;
             --cwd)
                 _jobctl_paths "$cur" -d
+                return 0
+                ;;
+            --method)
+                _jobctl_offer "GET POST PUT PATCH DELETE HEAD" "$cur"
+                return 0
+                ;;
+            --notify-on)
+                # A comma-separated list: complete its last element.
+                local head=${cur%"${cur##*,}"} event list=
+                for event in success failure dead; do list+="$head$event"$'\n'; done
+                _jobctl_offer "$list" "$cur"
                 return 0
                 ;;
         esac

@@ -47,7 +47,8 @@ function __jobctl_complete
     end
 
     # The value of a flag: its fixed values when it has some, files or
-    # directories for the flags that take a path.
+    # directories for the flags that take a path, and the usual values of
+    # the flags that take any (--method) or a list (--notify-on).
     set -l prev $tokens[-1]
     if string match -q -- '-*' $prev; and not string match -q -- '-*' $cur
         set -l values ($bin $db __complete -- $path $prev 2>/dev/null)
@@ -61,6 +62,16 @@ function __jobctl_complete
                 return
             case --cwd
                 __fish_complete_directories $cur
+                return
+            case --method
+                printf '%s\n' GET POST PUT PATCH DELETE HEAD
+                return
+            case --notify-on
+                # A comma-separated list: complete its last element.
+                set -l head (string replace -r -- '[^,]*$' '' "$cur")
+                for event in success failure dead
+                    echo "$head$event"
+                end
                 return
         end
     end

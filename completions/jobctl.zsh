@@ -45,7 +45,8 @@ _jobctl() {
   done
 
   # The value of a flag: its fixed values when it has some, files or
-  # directories for the flags that take a path.
+  # directories for the flags that take a path, and the usual values of the
+  # flags that take any (--method) or a list (--notify-on).
   if [[ $prev == -* && $cur != -* ]]; then
     found=(${(f)"$(_jobctl_ask $path_ $prev)"})
     if (( $#found )); then
@@ -55,6 +56,8 @@ _jobctl() {
     case $prev in
       --file|--db) _files; return ;;
       --cwd) _directories; return ;;
+      --method) compadd GET POST PUT PATCH DELETE HEAD; return ;;
+      --notify-on) _sequence compadd - success failure dead; return ;;
     esac
   fi
 

@@ -71,6 +71,7 @@ std::vector<std::string> Command::exec_argv() const {
 }
 
 std::string Command::display() const {
+  if (webhook) return webhook->display();
   if (via_shell) return argv.at(0);
   std::string out;
   for (const auto& a : argv) {

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "common/model/labels.hpp"
+#include "common/model/notify.hpp"
 #include "common/model/retry.hpp"
 #include "common/model/schedule.hpp"
+#include "common/model/webhook.hpp"
 
 namespace jobctl::model {
 
@@ -30,10 +32,12 @@ RunStatus parse_run_status(std::string_view text);
 bool is_final(RunStatus s);
 
 // What to execute. A command given as one string is run by `sh -c`; one
-// given as an argv array is executed directly (PATH is searched).
+// given as an argv array is executed directly (PATH is searched). A
+// webhook job makes an HTTP request instead, and has no argv.
 struct Command {
-  std::vector<std::string> argv;  // non-empty
+  std::vector<std::string> argv;  // non-empty, unless webhook
   bool via_shell = false;         // argv has one element: the script for sh -c
+  std::optional<Webhook> webhook;  // --webhook
 
   std::vector<std::string> exec_argv() const;  // what the executor spawns
   std::string display() const;                 // for tables and logs
@@ -67,6 +71,7 @@ struct JobSpec {
   std::string concurrency_key;
   std::optional<int> max_concurrent;
   std::string tenant;                        // --tenant: served fairly against other tenants in its queue
+  Notify notify;                             // --notify / --notify-on: who hears of its runs' ends
 };
 
 // The limit of the job's concurrency group; 0 means none. A concurrency key
@@ -85,7 +90,8 @@ struct Job {
   std::optional<int64_t> next_fire_at;
   int64_t schedule_anchor = 0;
   // "job"; "node": a DAG's node (dag_id its DAG); "dag": the schedule that
-  // starts a DAG's runs (its occurrences become DAG runs, not runs).
+  // starts a DAG's runs (its occurrences become DAG runs, not runs);
+  // "notification": a --notify delivery of another job's run.
   std::string kind = "job";
   std::string dag_id;
 };
@@ -134,6 +140,8 @@ struct Attempt {
   std::string stdout_tail;             // bytes, not necessarily UTF-8
   std::string stderr_tail;
   int job_version = 1;                 // the job's version this attempt ran
+  std::optional<int> http_status;      // a webhook's response status
+  std::optional<HttpTimings> timings;  // a webhook's phases
 };
 
 enum class WorkerState { active, draining, gone };

@@ -73,8 +73,23 @@ JobSpec job_spec_from_json(const json& j) {
   bool has_cron = false, has_schedule_field = false;
   for (const auto& [key, v] : j.items()) {
     if (key == "command") {
+      if (has_command) throw usage_error("give either 'command' or 'webhook', not both");
       s.command = command_from_json(v, key);
       has_command = true;
+    } else if (key == "webhook") {
+      if (has_command) throw usage_error("give either 'command' or 'webhook', not both");
+      s.command.webhook = webhook_from_json(v);
+      has_command = true;
+    } else if (key == "notify") {
+      if (v.is_string()) {
+        s.notify.urls = {v.get<std::string>()};
+      } else if (v.is_array()) {
+        for (const auto& u : v) s.notify.urls.push_back(want_string(u, key));
+      } else {
+        throw field_error(key, "must be a URL or an array of URLs");
+      }
+    } else if (key == "notify_on") {
+      s.notify.on = parse_notify_on(want_string(v, key));
     } else if (key == "name") {
       s.name = want_string(v, key);
     } else if (key == "queue") {
@@ -144,13 +159,13 @@ JobSpec job_spec_from_json(const json& j) {
       s.retry_given.delivery = parse_delivery(want_string(v, key));
     } else {
       throw usage_error(fmt::format("unknown field '{}'", key),
-                        "fields are: command, name, queue, priority, timeout, env, cwd, payload, "
+                        "fields are: command or webhook, notify, notify_on, name, queue, priority, timeout, env, cwd, payload, "
                         "idempotency_key, at, tz, in, on, on_each, stagger, concurrency_key, max_concurrent, tenant, "
                         "cron, misfire, catchup_window, overlap, jitter, retries, backoff, retry_delay, max_retry_delay, retry_for, no_retry_exit_codes, "
                         "max_deliveries, delivery (see jobctl(1), BATCH FORMAT)");
     }
   }
-  if (!has_command) throw field_error("command", "is required");
+  if (!has_command) throw field_error("command", "is required (or 'webhook')");
   if (has_schedule_field && !has_cron) throw field_error("cron", "is required by misfire, catchup_window, overlap and jitter");
   if (has_cron) {
     sched.max_concurrent = std::exchange(s.max_concurrent, std::nullopt);
@@ -169,8 +184,26 @@ JobSpec job_spec_from_json(const json& j) {
 }
 
 void validate(const JobSpec& s) {
-  if (s.command.argv.empty() || s.command.argv[0].empty())
+  if (s.command.webhook) {
+    validate(*s.command.webhook);
+    // What only a process has would be silently ignored.
+    if (s.payload) throw usage_error("a webhook job takes no payload", "send it as the body: --data @payload.json");
+    if (!s.env.empty()) throw usage_error("a webhook job takes no environment (--env)");
+    if (!s.cwd.empty()) throw usage_error("a webhook job takes no working directory (--cwd)");
+  } else if (s.command.argv.empty() || s.command.argv[0].empty()) {
     throw usage_error("the command is empty", "give the command after --, e.g. jobctl submit -- make test");
+  }
+  for (const auto& url : s.notify.urls) {
+    Webhook w;
+    w.url = url;
+    try {
+      validate(w);
+    } catch (const Error&) {
+      throw usage_error(fmt::format("invalid --notify URL '{}': it must be an http:// or https:// URL", url),
+                        "e.g. --notify https://hooks.example.com/jobs");
+    }
+  }
+  if (s.notify.urls.size() > 10) throw usage_error("at most 10 --notify URLs per job");
   if (s.queue.empty() || s.queue.size() > 64)
     throw usage_error(fmt::format("invalid queue name '{}'", s.queue), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
   for (char ch : s.queue)
@@ -204,11 +237,20 @@ void validate(const JobSpec& s) {
 }
 
 std::string command_to_text(const Command& c) {
+  if (c.webhook) return json{{"webhook", to_json(*c.webhook)}}.dump();
   if (c.via_shell) return json(c.argv.at(0)).dump();
   return json(c.argv).dump();
 }
 
-Command command_from_text(const std::string& text) { return command_from_json(json::parse(text), "command"); }
+Command command_from_text(const std::string& text) {
+  auto j = json::parse(text);
+  if (j.is_object()) {
+    Command c;
+    c.webhook = webhook_from_json(j.at("webhook"));
+    return c;
+  }
+  return command_from_json(j, "command");
+}
 
 std::string env_to_text(const std::map<std::string, std::string>& env) { return json(env).dump(); }
 
@@ -285,7 +327,9 @@ json to_json(const RetryOverrides& o) {
 json to_json(const JobView& v) {
   const Job& job = v.job;
   const JobSpec& s = job.spec;
-  json command = s.command.via_shell ? json(s.command.argv.at(0)) : json(s.command.argv);
+  json command = s.command.webhook     ? json(nullptr)
+                 : s.command.via_shell ? json(s.command.argv.at(0))
+                                       : json(s.command.argv);
   json j{{"id", job.id},
          {"name", s.name},
          {"queue", s.queue},
@@ -311,6 +355,9 @@ json to_json(const JobView& v) {
   int limit = group_limit(s);
   j["max_concurrent"] = limit > 0 ? json(limit) : json(nullptr);
   j["tenant"] = s.tenant;
+  j["webhook"] = s.command.webhook ? to_json(*s.command.webhook) : json(nullptr);
+  j["notify"] = s.notify.empty() ? json(nullptr) : to_json(s.notify);
+  j["kind"] = job.kind;
   return j;
 }
 
@@ -337,6 +384,8 @@ json to_json(const Attempt& a, bool with_output) {
   j["duration_ms"] = a.finished_at ? json((*a.finished_at - a.started_at) / 1000) : json(nullptr);
   j["exit_code"] = a.exit_code ? json(*a.exit_code) : json(nullptr);
   j["signal"] = a.signal ? json(*a.signal) : json(nullptr);
+  j["http_status"] = a.http_status ? json(*a.http_status) : json(nullptr);
+  j["timings"] = a.timings ? to_json(*a.timings) : json(nullptr);
   if (with_output) {
     j["stdout"] = utf8_safe(a.stdout_tail);
     j["stderr"] = utf8_safe(a.stderr_tail);

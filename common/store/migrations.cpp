@@ -297,6 +297,16 @@ ALTER TABLE runs ADD COLUMN waiting_on INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX runs_dag_run ON runs (dag_run_id, job_id) WHERE dag_run_id IS NOT NULL;
 )SQL";
 
+// Migration 7: webhooks and notifications. A webhook job keeps its request
+// in jobs.command (a JSON object instead of a string or an argv); --notify
+// lives in jobs.notify; an HTTP attempt records its status and timings.
+// Notifications are jobs of kind 'notification'.
+constexpr const char* kV7 = R"SQL(
+ALTER TABLE jobs ADD COLUMN notify TEXT;
+ALTER TABLE attempts ADD COLUMN http_status INTEGER;
+ALTER TABLE attempts ADD COLUMN timings TEXT;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -329,6 +339,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV5;
   } else if (version == 6) {
     sql = kV6;
+  } else if (version == 7) {
+    sql = kV7;
   }
   return sql;
 }

@@ -60,6 +60,7 @@ model::Job job_from_row(const Row& row, size_t f) {
   j.spec.stagger_us = row.i64(f + 35);
   j.kind = row.text(f + 36);
   j.dag_id = row.text(f + 37);
+  if (!row.is_null(f + 38)) j.spec.notify = model::notify_from_text(row.text(f + 38));
   return j;
 }
 

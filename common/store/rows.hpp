@@ -10,14 +10,15 @@
 
 namespace jobctl::store {
 
-// 38 columns of jobs aliased j.
+// 39 columns of jobs aliased j.
 inline constexpr const char* kJobColumns =
     "j.id, j.name, j.queue, j.priority, j.command, j.env, j.cwd, j.payload, j.timeout_us, "
     "j.idempotency_key, j.version, j.paused, j.created_at, j.max_retries, j.backoff, j.retry_delay_us, "
     "j.max_retry_delay_us, j.retry_for_us, j.no_retry_exit_codes, j.max_deliveries, j.delivery, "
     "j.cron, j.tz, j.misfire, j.catchup_window_us, j.overlap, j.max_concurrent, j.jitter_us, j.next_fire_at, "
-    "j.schedule_anchor, j.deleted_at, j.target, j.concurrency_key, j.tenant, j.fan_out, j.stagger_us, j.kind, j.dag_id";
-inline constexpr size_t kJobColumnCount = 38;
+    "j.schedule_anchor, j.deleted_at, j.target, j.concurrency_key, j.tenant, j.fan_out, j.stagger_us, j.kind, j.dag_id, "
+    "j.notify";
+inline constexpr size_t kJobColumnCount = 39;
 
 // 24 columns of runs aliased r.
 inline constexpr const char* kRunColumns =

@@ -75,8 +75,13 @@ struct Completion {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string error;
-  std::string stdout_tail;
+  std::string stdout_tail;   // a webhook: the response body's tail
   std::string stderr_tail;
+  std::optional<int> http_status;            // a webhook's response
+  std::optional<model::HttpTimings> timings;
+  // --notify: the notification jobs this end sends, written in the same
+  // transaction when (and only when) the completion applies.
+  std::vector<model::JobSpec> notifications;
 };
 
 // A Completion for `run` with `status`, every other field empty.
@@ -435,6 +440,9 @@ class Store {
   // jobs without a first run (DAG nodes: their DAG runs make their runs).
   enum class FirstRun { yes, no };
   std::vector<SubmitResult> write_jobs(std::vector<model::JobSpec> specs, FirstRun first_run);
+  // --notify: notification jobs (kind 'notification') and their runs,
+  // inside the caller's transaction.
+  void write_notifications(std::vector<model::JobSpec> specs);
   // DAG nodes' jobs, inside the caller's transaction. Returns their ids.
   std::vector<std::string> insert_node_jobs(std::vector<model::JobSpec> specs);
   // A DAG run of `dag_id`: one run per node, roots pending at `at` (now

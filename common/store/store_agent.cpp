@@ -30,8 +30,9 @@ namespace {
 constexpr const char* kCompletePostgres = R"SQL(
 WITH done AS (
   SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
-                       $8::bytea[], $9::bytea[], $10::text[], $11::int8[])
-         AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail, outcome, delay)
+                       $8::bytea[], $9::bytea[], $10::text[], $11::int8[], $12::int[], $13::text[])
+         AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail, outcome, delay,
+              http_status, timings)
 ), finished AS (
   UPDATE runs r SET status = d.status,
          finished_at = CASE WHEN d.status = 'pending' THEN NULL ELSE NOW_US END,
@@ -42,7 +43,8 @@ WITH done AS (
   RETURNING r.id, r.queue, r.group_key
 ), closed AS (
   UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
-         error = d.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail
+         error = d.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
+         timings = d.timings
   FROM done d JOIN finished f ON f.id = d.run_id
   WHERE a.run_id = d.run_id AND a.attempt = d.attempt
 )
@@ -62,7 +64,7 @@ constexpr const char* kReleaseRun =
     "deliveries = deliveries - 1 WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
 constexpr const char* kCloseAttempt =
     "UPDATE attempts SET finished_at = NOW_US, outcome = $3, exit_code = $4, signal = $5, error = $6, "
-    "stdout_tail = $7, stderr_tail = $8 WHERE run_id = $1 AND attempt = $2";
+    "stdout_tail = $7, stderr_tail = $8, http_status = $9, timings = $10 WHERE run_id = $1 AND attempt = $2";
 
 Value opt_int(const std::optional<int>& v) {
   if (!v) return nullptr;
@@ -71,7 +73,8 @@ Value opt_int(const std::optional<int>& v) {
 
 void close_attempt(Connection& c, const Completion& d, const std::string& outcome) {
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, outcome, opt_int(d.exit_code), opt_int(d.signal), d.error,
-                         Blob{d.stdout_tail}, Blob{d.stderr_tail}});
+                         Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
+                         d.timings ? Value(model::timings_to_text(*d.timings)) : Value(nullptr)});
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -91,7 +94,7 @@ std::string bytea_text(const std::string& bytes) {
 }
 
 std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
-  std::vector<std::vector<std::optional<std::string>>> cols(11);
+  std::vector<std::vector<std::optional<std::string>>> cols(13);
   for (const auto& d : done) {
     cols[0].push_back(d.run_id);
     cols[1].push_back(std::to_string(d.fence));
@@ -104,6 +107,8 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
     cols[8].push_back(bytea_text(d.stderr_tail));
     cols[9].push_back(d.outcome);
     cols[10].push_back(std::to_string(d.retry_delay_us));
+    cols[11].push_back(opt_text(d.http_status));
+    cols[12].push_back(d.timings ? std::optional<std::string>(model::timings_to_text(*d.timings)) : std::nullopt);
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
@@ -184,10 +189,13 @@ std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::Wo
 std::vector<bool> Store::complete(const std::vector<Completion>& done) {
   std::vector<bool> applied;
   if (done.empty()) return applied;
-  const bool dag = std::any_of(done.begin(), done.end(), [](const Completion& d) { return !d.dag_run_id.empty(); });
-  // PostgreSQL records a batch in one statement, alone when no DAG node is
-  // in it; a DAG node's end moves its DAG run on in the same transaction.
-  if (dialect() == Dialect::postgres && !dag) return complete_postgres(*conn_, done);
+  const bool more = std::any_of(done.begin(), done.end(), [](const Completion& d) {
+    return !d.dag_run_id.empty() || !d.notifications.empty();
+  });
+  // PostgreSQL records a batch in one statement, alone when no DAG node
+  // and no notification is in it; a DAG node's end moves its DAG run on,
+  // and a notification is written, in the same transaction.
+  if (dialect() == Dialect::postgres && !more) return complete_postgres(*conn_, done);
   Transaction tx(*conn_, TxMode::write);
   if (dialect() == Dialect::postgres) {
     applied = complete_postgres(*conn_, done);
@@ -200,10 +208,23 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
       applied.push_back(ok);
     }
   }
-  for (size_t i = 0; i < done.size(); ++i)
-    if (applied[i]) advance_dag(*conn_, done[i].dag_run_id, done[i].job_id, done[i].status);
+  std::vector<model::JobSpec> notifications;
+  for (size_t i = 0; i < done.size(); ++i) {
+    if (!applied[i]) continue;
+    advance_dag(*conn_, done[i].dag_run_id, done[i].job_id, done[i].status);
+    notifications.insert(notifications.end(), done[i].notifications.begin(), done[i].notifications.end());
+  }
+  write_notifications(std::move(notifications));
   tx.commit();
   return applied;
+}
+
+void Store::write_notifications(std::vector<model::JobSpec> specs) {
+  if (specs.empty()) return;
+  std::vector<std::string> ids;
+  for (const auto& r : write_jobs(std::move(specs), FirstRun::yes)) ids.push_back(r.job_id);
+  conn_->exec("UPDATE jobs SET kind = 'notification' WHERE " + in_list(dialect(), "id", 1),
+              {list_param(dialect(), ids)});
 }
 
 void Store::release(const std::vector<Completion>& runs) {
@@ -258,7 +279,15 @@ int Store::rescue_expired() {
                 {row.text(0), row.i64(1), why});
     if (status == "pending" && dialect() == Dialect::postgres)
       conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
-    if (status == "dead") advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
+    if (status == "dead") {
+      advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
+      auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {row.text(8)});
+      if (!job.empty()) {
+        model::NotificationFacts facts{row.text(8), row.text(0), model::RunStatus::dead, static_cast<int>(row.i64(1)),
+                                       run_error, std::nullopt, std::nullopt, std::nullopt, 0};
+        write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
+      }
+    }
   }
   conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
   tx.commit();

@@ -35,9 +35,9 @@ constexpr size_t kChunk = 5000;
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, created_by, created_at, "
+    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, notify, created_by, created_at, "
     "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-    "$21, $22, $23, $24, $25, NOW_US, NOW_US)";
+    "$21, $22, $23, $24, $25, $26, NOW_US, NOW_US)";
 // A run is due at --at when given, else --in after now (0 by default).
 constexpr const char* kInsertRun =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max, pinned_to) "
@@ -45,11 +45,11 @@ constexpr const char* kInsertRun =
 constexpr const char* kInsertJobsUnnest =
     "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
     "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, created_by, created_at, "
-    "updated_at) SELECT u.*, $25, NOW_US, NOW_US FROM unnest($1::text[], "
+    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, notify, created_by, created_at, "
+    "updated_at) SELECT u.*, $26, NOW_US, NOW_US FROM unnest($1::text[], "
     "$2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], "
     "$11::int[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[], "
-    "$19::text[], $20::int[], $21::text[], $22::text[], $23::text[], $24::int8[]) AS u";
+    "$19::text[], $20::int[], $21::text[], $22::text[], $23::text[], $24::int8[], $25::text[]) AS u";
 constexpr const char* kInsertRunsUnnest =
     "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max) "
     "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US, u.tenant, "
@@ -98,7 +98,7 @@ void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::stri
                         p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
                         std::string(model::to_string(p.delivery)), target_value(s.target),
                         int64_t{model::group_limit(s)}, nullable(s.concurrency_key), s.tenant,
-                        opt_value(fan_out_text(s)), s.stagger_us, actor});
+                        opt_value(fan_out_text(s)), s.stagger_us, opt_value(model::notify_to_text(s.notify)), actor});
     if (r.run_id.empty()) continue;  // a schedule (its leader makes the runs) or a fan-out (insert_fan_out)
     c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
                         s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us, s.tenant,
@@ -130,7 +130,7 @@ std::string insert_fan_out(Connection& c, const NewRow& row) {
 void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   for (size_t start = 0; start < rows.size(); start += kChunk) {
     size_t end = std::min(rows.size(), start + kChunk);
-    std::vector<std::vector<std::optional<std::string>>> cols(24);
+    std::vector<std::vector<std::optional<std::string>>> cols(25);
     for (auto& col : cols) col.reserve(end - start);
     for (size_t i = start; i < end; ++i) {
       const auto& s = *rows[i].spec;
@@ -159,6 +159,7 @@ void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::st
       cols[21].push_back(s.tenant);
       cols[22].push_back(fan_out_text(s));
       cols[23].push_back(std::to_string(s.stagger_us));
+      cols[24].push_back(model::notify_to_text(s.notify));
     }
     Params jobs;
     for (const auto& col : cols) jobs.emplace_back(pg_array(col));
@@ -323,7 +324,7 @@ std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
   std::string sql = fmt::format(
       "SELECT {}, {} {} "
       "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
-      "AND j.dag_id IS NULL "
+      "AND j.dag_id IS NULL AND j.kind = 'job' "
       "ORDER BY j.id DESC LIMIT $3",
       kJobColumns, kRunColumns, kJobsWithLatestRun);
   std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
@@ -351,7 +352,7 @@ std::vector<model::Run> Store::runs_of(const std::string& job_id) {
 std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
   auto rows = conn_->query(
       "SELECT a.run_id, a.attempt, a.worker_id, COALESCE(w.name, ''), a.started_at, a.finished_at, a.outcome, "
-      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version "
+      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version, a.http_status, a.timings "
       "FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 ORDER BY a.attempt",
       {run_id});
   std::vector<model::Attempt> out;
@@ -370,6 +371,8 @@ std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
     a.stdout_tail = row.text(10);
     a.stderr_tail = row.text(11);
     a.job_version = static_cast<int>(row.i64(12));
+    if (auto v = row.opt_i64(13)) a.http_status = static_cast<int>(*v);
+    if (!row.is_null(14)) a.timings = model::timings_from_text(row.text(14));
     out.push_back(std::move(a));
   }
   return out;

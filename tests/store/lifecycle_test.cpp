@@ -80,7 +80,7 @@ TEST_CASE("lifecycle: a pending run takes the new definition, a running one keep
   REQUIRE(claimed[0].job_id == running);
 
   store::JobUpdate u;
-  u.command = model::Command{{"echo", "new"}, false};
+  u.command = model::Command{{"echo", "new"}, false, std::nullopt};
   u.queue = "other";
   u.set_env = {{"MODE", "fast"}};
   s->update_job(running, u);

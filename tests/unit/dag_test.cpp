@@ -54,7 +54,7 @@ TEST_CASE("unit: dag: bad graphs are refused, naming the problem") {
   CHECK(error_of(R"({"jobs": {"a": {"command": "x"}}})") == "the DAG has no name");
   CHECK(error_of(R"({"name": "c", "jobs": {"a": {"command": "x", "cron": "* * * * *"}}})") ==
         "node 'a': field 'cron' is not for a DAG node");
-  CHECK(error_of(R"({"name": "c", "jobs": {"a": {"depends_on": []}}})") == "node 'a': field 'command': is required");
+  CHECK(error_of(R"({"name": "c", "jobs": {"a": {"depends_on": []}}})") == "node 'a': field 'command': is required (or 'webhook')");
   CHECK(error_of(R"({"name": "c", "jobs": {"a b": {"command": "x"}}})") == "invalid node name 'a b'");
   CHECK(error_of(R"({"name": "c", "jobs": {"a": {"command": "x", "depends_on": "b"}}})") ==
         "node 'a': depends_on must be an array of node names");

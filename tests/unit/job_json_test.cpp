@@ -54,3 +54,71 @@ TEST_CASE("job json: bad lines are rejected naming the field") {
     }
   }
 }
+
+TEST_CASE("job json: a webhook, its stored form, and notifications") {
+  using namespace jobctl::model;
+  auto s = job_spec_from_json(json::parse(R"({"webhook":{"url":"https://example.com/h","method":"PUT",
+    "headers":{"Authorization":"Bearer {{secret:T}}"},"data":"{\"a\":1}","sign_secret":"K"},
+    "notify":["https://n.example.com/1","http://127.0.0.1/2"],"notify_on":"success,dead"})"));
+  REQUIRE(s.command.webhook);
+  CHECK(s.command.argv.empty());
+  CHECK(s.command.webhook->method == "PUT");
+  CHECK(s.command.webhook->headers.at(0).second == "Bearer {{secret:T}}");
+  CHECK(*s.command.webhook->body == R"({"a":1})");
+  CHECK(s.command.webhook->sign_secret == "K");
+  CHECK(s.command.display() == "PUT https://example.com/h");
+  CHECK(s.notify.urls.size() == 2);
+  CHECK(s.notify.on == (notify_success | notify_dead));
+  // The stored form reads back the same.
+  auto back = command_from_text(command_to_text(s.command));
+  REQUIRE(back.webhook);
+  CHECK(to_json(*back.webhook) == to_json(*s.command.webhook));
+  CHECK(notify_from_text(*notify_to_text(s.notify)).on == s.notify.on);
+  // A URL alone is a webhook too.
+  CHECK(job_spec_from_json(json::parse(R"({"webhook":"http://127.0.0.1:9/x"})")).command.webhook->method == "POST");
+}
+
+TEST_CASE("job json: webhook refusals name the problem") {
+  auto refused = [](const char* text) {
+    try {
+      job_spec_from_json(json::parse(text));
+    } catch (const jobctl::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused(R"({"command":"true","webhook":"http://x/"})") == "give either 'command' or 'webhook', not both");
+  CHECK(refused(R"({"webhook":{"method":"POST"}})") == "field 'webhook.url': is required");
+  CHECK(refused(R"({"webhook":{"url":"http://x/","verb":"GET"}})") == "unknown field 'webhook.verb'");
+  CHECK(refused(R"({"webhook":"file:///etc/passwd"})").find("must start with http:// or https://") != std::string::npos);
+  CHECK(refused(R"({"webhook":{"url":"http://x/","method":"GE T"}})") == "invalid --method 'GE T'");
+  CHECK(refused(R"({"webhook":{"url":"http://x/","data":"{{secret:A"}})").find("unclosed secret reference") !=
+        std::string::npos);
+  CHECK(refused(R"({"command":"true","notify":"ftp://x"})").find("invalid --notify URL") != std::string::npos);
+  CHECK(refused(R"({"command":"true","notify_on":"sometimes"})").find("unknown event 'sometimes'") != std::string::npos);
+}
+
+TEST_CASE("notify: one notification per state change, the most specific event asked for") {
+  using namespace jobctl::model;
+  JobSpec job;
+  job.notify.urls = {"http://127.0.0.1/a", "http://127.0.0.1/b"};
+  NotificationFacts f{"J", "R", RunStatus::dead, 2, "exited with code 1", 1500, 1, std::nullopt, 0};
+  // Default failure,dead: a death is "dead", one per URL.
+  auto n = notification_jobs(job, f, true);
+  REQUIRE(n.size() == 2);
+  CHECK(json::parse(*n[0].command.webhook->body)["event"] == "dead");
+  CHECK(n[1].command.webhook->url == "http://127.0.0.1/b");
+  // Only failure asked for: a death still reports, as a failure.
+  job.notify.on = notify_failure;
+  n = notification_jobs(job, f, true);
+  REQUIRE(n.size() == 2);
+  CHECK(json::parse(*n[0].command.webhook->body)["event"] == "failure");
+  // A success nobody asked for, a cancel, a release: nothing.
+  f.status = RunStatus::succeeded;
+  CHECK(notification_jobs(job, f, false).empty());
+  f.status = RunStatus::cancelled;
+  CHECK(notification_jobs(job, f, false).empty());
+  f.status = RunStatus::pending;
+  CHECK(notification_jobs(job, f, false).empty());
+  CHECK(notification_jobs(job, f, true).size() == 2);
+}
