@@ -41,8 +41,11 @@ unsigned parse_notify_on(std::string_view csv) {
 
 std::string notify_on_text(unsigned on) {
   std::string out;
-  for (const auto& [ev, name] : kEvents)
-    if (on & ev) out += (out.empty() ? "" : ",") + std::string(name);
+  for (const auto& [ev, name] : kEvents) {
+    if (!(on & ev)) continue;
+    if (!out.empty()) out += ',';
+    out += name;
+  }
   return out;
 }
 
