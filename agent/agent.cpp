@@ -209,10 +209,17 @@ void Agent::claim_if_free(Clock::time_point now) {
     for (const auto& run : claimed) {
       log_event(LogLevel::debug, "claimed",
                 {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
-      auto error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
+      std::optional<std::string> error;
+      Permanent permanent = Permanent::yes;
+      try {
+        error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
+      } catch (const Error& e) {  // the agent's own trouble, not the job's: try again later
+        error = e.what();
+        permanent = Permanent::no;
+      }
       if (error) {
         log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
-        completions_.push_back(start_failure(run, *error, rng_));
+        completions_.push_back(start_failure(run, *error, rng_, permanent));
       }
     }
     // Send the new requests now, not after the next round of store work.

@@ -7,10 +7,12 @@
 namespace jobctl::agent {
 
 std::string idempotency_key(const store::ClaimedRun& run) {
-  if (!run.spec.idempotency_key.empty()) return run.spec.idempotency_key;
   // A schedule's occurrence keeps its key across attempts and across a
-  // re-materialisation by another leader: job and fire time.
-  if (run.occurrence) return run.job_id + ":" + util::format_time(*run.occurrence);
+  // re-materialisation by another leader: the job (or its key) and the
+  // fire time, so each occurrence is an execution of its own.
+  const std::string& job = run.spec.idempotency_key.empty() ? run.job_id : run.spec.idempotency_key;
+  if (run.occurrence) return job + ":" + util::format_time(*run.occurrence);
+  if (!run.spec.idempotency_key.empty()) return run.spec.idempotency_key;
   return run.job_id + ":" + run.run_id;
 }
 

@@ -21,9 +21,20 @@ void fail(store::Completion& c, const store::ClaimedRun& run, model::FailureFact
   c.outcome = "failed";
   facts.failures = run.failures + 1;
   auto d = model::decide(run.spec.retry, facts, rng);
+  const auto& p = run.spec.retry;
+  if (d.retry && at_least_us > d.delay_us) {
+    d.delay_us = std::min(at_least_us, p.max_delay_us);
+    // The server's wait must still fit in --retry-for.
+    if (p.retry_for_us > 0 && facts.since_first_attempt_us + d.delay_us > p.retry_for_us) {
+      d.retry = false;
+      d.dead_reason = fmt::format("the server asks to wait {}, beyond --retry-for {}",
+                                  util::format_duration(microseconds(d.delay_us)),
+                                  util::format_duration(microseconds(p.retry_for_us)));
+    }
+  }
   if (d.retry) {
     c.status = model::RunStatus::pending;
-    c.retry_delay_us = std::max(d.delay_us, std::min(at_least_us, run.spec.retry.max_delay_us));
+    c.retry_delay_us = d.delay_us;
   } else {
     c.status = model::RunStatus::dead;
     c.error += "; " + d.dead_reason;
@@ -64,6 +75,33 @@ bool ended_by_us(store::Completion& c, const Finished& f) {
   }
 }
 
+// No response, for a reason that may pass: name lookup, connect, TLS,
+// timeouts, a connection that broke. A malformed URL (say, a secret's
+// value that makes it one) or an unsupported protocol will not.
+bool transient(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_OUT_OF_MEMORY:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // A webhook's request: 2xx succeeds; 408, 429, 5xx and no response at all
 // (connect, DNS, TLS, timeout) are retried; any other status is permanent.
 void http_outcome(store::Completion& c, const Finished& f, model::FailureFacts facts, std::mt19937_64& rng) {
@@ -73,6 +111,7 @@ void http_outcome(store::Completion& c, const Finished& f, model::FailureFacts f
     c.error = h.curl_code == CURLE_OPERATION_TIMEDOUT
                   ? "timed out after " + util::format_duration(microseconds(h.timeout_us)) + ": " + h.error
                   : fmt::format("request failed: {} (curl error {})", h.error, h.curl_code);
+    facts.retryable_class = transient(static_cast<CURLcode>(h.curl_code));
     fail(c, f.run, facts, rng);
     return;
   }
@@ -129,11 +168,12 @@ store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
   return c;
 }
 
-store::Completion start_failure(const store::ClaimedRun& run, const std::string& error, std::mt19937_64& rng) {
+store::Completion start_failure(const store::ClaimedRun& run, const std::string& error, std::mt19937_64& rng,
+                                Permanent permanent) {
   store::Completion c = store::completion_of(run, model::RunStatus::dead);
   c.error = error;
   model::FailureFacts facts;
-  facts.retryable_class = false;
+  facts.retryable_class = permanent == Permanent::no;
   fail(c, run, facts, rng);
   notify(c, run, std::nullopt);
   return c;

@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -64,7 +66,7 @@ std::optional<std::string> Secrets::get(const std::string& name) const {
   return it->second;
 }
 
-Secrets::Resolved Secrets::resolve(std::string_view text) const {
+Secrets::Resolved Secrets::resolve(std::string_view text, Values& used) const {
   static constexpr std::string_view kOpen = "{{secret:";
   Resolved r;
   size_t pos = 0;
@@ -75,7 +77,7 @@ Secrets::Resolved Secrets::resolve(std::string_view text) const {
     std::string name(text.substr(at + kOpen.size(), end - at - kOpen.size()));
     if (auto v = get(name)) {
       r.text += *v;
-      r.used.insert(name);
+      used[name] = *v;
     } else if (r.missing.empty()) {
       r.missing = name;
     }
@@ -85,14 +87,30 @@ Secrets::Resolved Secrets::resolve(std::string_view text) const {
   return r;
 }
 
-std::string Secrets::redact(std::string text, const std::set<std::string>& names) const {
-  for (const auto& name : names) {
-    auto it = values_.find(name);
-    if (it == values_.end() || it->second.empty()) continue;
-    const std::string& value = it->second;
+size_t Secrets::longest(const Values& values) {
+  size_t n = 0;
+  for (const auto& [name, value] : values) n = std::max(n, value.size());
+  return n;
+}
+
+std::string Secrets::redact(std::string text, const Values& values, Cut cut) {
+  std::vector<std::pair<std::string, std::string>> by_length(values.begin(), values.end());
+  std::sort(by_length.begin(), by_length.end(),
+            [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  size_t first_mark = std::string::npos;
+  for (const auto& [name, value] : by_length) {
+    if (value.empty()) continue;
     std::string mark = "[secret:" + name + "]";
-    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + mark.size()))
+    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + mark.size())) {
       text.replace(at, value.size(), mark);
+      first_mark = std::min(first_mark, at);
+    }
+  }
+  if (cut == Cut::yes) {
+    // What precedes the first full value, up to a value's length less one,
+    // may be the end of a value the cut went through.
+    size_t drop = std::min({longest(values) > 0 ? longest(values) - 1 : 0, first_mark, text.size()});
+    text.erase(0, drop);
   }
   return text;
 }

@@ -7,7 +7,6 @@
 // request (response body, error text) goes through redact() first.
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -26,15 +25,22 @@ class Secrets {
 
   // `text` with every {{secret:NAME}} replaced by its value. A NAME with no
   // value comes back in `missing` (the first one) and the text is unusable.
+  // `used` collects the names and values substituted (a request keeps
+  // them: a reload while it is in flight must not change what is redacted).
+  using Values = std::map<std::string, std::string>;
   struct Resolved {
     std::string text;
     std::string missing;
-    std::set<std::string> used;  // names substituted
   };
-  Resolved resolve(std::string_view text) const;
+  Resolved resolve(std::string_view text, Values& used) const;
 
-  // `text` with each value of `names` replaced by [secret:NAME].
-  std::string redact(std::string text, const std::set<std::string>& names) const;
+  // `text` with each of `values` replaced by [secret:NAME], longest value
+  // first (so a value inside another cannot leave part of it behind).
+  // `cut`: the text is the tail of something longer, so its start may be
+  // the end of a value; the bytes that could be are dropped.
+  enum class Cut { no, yes };
+  static std::string redact(std::string text, const Values& values, Cut cut = Cut::no);
+  static size_t longest(const Values& values);
 
   size_t size() const { return values_.size(); }
 

@@ -84,7 +84,7 @@ struct WebhookRunner::Transfer {
   curl_slist* headers = nullptr;
   std::string body;                  // the resolved body: libcurl reads it in place
   exec::OutputTail response;
-  std::set<std::string> secrets;     // used by this request: redacted from what is kept
+  Secrets::Values secrets;           // used by this request: redacted from what is kept
   Clock::time_point started;
   int64_t timeout_us = 0;
   char error[CURL_ERROR_SIZE] = {};
@@ -92,7 +92,11 @@ struct WebhookRunner::Transfer {
   explicit Transfer(size_t limit) : response(limit) {}
 };
 
-WebhookRunner::WebhookRunner(const Options& opts, const Secrets& secrets) : opts_(opts), secrets_(secrets) {
+WebhookRunner::WebhookRunner(const Options& opts, const Secrets& secrets) : opts_(opts), secrets_(secrets) {}
+
+// On the first webhook: an agent that only runs commands never loads
+// libcurl's TLS stack (it costs ~3 MB of resident memory).
+void WebhookRunner::open_multi() {
   init_curl_once();
   multi_ = curl_multi_init();
   if (!multi_) throw Error(ExitCode::internal, "curl_multi_init failed");
@@ -106,6 +110,7 @@ WebhookRunner::WebhookRunner(const Options& opts, const Secrets& secrets) : opts
 }
 
 WebhookRunner::~WebhookRunner() {
+  if (!multi_) return;
   for (auto& [easy, t] : transfers_) {
     curl_multi_remove_handle(multi_, easy);
     curl_slist_free_all(t->headers);
@@ -130,6 +135,7 @@ int WebhookRunner::on_timer(CURLM*, long timeout_ms, void* self) {
 }
 
 std::optional<std::string> WebhookRunner::start(const store::ClaimedRun& run) {
+  if (!multi_) open_multi();
   const model::Webhook& w = *run.spec.command.webhook;
   auto t = std::make_unique<Transfer>(opts_.output_limit);
   t->run = run;
@@ -138,28 +144,32 @@ std::optional<std::string> WebhookRunner::start(const store::ClaimedRun& run) {
                        "environment or add {} to its --secrets-file",
                        name, where, name, name);
   };
-  auto url = secrets_.resolve(w.url);
+  auto url = secrets_.resolve(w.url, t->secrets);
   if (!url.missing.empty()) return unresolved(url.missing, "URL");
-  t->secrets.insert(url.used.begin(), url.used.end());
   if (w.body) {
-    auto body = secrets_.resolve(*w.body);
-    if (!body.missing.empty()) return unresolved(body.missing, "body");
-    t->secrets.insert(body.used.begin(), body.used.end());
-    t->body = std::move(body.text);
+    if (w.literal_body) {
+      t->body = *w.body;
+    } else {
+      auto body = secrets_.resolve(*w.body, t->secrets);
+      if (!body.missing.empty()) return unresolved(body.missing, "body");
+      t->body = std::move(body.text);
+    }
   }
   std::vector<std::string> lines;
   for (const auto& [name, value] : w.headers) {
-    auto v = secrets_.resolve(value);
+    auto v = secrets_.resolve(value, t->secrets);
     if (!v.missing.empty()) return unresolved(v.missing, "header " + name);
-    t->secrets.insert(v.used.begin(), v.used.end());
+    if (v.text.find_first_of("\r\n") != std::string::npos)
+      return fmt::format("a secret in header {} holds a line break, which a header cannot carry", name);
     lines.push_back(name + ": " + v.text);
   }
   if (!w.sign_secret.empty()) {
     auto key = secrets_.get(w.sign_secret);
     if (!key) return unresolved(w.sign_secret, "--sign-secret");
-    t->secrets.insert(w.sign_secret);
+    t->secrets[w.sign_secret] = *key;
     lines.push_back("X-Job-Signature: " + signature_value(*key, std::time(nullptr), t->body));
   }
+  t->response = exec::OutputTail(opts_.output_limit + Secrets::longest(t->secrets));
   lines.push_back("Idempotency-Key: " + idempotency_key(run));
   lines.push_back("X-Job-Id: " + run.job_id);
   lines.push_back("X-Job-Run-Id: " + run.run_id);
@@ -229,6 +239,7 @@ void WebhookRunner::poll_fds(std::vector<pollfd>& fds) {
 }
 
 void WebhookRunner::handle_events(const std::vector<pollfd>& fds) {
+  if (!multi_) return;
   int running = 0;
   for (size_t i = fds_from_; i < fds_from_ + fds_count_ && i < fds.size(); ++i) {
     const pollfd& p = fds[i];
@@ -244,7 +255,7 @@ void WebhookRunner::handle_events(const std::vector<pollfd>& fds) {
 }
 
 void WebhookRunner::handle_timeout(Clock::time_point now) {
-  if (!timer_ || now < *timer_) return;
+  if (!multi_ || !timer_ || now < *timer_) return;
   timer_.reset();
   int running = 0;
   curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -272,9 +283,15 @@ void WebhookRunner::finish(CURL* easy, CURLcode code, Ending ending) {
     h.retry_after_us = retry_after(easy);
   } else if (ending == Ending::none) {
     std::string why = t.error[0] ? t.error : curl_easy_strerror(code);
-    h.error = secrets_.redact(why, t.secrets);
+    h.error = Secrets::redact(why, t.secrets);
   }
-  done_.push_back(Finished{std::move(t.run), ending, 0, secrets_.redact(t.response.str(), t.secrets), "",
+  // The tail was kept a secret's length longer than the limit: what a cut
+  // value left at its start is dropped, then the limit applies.
+  std::string body = t.response.str();
+  auto cut = t.response.total() > body.size() ? Secrets::Cut::yes : Secrets::Cut::no;
+  body = Secrets::redact(std::move(body), t.secrets, cut);
+  if (body.size() > opts_.output_limit) body.erase(0, body.size() - opts_.output_limit);
+  done_.push_back(Finished{std::move(t.run), ending, 0, std::move(body), "",
                            Clock::now() - t.started, std::move(h)});
   curl_multi_remove_handle(multi_, easy);
   curl_slist_free_all(t.headers);

@@ -62,6 +62,7 @@ class WebhookRunner {
  private:
   struct Transfer;
 
+  void open_multi();
   void check_done();
   void finish(CURL* easy, CURLcode code, Ending ending);
   Transfer* find(const std::string& run_id) const;

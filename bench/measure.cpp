@@ -147,11 +147,5 @@ double rusage_cpu(const rusage& u) {
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
-double percentile(std::vector<double> samples, double p) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(samples.size())));
-  return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1];
-}
 
 }  // namespace jobctl::bench

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/util/percentile.hpp"
+
 namespace jobctl::bench {
 
 using std::chrono::milliseconds;
@@ -54,7 +56,6 @@ std::optional<double> server_cpu();
 
 double rusage_cpu(const rusage& u);  // user + system seconds
 
-// Nearest-rank percentile, p in (0, 1]; 0 for no samples.
-double percentile(std::vector<double> samples, double p);
+using util::percentile;  // common/util/percentile.hpp
 
 }  // namespace jobctl::bench

@@ -39,6 +39,7 @@ void register_submit(CLI::App& app, Context& ctx);
 void register_inspect(CLI::App& app, Context& ctx);   // get, ls, runs, logs
 void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pause, resume
 void register_workers(CLI::App& app, Context& ctx);
+void register_health(CLI::App& app, Context& ctx);    // stats, check
 void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
 void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
 void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …

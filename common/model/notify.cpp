@@ -102,10 +102,12 @@ std::vector<JobSpec> notification_jobs(const JobSpec& job, const NotificationFac
     n.queue = job.queue;
     n.priority = job.priority;
     n.tenant = job.tenant;
+    n.target = job.target;  // where the job's secrets are: a --notify URL may reference them
     Webhook w;
     w.url = url;
     w.headers = {{"Content-Type", "application/json"}};
     w.body = body;
+    w.literal_body = true;  // it quotes the job's name and error: no {{secret:…}} in it is resolved
     n.command.webhook = std::move(w);
     n.timeout_us = 30'000'000;
     out.push_back(std::move(n));

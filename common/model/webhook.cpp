@@ -92,7 +92,7 @@ void validate(const Webhook& w) {
       throw usage_error(fmt::format("--header '{}': the value holds a control character", name));
     secret_references(value, "--header " + name);
   }
-  if (w.body) secret_references(*w.body, "--data");
+  if (w.body && !w.literal_body) secret_references(*w.body, "--data");
   if (!w.sign_secret.empty() && !is_secret_name(w.sign_secret))
     throw usage_error(fmt::format("invalid --sign-secret '{}'", w.sign_secret),
                       "give a secret's NAME (1 to 128 characters of A-Z a-z 0-9 _), not its value");
@@ -130,6 +130,7 @@ json to_json(const Webhook& w) {
   j["data"] = w.body ? json(*w.body) : json(nullptr);
   j["insecure"] = w.insecure;
   j["sign_secret"] = w.sign_secret.empty() ? json(nullptr) : json(w.sign_secret);
+  if (w.literal_body) j["literal_body"] = true;
   return j;
 }
 
@@ -163,6 +164,9 @@ Webhook webhook_from_json(const json& j) {
     } else if (key == "insecure") {
       if (!v.is_boolean()) throw field_error(key, "must be true or false");
       w.insecure = v.get<bool>();
+    } else if (key == "literal_body") {
+      if (!v.is_boolean()) throw field_error(key, "must be true or false");
+      w.literal_body = v.get<bool>();
     } else if (key == "sign_secret") {
       if (!v.is_null()) w.sign_secret = want_string(v, key);
     } else {

@@ -20,6 +20,7 @@ struct Webhook {
   std::optional<std::string> body;                            // --data; none: an empty body
   bool insecure = false;                                      // --insecure: TLS certificates are not verified
   std::string sign_secret;                                    // --sign-secret: secret NAME; empty = unsigned
+  bool literal_body = false;  // the body is sent as written, references and all (notifications)
 
   std::string display() const;  // "POST https://example.com/hook"
 };

@@ -307,6 +307,14 @@ ALTER TABLE attempts ADD COLUMN http_status INTEGER;
 ALTER TABLE attempts ADD COLUMN timings TEXT;
 )SQL";
 
+// Migration 8: history by end time, for `jobctl stats` windows and
+// `jobctl gc` retention.
+constexpr const char* kV8 = R"SQL(
+CREATE INDEX runs_finished ON runs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX attempts_finished ON attempts (finished_at);
+CREATE INDEX attempts_started ON attempts (started_at);
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -341,6 +349,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV6;
   } else if (version == 7) {
     sql = kV7;
+  } else if (version == 8) {
+    sql = kV8;
   }
   return sql;
 }

@@ -145,6 +145,39 @@ struct QueueLimits {
   bool empty() const { return !max_concurrent && !rate && !tenant_max_concurrent; }
 };
 
+// jobctl stats / check: which queue and how far back.
+struct StatsFilter {
+  std::optional<std::string> queue;  // all queues when unset
+  int64_t window_us = 3'600'000'000;  // --since: what ended in the last this long
+};
+
+struct Percentiles {
+  int64_t samples = 0;
+  double p50 = 0, p95 = 0, p99 = 0;  // seconds
+};
+
+// One queue and priority: now, and over the window.
+struct QueueStats {
+  std::string queue;
+  model::Priority priority = model::Priority::normal;
+  int64_t window_us = 0;
+  // Now.
+  int64_t ready = 0;      // pending and due: waiting for an agent
+  int64_t scheduled = 0;  // pending, due later (--at, --in, retries, schedule occurrences made ahead)
+  int64_t blocked = 0;    // DAG nodes waiting for their parents
+  int64_t running = 0;
+  std::optional<int64_t> oldest_ready_us;  // how long the longest-waiting due run has waited
+  int64_t dead_letter = 0;                 // dead runs not replayed, of any age
+  // Over the window.
+  int64_t succeeded = 0;  // runs that ended succeeded
+  int64_t dead = 0;       // runs that went to the dead-letter queue
+  int64_t cancelled = 0;
+  int64_t succeeded_attempts = 0;
+  int64_t failed_attempts = 0;  // attempts that failed (retried or not)
+  Percentiles lag_s;            // claim − due, of the attempts that started
+  Percentiles duration_s;       // of the attempts that ended
+};
+
 // How the leader materialises schedules (jobagent flags).
 struct SchedulerSettings {
   int64_t horizon_us = 60'000'000;       // materialise occurrences this far ahead
@@ -360,6 +393,10 @@ class Store {
   // holds back, do not count.
   std::optional<int64_t> next_due_in(const std::string& worker_id, const std::vector<std::string>& queues);
   int64_t now();  // the database clock
+
+  // --- health (jobctl stats, check) -------------------------------------------
+  // Per queue and priority, sorted so; see QueueStats. One read transaction.
+  std::vector<QueueStats> stats(const StatsFilter& filter);
 
   // --- the scheduler (the leader agent) -------------------------------------
   // Takes or renews the scheduler lease for `lease_us`. Returns the epoch

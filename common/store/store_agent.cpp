@@ -279,14 +279,16 @@ int Store::rescue_expired() {
                 {row.text(0), row.i64(1), why});
     if (status == "pending" && dialect() == Dialect::postgres)
       conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
-    if (status == "dead") {
-      advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
-      auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {row.text(8)});
-      if (!job.empty()) {
-        model::NotificationFacts facts{row.text(8), row.text(0), model::RunStatus::dead, static_cast<int>(row.i64(1)),
-                                       run_error, std::nullopt, std::nullopt, std::nullopt, 0};
-        write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
-      }
+    if (status == "dead") advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
+    // A lost attempt is a failed one: --notify hears of it as the agent's
+    // own failures are heard of.
+    auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1 AND j.notify IS NOT NULL", kJobColumns),
+                            {row.text(8)});
+    if (!job.empty()) {
+      model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
+                                     static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,
+                                     std::nullopt, 0};
+      write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
     }
   }
   conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));

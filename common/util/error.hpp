@@ -22,6 +22,7 @@ namespace jobctl {
 enum class ExitCode : int {
   ok = 0,
   job_failed = 1,      // wait/submit --wait: the job ended failed, dead or cancelled
+  check_failed = 1,    // check: a threshold is breached
   usage = 2,           // bad flag, bad value, malformed input
   not_found = 3,       // no job or run with that id
   invalid_state = 4,   // e.g. cancel of a job that already finished

@@ -1,0 +1,114 @@
+// Store: the figures behind `jobctl stats` and `jobctl check`, per queue
+// and priority: what waits and runs now, and what ended over a window.
+//
+// Percentiles are computed here from samples, the same way on both
+// backends (SQLite has no percentile function): at most kMaxSamples of the
+// window's latest attempts, so a wide window over a long history costs a
+// bounded read.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "common/store/store.hpp"
+#include "common/util/percentile.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr int64_t kMaxSamples = 100'000;
+
+using Key = std::pair<std::string, int>;  // queue, priority
+
+Percentiles percentiles_of(const std::vector<double>& samples) {
+  return Percentiles{static_cast<int64_t>(samples.size()), util::percentile(samples, 0.50),
+                     util::percentile(samples, 0.95), util::percentile(samples, 0.99)};
+}
+
+}  // namespace
+
+std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
+  Transaction tx(*conn_, TxMode::read);
+  const int64_t now = conn_->query("SELECT NOW_US").at(0).i64(0);
+  const int64_t from = now - filter.window_us;
+  const std::string queue = filter.queue.value_or("");
+  std::map<Key, QueueStats> by_key;
+  auto at = [&](const std::string& q, int64_t priority) -> QueueStats& {
+    auto& s = by_key[{q, static_cast<int>(priority)}];
+    s.queue = q;
+    s.priority = static_cast<model::Priority>(priority);
+    return s;
+  };
+
+  // Now: waiting, running, the dead-letter queue.
+  for (const auto& row : conn_->query(
+           "SELECT queue, priority, "
+           "SUM(CASE WHEN status = 'pending' AND available_at <= $1 THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN status = 'pending' AND available_at > $1 THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN status = 'blocked' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), "
+           "MIN(CASE WHEN status = 'pending' AND available_at <= $1 THEN available_at END), "
+           "SUM(CASE WHEN status = 'dead' AND replayed_at IS NULL THEN 1 ELSE 0 END) "
+           "FROM runs WHERE status IN ('pending', 'blocked', 'running', 'dead') AND ($2 = '' OR queue = $2) "
+           "GROUP BY queue, priority",
+           {now, queue})) {
+    auto& s = at(row.text(0), row.i64(1));
+    s.ready = row.i64(2);
+    s.scheduled = row.i64(3);
+    s.blocked = row.i64(4);
+    s.running = row.i64(5);
+    if (auto oldest = row.opt_i64(6)) s.oldest_ready_us = now - *oldest;
+    s.dead_letter = row.i64(7);
+  }
+
+  // Runs that ended in the window.
+  for (const auto& row : conn_->query(
+           "SELECT queue, priority, "
+           "SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN status = 'dead' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) "
+           "FROM runs WHERE finished_at >= $1 AND ($2 = '' OR queue = $2) GROUP BY queue, priority",
+           {from, queue})) {
+    auto& s = at(row.text(0), row.i64(1));
+    s.succeeded = row.i64(2);
+    s.dead = row.i64(3);
+    s.cancelled = row.i64(4);
+  }
+
+  // Attempts that ended in the window: failures and durations.
+  std::map<Key, std::vector<double>> durations, lags;
+  for (const auto& row : conn_->query(
+           "SELECT r.queue, r.priority, a.outcome, a.finished_at - a.started_at FROM attempts a "
+           "JOIN runs r ON r.id = a.run_id WHERE a.finished_at >= $1 AND ($2 = '' OR r.queue = $2) "
+           "AND a.outcome IN ('succeeded', 'failed') ORDER BY a.finished_at DESC LIMIT $3",
+           {from, queue, kMaxSamples})) {
+    auto& s = at(row.text(0), row.i64(1));
+    (row.text(2) == "failed" ? s.failed_attempts : s.succeeded_attempts)++;
+    durations[{s.queue, static_cast<int>(s.priority)}].push_back(static_cast<double>(row.i64(3)) / 1e6);
+  }
+
+  // Scheduling lag of the attempts that started in the window: from when
+  // the run was due to its claim. Only a run's latest attempt still knows
+  // when it was due (a retry moves available_at), so earlier attempts of a
+  // run, and runs waiting for a retry, are left out.
+  for (const auto& row : conn_->query(
+           "SELECT r.queue, r.priority, a.started_at - r.available_at FROM attempts a "
+           "JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts "
+           "WHERE a.started_at >= $1 AND r.status <> 'pending' AND ($2 = '' OR r.queue = $2) "
+           "ORDER BY a.started_at DESC LIMIT $3",
+           {from, queue, kMaxSamples})) {
+    auto& s = at(row.text(0), row.i64(1));
+    lags[{s.queue, static_cast<int>(s.priority)}].push_back(static_cast<double>(std::max<int64_t>(0, row.i64(2))) / 1e6);
+  }
+  tx.commit();
+
+  std::vector<QueueStats> out;
+  for (auto& [key, s] : by_key) {
+    s.window_us = filter.window_us;
+    s.duration_s = percentiles_of(durations[key]);
+    s.lag_s = percentiles_of(lags[key]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace jobctl::store

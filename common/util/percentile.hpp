@@ -1,0 +1,10 @@
+#pragma once
+// Percentiles of a sample, for jobctl stats and the benchmarks.
+#include <vector>
+
+namespace jobctl::util {
+
+// Nearest-rank percentile, p in (0, 1]; 0 for no samples.
+double percentile(std::vector<double> samples, double p);
+
+}  // namespace jobctl::util
