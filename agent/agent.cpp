@@ -7,7 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <filesystem>
+#include <cstdio>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -49,6 +53,11 @@ Agent::Agent(Options opts)
       webhooks_(opts_, secrets_) {
   if (opts_.name.empty()) opts_.name = util::host_name();
   store_ = store::Store::open(dsn_);
+  // A job may run in another directory (--cwd): a SQLite path is made absolute.
+  if (opts_.export_db)
+    opts_.job_db = dsn_.backend == config::Backend::sqlite
+                       ? "sqlite:" + std::filesystem::absolute(dsn_.target).lexically_normal().string()
+                       : dsn_.target;
   store_->require_schema();
   signal_fd_ = open_signal_fd();
   wakeups_ = store::Wakeups::open(dsn_, opts_.queues, opts_.listen);
@@ -56,12 +65,20 @@ Agent::Agent(Options opts)
                                 opts_.concurrency, JOBCTL_VERSION,
                                 duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
   worker_id_ = store_->register_worker(reg);
+  metrics_.version = JOBCTL_VERSION;
+  metrics_.worker = opts_.name;
+  metrics_.slots = opts_.concurrency;
+  if (!opts_.metrics_addr.empty()) {
+    metrics_server_ = std::make_unique<MetricsServer>(opts_.metrics_addr);
+    log_event(LogLevel::info, "metrics_listening", {{"addr", metrics_server_->address()}});
+  }
   std::string queues;
   for (const auto& q : opts_.queues) queues += (queues.empty() ? "" : ",") + q;
   log_event(LogLevel::info, "started",
             {{"worker_id", worker_id_}, {"name", opts_.name}, {"db", config::redacted(dsn_)}, {"queues", queues},
              {"concurrency", std::to_string(opts_.concurrency)}, {"version", JOBCTL_VERSION},
              {"secrets", std::to_string(secrets_.size())}});
+  systemd_.ready(fmt::format("claiming from {} as {}, {} slots", queues, opts_.name, opts_.concurrency));
 }
 
 Agent::~Agent() {
@@ -78,12 +95,14 @@ int Agent::run() {
     flush_reports();
     // Keep our leases alive; learn of cancels and of runs we lost.
     heartbeat_if_due(now);
+    systemd_.watchdog_if_due(now);
     // Timeouts and SIGTERM→SIGKILL escalations.
     runner_.enforce_deadlines(now);
     webhooks_.handle_timeout(now);
     // As the scheduler leader: turn cron occurrences into runs.
     lead_if_due(now);
     schedule_if_due(now);
+    gc_if_due(now);
     // Fill free slots with due runs.
     claim_if_free(now);
     if (phase_ == Phase::draining && running() == 0 && completions_.empty()) break;
@@ -110,6 +129,7 @@ void Agent::handle_signals() {
                 {{"running", std::to_string(running())},
                  {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
       with_store("drain", [&] { store_->set_worker_state(worker_id_, model::WorkerState::draining); });
+      systemd_.stopping(fmt::format("draining: {} running", running()));
       next_lead_ = Clock::now();  // resign the scheduler lease at once
     } else {
       // A second signal: stop now, giving every run back.
@@ -131,6 +151,7 @@ void Agent::collect_finished() {
       continue;  // another agent owns the run now: report nothing
     }
     store::Completion c = outcome_of(f, rng_);
+    count_finished(f, c);
     fields.emplace_back("attempt", std::to_string(f.run.attempt));
     fields.emplace_back("duration", util::format_duration(duration_cast<microseconds>(f.elapsed)));
     if (c.outcome == "released") {
@@ -174,6 +195,7 @@ void Agent::heartbeat_if_due(Clock::time_point now) {
   // descriptor is not polled while it is down.
   if (wakeups_->fd() < 0 && wakeups_->drain().work) claim_wanted_ = true;
   heartbeat();
+  write_metrics_file();
   with_store("rescue", [&] {
     if (int n = store_->rescue_expired(); n > 0) {
       log_event(LogLevel::warn, "rescued", {{"runs", std::to_string(n)}});
@@ -185,7 +207,7 @@ void Agent::heartbeat_if_due(Clock::time_point now) {
 void Agent::heartbeat() {
   last_cancel_check_ = Clock::now();
   auto state = phase_ == Phase::running ? model::WorkerState::active : model::WorkerState::draining;
-  with_store("heartbeat", [&] {
+  bool ok = with_store("heartbeat", [&] {
     auto leases = store_->heartbeat(worker_id_, state, duration_cast<microseconds>(opts_.lease).count());
     for (const auto& id : running_ids()) {
       auto it = std::find_if(leases.begin(), leases.end(), [&](const auto& l) { return l.run_id == id; });
@@ -198,6 +220,7 @@ void Agent::heartbeat() {
       }
     }
   });
+  if (!ok) ++metrics_.heartbeat_failures;
 }
 
 void Agent::claim_if_free(Clock::time_point now) {
@@ -206,7 +229,11 @@ void Agent::claim_if_free(Clock::time_point now) {
   int want = free_slots();
   with_store("claim", [&] {
     auto claimed = store_->claim(worker_id_, opts_.queues, want, duration_cast<microseconds>(opts_.lease).count());
+    ++metrics_.claims;
+    if (claimed.empty()) ++metrics_.empty_polls;
     for (const auto& run : claimed) {
+      ++metrics_.runs_started[run.queue];
+      metrics_.scheduling_lag[run.queue].observe(static_cast<double>(std::max<int64_t>(0, run.claimed_at - run.available_at)) / 1e6);
       log_event(LogLevel::debug, "claimed",
                 {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
       std::optional<std::string> error;
@@ -220,6 +247,8 @@ void Agent::claim_if_free(Clock::time_point now) {
       if (error) {
         log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
         completions_.push_back(start_failure(run, *error, rng_, permanent));
+        ++metrics_.runs_failed[run.queue];
+        if (completions_.back().status == model::RunStatus::dead) ++metrics_.runs_dead[run.queue];
       }
     }
     // Send the new requests now, not after the next round of store work.
@@ -246,8 +275,12 @@ void Agent::wait_for_events(Clock::time_point now) {
   if ((!completions_.empty() || !releases_.empty()) && store_ok) return;
   Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
   if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
+  if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running) until = std::min(until, next_gc_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
   if (auto d = webhooks_.next_deadline()) until = std::min(until, *d);
+  if (metrics_server_)
+    if (auto d = metrics_server_->next_deadline()) until = std::min(until, *d);
+  if (auto d = systemd_.next_deadline()) until = std::min(until, *d);
   if (phase_ == Phase::draining) until = std::min(until, drain_deadline_);
   if (store_backoff_until_ > now) until = std::max(until, store_backoff_until_);
   auto timeout_ms = duration_cast<std::chrono::milliseconds>(until - now).count();
@@ -258,10 +291,15 @@ void Agent::wait_for_events(Clock::time_point now) {
   if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
   runner_.poll_fds(fds);
   webhooks_.poll_fds(fds);
+  if (metrics_server_) metrics_server_->poll_fds(fds);
   // Round up: poll() in whole milliseconds must not wake just before a
   // deadline and spin.
   int n = poll(fds.data(), fds.size(), static_cast<int>(timeout_ms) + (timeout_ms > 0 ? 1 : 0));
   if (n > 0) webhooks_.handle_events(fds);
+  if (metrics_server_) {
+    if (n > 0) metrics_server_->handle_events(fds, [this] { return render_metrics(); });
+    metrics_server_->expire(Clock::now());
+  }
   if (n <= 0 || wake_fd < 0 || !(fds[1].revents & POLLIN)) return;
   auto why = wakeups_->drain();
   if (why.work) claim_wanted_ = true;
@@ -282,6 +320,7 @@ void Agent::shut_down() {
   flush_reports();
   if (epoch_) with_store("resign", [&] { store_->resign(worker_id_); });
   with_store("stop", [&] { store_->set_worker_state(worker_id_, model::WorkerState::gone); });
+  write_metrics_file();
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
 }
 
@@ -301,6 +340,35 @@ void Agent::stop_run(const std::string& run_id, Ending why) {
 void Agent::stop_all_runs(Ending why, Runner::Now immediately) {
   runner_.stop_all(why, immediately);
   webhooks_.stop_all(why);
+}
+
+void Agent::count_finished(const Finished& f, const store::Completion& c) {
+  const std::string& q = f.run.queue;
+  metrics_.attempt_duration[q].observe(std::chrono::duration<double>(f.elapsed).count());
+  if (c.outcome == "succeeded") ++metrics_.runs_succeeded[q];
+  if (c.outcome == "failed") ++metrics_.runs_failed[q];
+  if (c.outcome == "cancelled") ++metrics_.runs_cancelled[q];
+  if (c.status == model::RunStatus::dead) ++metrics_.runs_dead[q];
+}
+
+std::string Agent::render_metrics() {
+  metrics_.slots_busy = static_cast<int>(running());
+  metrics_.leader = epoch_.has_value();
+  return metrics_.render();
+}
+
+void Agent::write_metrics_file() {
+  if (opts_.metrics_file.empty()) return;
+  // Written beside it and renamed over it: node_exporter never reads half a file.
+  std::string tmp = opts_.metrics_file + ".tmp." + std::to_string(getpid());
+  std::string text = render_metrics();
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f) ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), opts_.metrics_file.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    log_event(LogLevel::warn, "metrics_file_failed", {{"path", opts_.metrics_file}, {"error", std::strerror(errno)}});
+  }
 }
 
 void Agent::reload_secrets() {

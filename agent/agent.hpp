@@ -11,9 +11,12 @@
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
 
+#include "agent/metrics.hpp"
+#include "agent/metrics_server.hpp"
 #include "agent/options.hpp"
 #include "agent/runner.hpp"
 #include "agent/secrets.hpp"
+#include "agent/systemd.hpp"
 #include "agent/webhook_runner.hpp"
 #include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
@@ -43,6 +46,7 @@ class Agent {
   // The scheduler leader's duties (agent/scheduling.cpp).
   void lead_if_due(Clock::time_point now);
   void schedule_if_due(Clock::time_point now);
+  void gc_if_due(Clock::time_point now);
   void wait_for_events(Clock::time_point now);
   void shut_down();
   int free_slots() const;
@@ -52,6 +56,11 @@ class Agent {
   void stop_run(const std::string& run_id, Ending why);
   void stop_all_runs(Ending why, Runner::Now immediately);
   void reload_secrets();
+  // The metrics as of now (gauges refreshed), and the --metrics-file.
+  std::string render_metrics();
+  void write_metrics_file();
+  // A finished attempt, counted by its queue.
+  void count_finished(const Finished& f, const store::Completion& c);
   // Runs a store step; on a store error logs it, backs off and reports
   // false, so a database restart is survived rather than fatal.
   template <typename Fn>
@@ -64,6 +73,9 @@ class Agent {
   Runner runner_;
   Secrets secrets_;
   WebhookRunner webhooks_;
+  Metrics metrics_;
+  std::unique_ptr<MetricsServer> metrics_server_;  // --metrics
+  SystemdNotifier systemd_;
   std::string worker_id_;
   int signal_fd_ = -1;
   Phase phase_ = Phase::running;
@@ -76,6 +88,7 @@ class Agent {
   std::optional<int64_t> epoch_;          // set while this agent is the scheduler leader
   Clock::time_point next_lead_{};         // next take-or-renew of the leader lease
   Clock::time_point next_schedule_{};     // next materialisation, while leading
+  Clock::time_point next_gc_{};           // next history retention pass, while leading
   std::map<std::string, Clock::time_point> schedule_errors_;  // last logged, per message
   std::vector<store::Completion> completions_;  // finished, not yet recorded
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
@@ -88,6 +101,7 @@ inline bool Agent::with_store(const char* step, Fn&& fn) {
     fn();
     return true;
   } catch (const Error& e) {
+    ++metrics_.store_errors[step];
     util::log_event(util::LogLevel::error, "store_error", {{"step", step}, {"error", e.what()}});
     store_backoff_until_ = Clock::now() + std::chrono::seconds(1);
     return false;

@@ -22,7 +22,7 @@ std::string dag_result_variable(const std::string& node) {
   return out;
 }
 
-std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env) {
+std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn) {
   std::map<std::string, std::string> env;
   for (char** e = agent_env; e && *e; ++e) {
     std::string kv = *e;
@@ -30,6 +30,7 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
     if (eq == std::string::npos) continue;
     std::string key = kv.substr(0, eq);
     if (key.rfind("JOBAGENT_SECRET_", 0) == 0) continue;  // secrets stay with the agent
+    if (key == "JOBCTL_DB") continue;  // the store is the agent's to give (store_dsn), or not
     env[key] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : run.spec.env) env[k] = v;
@@ -46,6 +47,9 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
     env["JOB_DAG_NODE"] = run.dag_node;
     for (const auto& [parent, result] : run.parent_results) env[dag_result_variable(parent)] = result;
   }
+  if (run.checkpoint) env["JOB_CHECKPOINT"] = *run.checkpoint;
+  else env.erase("JOB_CHECKPOINT");
+  if (!store_dsn.empty()) env["JOBCTL_DB"] = store_dsn;
   if (run.spec.payload) env["JOB_PAYLOAD"] = *run.spec.payload;
   else env.erase("JOB_PAYLOAD");
   std::vector<std::string> out;

@@ -9,14 +9,18 @@
 
 namespace jobctl::agent {
 
-// The idempotency key of a run: the user's key when the job has one, else
-// "<job id>:<run id>". Stable across attempts of the run.
+// The idempotency key of a run, stable across its attempts: for a
+// schedule's occurrence "<job id or key>:<fire time>", else the user's key
+// when the job has one, else "<job id>:<run id>".
 std::string idempotency_key(const store::ClaimedRun& run);
 
 // A DAG node sees each parent's result (the last line of its stdout) in
 // JOB_DAG_RESULT_<PARENT>, the name upper-cased with - and . as _.
 std::string dag_result_variable(const std::string& node);
 
-std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env);
+// `store_dsn` becomes JOBCTL_DB (so `jobctl progress` finds the store);
+// empty: not set (jobagent --no-export-db). JOB_CHECKPOINT carries the
+// run's last checkpoint, when an earlier attempt left one.
+std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn);
 
 }  // namespace jobctl::agent

@@ -35,9 +35,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
   jobctl::agent::Options opts;
   std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
-  std::string horizon = "60s", misfire = "60s", secrets_file;
+  std::string horizon = "60s", misfire = "60s", secrets_file, gc_older_than, gc_every = "10m";
   std::string log_format = "text", log_level = "info";
-  bool no_listen = false, no_scheduler = false;
+  bool no_listen = false, no_scheduler = false, no_export_db = false;
   std::vector<std::string> labels;
   app.add_option("--db", db, "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, "
                              "else ~/.local/share/jobctl/jobs.db)");
@@ -57,6 +57,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--misfire-threshold", misfire, "As leader, treat an occurrence this late as missed (misfire policy)")
       ->capture_default_str();
+  app.add_option("--metrics", opts.metrics_addr,
+                 "Serve Prometheus metrics at http://ADDR/metrics (HOST:PORT, e.g. 127.0.0.1:9464; :9464 for every "
+                 "address)");
+  app.add_option("--metrics-file", opts.metrics_file,
+                 "Write the same metrics to this file every heartbeat, atomically (node_exporter's textfile "
+                 "collector)");
+  app.add_flag("--no-export-db", no_export_db,
+               "Do not put JOBCTL_DB in jobs' environment (then `jobctl progress` needs the job to set it)");
+  app.add_option("--gc-older-than", gc_older_than,
+                 "As leader, remove finished runs and attempts older than this (e.g. 30d), as `jobctl gc` does");
+  app.add_option("--gc-every", gc_every, "How often the leader runs --gc-older-than")->capture_default_str();
   app.add_option("--secrets-file", secrets_file,
                  "NAME=value lines for webhooks' {{secret:NAME}} (mode 600: refused if others may read it); "
                  "reloaded on SIGHUP");
@@ -82,7 +93,13 @@ int main(int argc, char** argv) {
     opts.poll_interval = to_ms(poll, "--poll-interval");
     if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
     if (!secrets_file.empty()) opts.secrets_file = secrets_file;
+    if (!gc_older_than.empty()) opts.gc_older_than = to_ms(gc_older_than, "--gc-older-than");
+    opts.gc_every = to_ms(gc_every, "--gc-every");
+    if (opts.gc_every < milliseconds(1000)) throw jobctl::usage_error("--gc-every must be at least 1s");
+    if (!gc_older_than.empty() && opts.gc_older_than < milliseconds(1000))
+      throw jobctl::usage_error("--gc-older-than must be at least 1s", "e.g. --gc-older-than 30d");
     opts.listen = !no_listen;
+    opts.export_db = !no_export_db;
     opts.scheduler = !no_scheduler;
     opts.schedule_horizon = to_ms(horizon, "--schedule-horizon");
     opts.misfire_threshold = to_ms(misfire, "--misfire-threshold");

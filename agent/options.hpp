@@ -26,6 +26,12 @@ struct Options {
   bool scheduler = true;                    // --no-scheduler: never lead, never materialise schedules
   milliseconds schedule_horizon{60000};     // --schedule-horizon: occurrences become runs this far ahead
   milliseconds misfire_threshold{60000};    // --misfire-threshold: an occurrence this late was missed
+  milliseconds gc_older_than{0};            // --gc-older-than: as leader, remove finished history this old; 0 = never
+  milliseconds gc_every{600000};            // --gc-every: how often the leader runs it
+  std::string metrics_addr;                 // --metrics HOST:PORT: serve /metrics there
+  std::string metrics_file;                 // --metrics-file: write the same text there, atomically, every heartbeat
+  bool export_db = true;                    // --no-export-db: jobs do not get JOBCTL_DB
+  std::string job_db;                       // JOBCTL_DB as jobs get it (set by the agent from its store)
   std::optional<std::string> secrets_file;  // --secrets-file: NAME=value lines for {{secret:NAME}}
   size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr (or a response body) kept per attempt
   util::LogFormat log_format = util::LogFormat::text;  // --log-format

@@ -26,7 +26,7 @@ Runner::~Runner() {
 }
 
 std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
-  exec::SpawnRequest req{run.spec.command.exec_argv(), job_environment(run, environ), run.spec.cwd,
+  exec::SpawnRequest req{run.spec.command.exec_argv(), job_environment(run, environ, opts_.job_db), run.spec.cwd,
                          run.spec.payload.value_or("")};
   exec::Spawned sp;
   try {

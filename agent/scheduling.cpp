@@ -3,7 +3,8 @@
 // the one that holds it materialises cron occurrences --schedule-horizon
 // ahead, once a second or sooner when a tick left work over, and applies
 // the overlap policies that skip or cancel. A draining agent resigns so
-// another takes over at once.
+// another takes over at once. With --gc-older-than it also removes finished
+// history past that age, every --gc-every.
 #include <fmt/format.h>
 
 #include "agent/agent.hpp"
@@ -19,6 +20,10 @@ using util::LogLevel;
 namespace {
 constexpr auto kScheduleTick = std::chrono::seconds(1);
 constexpr auto kBacklogTick = std::chrono::milliseconds(50);
+// Retention: small transactions, a few per pass, so claims and the
+// schedule go on in between; a backlog is worked off a second at a time.
+constexpr int kGcBatch = 1000;
+constexpr int kGcBatchesPerPass = 5;
 }  // namespace
 
 void Agent::lead_if_due(Clock::time_point now) {
@@ -78,7 +83,25 @@ void Agent::schedule_if_due(Clock::time_point now) {
     if (int n = store_->enforce_overlap(); n > 0)
       log_event(LogLevel::info, "overlap_enforced", {{"runs", std::to_string(n)}});
   } catch (const Error& e) {
+    ++metrics_.store_errors["schedule"];
     log_event(LogLevel::error, "store_error", {{"step", "schedule"}, {"error", e.what()}});
+  }
+}
+
+void Agent::gc_if_due(Clock::time_point now) {
+  if (!epoch_ || opts_.gc_older_than.count() <= 0 || phase_ != Phase::running) return;
+  if (now < next_gc_ || now < store_backoff_until_) return;
+  next_gc_ = now + opts_.gc_every;
+  try {
+    auto r = store_->gc(duration_cast<microseconds>(opts_.gc_older_than).count(), kGcBatch, kGcBatchesPerPass);
+    if (r.runs > 0 || r.dag_runs > 0)
+      log_event(LogLevel::info, "gc", {{"runs", std::to_string(r.runs)}, {"attempts", std::to_string(r.attempts)},
+                                       {"jobs", std::to_string(r.jobs)}, {"dag_runs", std::to_string(r.dag_runs)},
+                                       {"more", r.more ? "yes" : "no"}});
+    if (r.more) next_gc_ = now + std::chrono::seconds(1);
+  } catch (const Error& e) {
+    ++metrics_.store_errors["gc"];
+    log_event(LogLevel::error, "store_error", {{"step", "gc"}, {"error", e.what()}});
   }
 }
 

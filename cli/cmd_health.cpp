@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
+#include "cli/health_tables.hpp"
 #include "cli/output.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -38,7 +39,8 @@ double throughput(const store::QueueStats& s) {
   return static_cast<double>(s.succeeded + s.dead) / (static_cast<double>(s.window_us) / 1e6);
 }
 
-// Live agents that claim from each queue.
+}  // namespace
+
 std::map<std::string, int> agents_by_queue(const std::vector<model::Worker>& workers) {
   std::map<std::string, int> out;
   for (const auto& w : workers)
@@ -46,6 +48,8 @@ std::map<std::string, int> agents_by_queue(const std::vector<model::Worker>& wor
       for (const auto& q : w.queues) ++out[q];
   return out;
 }
+
+namespace {
 
 json percentiles_json(const store::Percentiles& p) {
   return json{{"samples", p.samples}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}};
@@ -96,6 +100,14 @@ void run_stats(Context& ctx, const StatsFlags& f) {
     });
     return;
   }
+  std::printf("over the last %s:\n", util::format_duration(util::Micros(filter.window_us)).c_str());
+  print_stats_table(stats, agents, paused);
+}
+
+}  // namespace
+
+void print_stats_table(const std::vector<store::QueueStats>& stats, std::map<std::string, int> agents,
+                       std::map<std::string, bool> paused) {
   std::vector<TableRow> rows;
   std::vector<std::string> notes;
   for (const auto& s : stats) {
@@ -113,7 +125,6 @@ void run_stats(Context& ctx, const StatsFlags& f) {
       notes.push_back(fmt::format("queue {}: {} ready runs but no live agent claims from it (jobctl workers)",
                                   s.queue, s.ready));
   }
-  std::printf("over the last %s:\n", util::format_duration(util::Micros(filter.window_us)).c_str());
   print_table({"QUEUE", "PRIORITY", "READY", "LATER", "RUNNING", "OLDEST", "SUCCEEDED", "DEAD", "FAILED%", "DONE/S",
                "LAG p50/p95/p99", "DURATION p50/p95/p99", "DLQ", "AGENTS"},
               rows);
@@ -121,6 +132,8 @@ void run_stats(Context& ctx, const StatsFlags& f) {
   notes.erase(std::unique(notes.begin(), notes.end()), notes.end());
   for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
 }
+
+namespace {
 
 struct CheckFlags {
   std::string queue, since = "15m", max_lag, max_oldest;
@@ -170,6 +183,26 @@ std::vector<std::string> breaches(Context& ctx, const CheckFlags& f) {
 
 }  // namespace
 
+void run_doctor(Context& ctx) {
+  auto findings = ctx.store(Context::Schema::any).doctor();
+  auto level = [](store::Finding::Level l) {
+    return l == store::Finding::Level::ok ? "ok" : l == store::Finding::Level::warn ? "warn" : "FAIL";
+  };
+  bool healthy = std::all_of(findings.begin(), findings.end(),
+                             [](const store::Finding& f) { return f.level == store::Finding::Level::ok; });
+  if (ctx.format() == OutputFormat::json) {
+    print_json_list(findings, [&](const store::Finding& f) {
+      return json{{"check", f.name}, {"status", std::string(level(f.level)) == "FAIL" ? "fail" : level(f.level)},
+                  {"detail", f.detail}, {"hint", f.hint.empty() ? json(nullptr) : json(f.hint)}};
+    });
+  } else {
+    std::vector<TableRow> rows;
+    for (const auto& f : findings) rows.push_back({f.name, level(f.level), f.detail, f.hint});
+    print_table({"CHECK", "STATUS", "FOUND", "HINT"}, rows);
+  }
+  if (!healthy) ctx.exit_code = static_cast<int>(ExitCode::check_failed);
+}
+
 void register_health(CLI::App& app, Context& ctx) {
   auto sf = std::make_shared<StatsFlags>();
   auto* stats = app.add_subcommand(
@@ -190,6 +223,11 @@ void register_health(CLI::App& app, Context& ctx) {
       ->check(CLI::NonNegativeNumber);
   check->add_option("--queue", cf->queue, "Only this queue");
   check->add_option("--since", cf->since, "The window for --max-lag")->capture_default_str();
+  auto* doctor = app.add_subcommand(
+      "doctor", "Store health: schema, clock skew, and vacuum, long transactions and indexes (PostgreSQL) or WAL "
+                "and integrity (SQLite); exit 1 when something needs attention");
+  doctor->callback([&ctx] { run_doctor(ctx); });
+
   check->callback([cf, &ctx] {
     if (!cf->max_dlq && cf->max_lag.empty() && cf->max_oldest.empty() && !cf->min_workers)
       throw usage_error("no threshold given", "e.g. jobctl check --max-dlq 0 --max-oldest 5m --min-workers 1");

@@ -104,6 +104,11 @@ void show_job(const model::JobView& v, const std::string& waiting) {
     if (r->exit_code) f.emplace_back("exit code", std::to_string(*r->exit_code));
     if (!r->lease_owner.empty()) f.emplace_back("worker", r->lease_owner);
     if (r->cancel_requested && !model::is_final(r->status)) f.emplace_back("cancel", "requested");
+    if (r->progress)
+      f.emplace_back("progress", fmt::format("{:.0f}%{}{}", *r->progress * 100,
+                                             r->progress_message.empty() ? "" : " " + r->progress_message,
+                                             r->progress_at ? " (" + util::format_age(*r->progress_at, util::now_micros()) + ")" : ""));
+    if (r->checkpoint) f.emplace_back("checkpoint", cell(*r->checkpoint, 200));
     if (!r->error.empty()) f.emplace_back("error", r->error);
   }
   print_fields(f);
@@ -152,11 +157,33 @@ void register_get(CLI::App& app, Context& ctx) {
   });
 }
 
+void list_stuck(Context& ctx, int64_t after_us, int limit, const std::string& queue) {
+  auto stuck = ctx.store().stuck_runs(after_us, limit, queue.empty() ? std::nullopt : std::optional(queue));
+  if (ctx.format() == OutputFormat::json) {
+    print_json_list(stuck, [](const store::StuckRun& s) {
+      auto j = model::to_json(s.view);
+      j["stuck"] = s.why;
+      j["running_s"] = static_cast<double>(s.running_us) / 1e6;
+      j["worker"] = s.worker;
+      return j;
+    });
+    return;
+  }
+  std::vector<TableRow> rows;
+  for (const auto& s : stuck) {
+    const auto& r = *s.view.latest_run;
+    rows.push_back({s.view.job.id, cell(s.view.job.spec.name, 24), r.id, s.worker,
+                    util::format_duration(util::Micros(s.running_us)), cell(s.why, 80)});
+  }
+  print_table({"ID", "NAME", "RUN", "WORKER", "RUNNING", "WHY"}, rows);
+}
+
 void register_ls(CLI::App& app, Context& ctx) {
   struct Flags {
     std::string status, queue;
+    std::string stuck_after = "1h";
     int limit = 50;
-    bool deleted = false;
+    bool deleted = false, stuck = false;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("ls", "List jobs, newest first");
@@ -165,7 +192,19 @@ void register_ls(CLI::App& app, Context& ctx) {
   cmd->add_option("--queue", f->queue, "Only jobs of this queue");
   cmd->add_option("--limit", f->limit, "At most this many jobs")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--deleted", f->deleted, "Only deleted jobs (jobctl delete); without it, only live ones");
+  auto* stuck = cmd->add_flag("--stuck", f->stuck,
+                              "Only running runs that look stuck: past their --timeout plus the lease, or without "
+                              "progress for --stuck-after");
+  cmd->add_option("--stuck-after", f->stuck_after,
+                  "With --stuck: no progress report (jobctl progress), or none since the attempt started, this long")
+      ->capture_default_str()
+      ->needs(stuck);
+  for (const char* other : {"--status", "--deleted"}) stuck->excludes(cmd->get_option(other));
   cmd->callback([f, &ctx] {
+    if (f->stuck) {
+      list_stuck(ctx, util::parse_duration(f->stuck_after, "--stuck-after").count(), f->limit, f->queue);
+      return;
+    }
     store::JobFilter filter;
     filter.deleted = f->deleted;
     if (!f->status.empty()) filter.status = model::parse_run_status(f->status);

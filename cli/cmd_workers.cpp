@@ -1,5 +1,6 @@
 // jobctl workers: the agents registered in the store.
 #include "cli/context.hpp"
+#include "cli/health_tables.hpp"
 #include "cli/output.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/time.hpp"
@@ -17,19 +18,22 @@ void register_workers(CLI::App& app, Context& ctx) {
       print_json_list(workers, [](const model::Worker& w) { return model::to_json(w); });
       return;
     }
-    int64_t now = util::now_micros();
-    std::vector<TableRow> rows;
-    for (const auto& w : workers) {
-      std::string queues;
-      for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
-      rows.push_back({w.name, w.host, std::to_string(w.pid), queues,
-                      std::to_string(w.running) + "/" + std::to_string(w.capacity),
-                      util::format_age(w.heartbeat_at, now), std::string(model::to_string(w.state)),
-                      w.leader ? "leader" : "", w.version, cell(model::labels_display(w.labels), 60)});
-    }
-    print_table({"NAME", "HOST", "PID", "QUEUES", "SLOTS", "HEARTBEAT", "STATE", "SCHEDULER", "VERSION", "LABELS"},
-                rows);
+    print_workers_table(workers);
   });
+}
+
+void print_workers_table(const std::vector<model::Worker>& workers) {
+  int64_t now = util::now_micros();
+  std::vector<TableRow> rows;
+  for (const auto& w : workers) {
+    std::string queues;
+    for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
+    rows.push_back({w.name, w.host, std::to_string(w.pid), queues,
+                    std::to_string(w.running) + "/" + std::to_string(w.capacity),
+                    util::format_age(w.heartbeat_at, now), std::string(model::to_string(w.state)),
+                    w.leader ? "leader" : "", w.version, cell(model::labels_display(w.labels), 60)});
+  }
+  print_table({"NAME", "HOST", "PID", "QUEUES", "SLOTS", "HEARTBEAT", "STATE", "SCHEDULER", "VERSION", "LABELS"}, rows);
 }
 
 }  // namespace jobctl::cli

@@ -13,14 +13,15 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 12> kCommandGroups{
-    register_init, register_submit, register_inspect, register_control,  register_schedule, register_dag,
-    register_lifecycle, register_dlq, register_queue, register_workers, register_health, register_complete,
+constexpr std::array<Registrar, 15> kCommandGroups{
+    register_init,   register_submit,    register_inspect,  register_control, register_schedule,
+    register_dag,    register_lifecycle, register_dlq,      register_queue,   register_workers,
+    register_health, register_top,       register_gc,       register_progress, register_complete,
 };
 
 constexpr const char* kFooter = R"(Exit codes:
   0  success                    1  the job failed, died or was cancelled (wait, submit --wait);
-                                   a threshold is breached (check)
+                                   a threshold is breached (check); a finding is not ok (doctor)
   2  usage error or bad value   3  no such job or run
   4  the job is in the wrong state for this command
   5  store unreachable, or its schema missing, too old or too new

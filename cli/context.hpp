@@ -40,6 +40,9 @@ void register_inspect(CLI::App& app, Context& ctx);   // get, ls, runs, logs
 void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pause, resume
 void register_workers(CLI::App& app, Context& ctx);
 void register_health(CLI::App& app, Context& ctx);    // stats, check
+void register_gc(CLI::App& app, Context& ctx);
+void register_progress(CLI::App& app, Context& ctx);
+void register_top(CLI::App& app, Context& ctx);
 void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
 void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
 void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
@@ -37,17 +39,51 @@ std::vector<model::Run> awaited(Context& ctx, const model::JobView& view) {
   return runs;
 }
 
+// A progress bar on the terminal's last line, redrawn in place:
+//   [##########----------] 50%  copying table 3 of 6
+class ProgressLine {
+ public:
+  ProgressLine() : on_(isatty(STDERR_FILENO) == 1) {}
+  ~ProgressLine() { clear(); }
+
+  void show(const model::Run& run) {
+    if (!on_ || !run.progress || run.status != model::RunStatus::running) return;
+    constexpr int kWidth = 30;
+    int filled = static_cast<int>(*run.progress * kWidth + 0.5);
+    std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '-');
+    std::string line = fmt::format("[{}] {:3.0f}%  {}", bar, *run.progress * 100, run.progress_message);
+    if (line.size() > 100) line = line.substr(0, 100);
+    if (line == last_) return;
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    std::fflush(stderr);
+    last_ = line;
+  }
+  void clear() {
+    if (last_.empty()) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    last_.clear();
+  }
+
+ private:
+  bool on_;
+  std::string last_;
+};
+
 }  // namespace
 
 int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Micros> timeout, WaitReport report) {
   using Clock = std::chrono::steady_clock;
   auto give_up = timeout ? Clock::now() + *timeout : Clock::time_point::max();
   auto pause = std::chrono::milliseconds(20);
+  ProgressLine progress;
   for (;;) {
     auto view = ctx.store().get_job(job_id);
     if (!view) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
     auto runs = awaited(ctx, *view);
+    if (runs.size() == 1) progress.show(runs[0]);
     if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const auto& r) { return model::is_final(r.status); })) {
+      progress.clear();
       if (ctx.output == "json" && report == WaitReport::with_json) print_json(model::to_json(*view));
       int code = 0;
       for (const auto& run : runs) {
@@ -60,6 +96,7 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
       return code;
     }
     if (Clock::now() >= give_up) {
+      progress.clear();
       std::fprintf(stderr, "jobctl: timed out waiting for job %s (still %s)\n", job_id.c_str(),
                    view->latest_run ? std::string(model::to_string(view->latest_run->status)).c_str() : "without a run");
       return static_cast<int>(ExitCode::timeout);

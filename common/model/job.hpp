@@ -115,6 +115,12 @@ struct Run {
   std::string dag_run_id;              // a DAG node's run: its DAG run and node name
   std::string dag_node;
   int waiting_on = 0;                  // blocked: the parents that have not succeeded yet
+  // jobctl progress, from inside the job: of the current attempt (a claim
+  // clears it), and the checkpoint the next attempt receives.
+  std::optional<double> progress;      // 0..1
+  std::string progress_message;
+  std::optional<int64_t> progress_at;
+  std::optional<std::string> checkpoint;  // JSON text
   // The job's version the run belongs to: the one it was made under, moved
   // forward by `jobctl update` while the run waits. What each attempt ran
   // is Attempt::job_version.

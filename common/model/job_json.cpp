@@ -283,6 +283,10 @@ json to_json(const Run& r) {
   put(j, "lease_expires_at", opt_time(r.lease_expires_at));
   j["lease_owner"] = r.lease_owner.empty() ? json(nullptr) : json(r.lease_owner);
   j["exit_code"] = r.exit_code ? json(*r.exit_code) : json(nullptr);
+  j["progress"] = r.progress ? json(*r.progress) : json(nullptr);
+  j["progress_message"] = r.progress_message.empty() ? json(nullptr) : json(r.progress_message);
+  put(j, "progress_at", opt_time(r.progress_at));
+  j["checkpoint"] = r.checkpoint ? json::parse(*r.checkpoint) : json(nullptr);
   return j;
 }
 

@@ -210,10 +210,10 @@ WITH {queues}, cand AS (
 ), claimed AS (
   UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
-         started_at = COALESCE(r.started_at, NOW_US)
+         started_at = COALESCE(r.started_at, NOW_US), progress = NULL, progress_message = NULL, progress_at = NULL
   FROM picked WHERE r.id = picked.id
   RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence,
-            r.queue, r.tenant, r.dag_run_id, r.dag_node
+            r.queue, r.tenant, r.dag_run_id, r.dag_node, r.checkpoint
 ), opened AS (
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
   SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
@@ -228,7 +228,7 @@ WITH {queues}, cand AS (
   FROM (SELECT queue, count(*) AS n FROM claimed GROUP BY queue) s WHERE x.name = s.queue AND x.rate > 0
 )
 SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, c.queue,
-       c.tenant, c.dag_run_id, c.dag_node, {jobs}
+       c.tenant, c.dag_run_id, c.dag_node, c.checkpoint, {jobs}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
@@ -257,10 +257,10 @@ WITH {queues}, cand AS (
 ), {rank}
 UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
-       started_at = COALESCE(started_at, NOW_US)
+       started_at = COALESCE(started_at, NOW_US), progress = NULL, progress_message = NULL, progress_at = NULL
 WHERE id IN (SELECT id FROM chosen)
 RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue, tenant,
-          dag_run_id, dag_node
+          dag_run_id, dag_node, checkpoint
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
     fmt::arg("columns", kCandidateColumns), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
@@ -282,6 +282,7 @@ ClaimedRun claimed_from_row(const Row& row) {
   c.tenant = row.text(10);
   c.dag_run_id = row.text(11);
   c.dag_node = row.text(12);
+  if (!row.is_null(13)) c.checkpoint = row.text(13);
   return c;
 }
 
@@ -320,7 +321,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
     params.push_back(list_param(dialect(), limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, 13).spec;
+      c.spec = job_from_row(row, 14).spec;
       out.push_back(std::move(c));
     }
   } else {

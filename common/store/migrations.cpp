@@ -315,6 +315,15 @@ CREATE INDEX attempts_finished ON attempts (finished_at);
 CREATE INDEX attempts_started ON attempts (started_at);
 )SQL";
 
+// Migration 9: long-running jobs report progress (jobctl progress) and
+// leave a checkpoint that the run's next attempt receives.
+constexpr const char* kV9 = R"SQL(
+ALTER TABLE runs ADD COLUMN progress REAL;
+ALTER TABLE runs ADD COLUMN progress_message TEXT;
+ALTER TABLE runs ADD COLUMN progress_at BIGINT;
+ALTER TABLE runs ADD COLUMN checkpoint TEXT;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -351,6 +360,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV7;
   } else if (version == 8) {
     sql = kV8;
+  } else if (version == 9) {
+    sql = kV9;
   }
   return sql;
 }

@@ -90,6 +90,10 @@ model::Run run_from_row(const Row& row, size_t f) {
   r.dag_run_id = row.text(f + 21);
   r.dag_node = row.text(f + 22);
   r.waiting_on = static_cast<int>(row.i64(f + 23));
+  if (!row.is_null(f + 24)) r.progress = std::stod(row.text(f + 24));
+  r.progress_message = row.text(f + 25);
+  r.progress_at = row.opt_i64(f + 26);
+  if (!row.is_null(f + 27)) r.checkpoint = row.text(f + 27);
   return r;
 }
 

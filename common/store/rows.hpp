@@ -20,11 +20,13 @@ inline constexpr const char* kJobColumns =
     "j.notify";
 inline constexpr size_t kJobColumnCount = 39;
 
-// 24 columns of runs aliased r.
+// 28 columns of runs aliased r.
+inline constexpr size_t kRunColumnCount = 28;
 inline constexpr const char* kRunColumns =
     "r.id, r.job_id, r.status, r.created_at, r.available_at, r.started_at, r.finished_at, r.lease_owner, "
     "r.lease_expires_at, r.fence, r.deliveries, r.attempts, r.cancel_requested, r.exit_code, r.error, "
-    "r.failures, r.replay_of, r.replayed_at, r.occurrence, r.job_version, r.pinned_to, r.dag_run_id, r.dag_node, r.waiting_on";
+    "r.failures, r.replay_of, r.replayed_at, r.occurrence, r.job_version, r.pinned_to, r.dag_run_id, r.dag_node, r.waiting_on, "
+    "r.progress, r.progress_message, r.progress_at, r.checkpoint";
 
 // The concurrency group a new run of the job joins, none when the job has
 // no limit: its --concurrency-key, else the job itself.

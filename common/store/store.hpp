@@ -13,6 +13,7 @@
 // * Failures throw jobctl::Error (see util/error.hpp).
 // * Times are the database clock, microseconds since the epoch.
 // * A Store is not thread-safe: one per thread.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -57,6 +58,7 @@ struct ClaimedRun {
   std::string dag_run_id;             // a DAG node's run: its DAG run, and the node
   std::string dag_node;
   std::map<std::string, std::string> parent_results;  // a DAG node: each parent's result (its stdout's last line)
+  std::optional<std::string> checkpoint;  // the last one an earlier attempt left (jobctl progress --checkpoint)
   model::JobSpec spec;
 };
 
@@ -176,6 +178,44 @@ struct QueueStats {
   int64_t failed_attempts = 0;  // attempts that failed (retried or not)
   Percentiles lag_s;            // claim − due, of the attempts that started
   Percentiles duration_s;       // of the attempts that ended
+};
+
+// A running run that looks stuck (jobctl ls --stuck), with why.
+struct StuckRun {
+  model::JobView view;     // the job, with the stuck run as latest_run
+  std::string why;
+  int64_t running_us = 0;  // since its attempt started
+  std::string worker;      // the agent running it, by name
+};
+
+// A failed attempt, for jobctl top.
+struct FailedAttempt {
+  std::string job_id;
+  std::string job_name;
+  std::string queue;
+  std::string run_id;
+  int attempt = 0;
+  int64_t finished_at = 0;
+  std::string error;
+};
+
+// One finding of jobctl doctor.
+struct Finding {
+  enum class Level { ok, warn, fail };
+  std::string name;    // what was looked at: "schema", "table runs", "WAL", …
+  Level level = Level::ok;
+  std::string detail;  // what was found
+  std::string hint;    // what to do about it (warn, fail)
+};
+
+// What jobctl gc removed.
+struct GcResult {
+  int64_t runs = 0;
+  int64_t attempts = 0;
+  int64_t jobs = 0;      // one-off jobs left with no run
+  int64_t dag_runs = 0;
+  int64_t batches = 0;   // transactions
+  bool more = false;     // stopped at max_batches: call again
 };
 
 // How the leader materialises schedules (jobagent flags).
@@ -394,9 +434,31 @@ class Store {
   std::optional<int64_t> next_due_in(const std::string& worker_id, const std::vector<std::string>& queues);
   int64_t now();  // the database clock
 
-  // --- health (jobctl stats, check) -------------------------------------------
+  // --- from inside a job (jobctl progress) --------------------------------------
+  // Records the attempt's progress (0..1), a message, and (when given) the
+  // checkpoint the run's next attempt receives. Fenced: throws
+  // invalid_state when `fence` is not the running attempt's.
+  void report_progress(const std::string& run_id, int64_t fence, double progress, const std::string& message,
+                       const std::optional<std::string>& checkpoint);
+
+  // --- health (jobctl stats, check, ls --stuck) ------------------------------------
+  // Running runs past their --timeout plus their agent's lease (the agent
+  // should have killed them), or with no progress report (jobctl progress;
+  // else since the attempt started) for `no_progress_us`. Longest first.
+  // The store's own health (jobctl doctor): schema, clock skew to this
+  // host, stale agents, and per engine vacuum, long transactions and
+  // indexes (PostgreSQL) or file, WAL and integrity (SQLite).
+  std::vector<Finding> doctor();
+  // The latest failed attempts, newest first.
+  std::vector<FailedAttempt> recent_failures(int limit);
+  std::vector<StuckRun> stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue = {});
   // Per queue and priority, sorted so; see QueueStats. One read transaction.
   std::vector<QueueStats> stats(const StatsFilter& filter);
+
+  // Removes finished history older than `older_than_us` (see store_gc.cpp
+  // for what stays), at most `batch` runs or DAG runs per transaction and
+  // `max_batches` transactions per call.
+  GcResult gc(int64_t older_than_us, int batch = 5000, int64_t max_batches = INT64_MAX);
 
   // --- the scheduler (the leader agent) -------------------------------------
   // Takes or renews the scheduler lease for `lease_us`. Returns the epoch

@@ -19,6 +19,7 @@
 #include "common/store/dag_progress.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/util/error.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/ulid.hpp"
 
@@ -217,6 +218,24 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
   write_notifications(std::move(notifications));
   tx.commit();
   return applied;
+}
+
+void Store::report_progress(const std::string& run_id, int64_t fence, double progress, const std::string& message,
+                            const std::optional<std::string>& checkpoint) {
+  int64_t n = conn_->exec(
+      "UPDATE runs SET progress = $3, progress_message = $4, progress_at = NOW_US, "
+      "checkpoint = COALESCE($5, checkpoint) WHERE id = $1 AND fence = $2 AND status = 'running'",
+      {run_id, fence, fmt::format("{:.6f}", progress), message, checkpoint ? Value(*checkpoint) : Value(nullptr)});
+  if (n == 1) return;
+  auto run = get_run(run_id);
+  if (!run) throw Error(ExitCode::not_found, fmt::format("no run with id '{}'", run_id));
+  throw Error(ExitCode::invalid_state,
+              run->status != model::RunStatus::running
+                  ? fmt::format("run {} is {}, not running: its progress is not recorded", run_id,
+                                model::to_string(run->status))
+                  : fmt::format("stale fence {}: run {} is now attempt {} (fence {}); this attempt no longer owns it",
+                                fence, run_id, run->attempts, run->fence),
+              "jobctl progress runs inside the job's own attempt (JOB_RUN_ID, JOB_FENCE_TOKEN)");
 }
 
 void Store::write_notifications(std::vector<model::JobSpec> specs) {

@@ -9,7 +9,9 @@
 
 #include <map>
 
+#include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/util/duration.hpp"
 #include "common/util/percentile.hpp"
 
 namespace jobctl::store {
@@ -106,6 +108,52 @@ std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
     s.window_us = filter.window_us;
     s.duration_s = percentiles_of(durations[key]);
     s.lag_s = percentiles_of(lags[key]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<FailedAttempt> Store::recent_failures(int limit) {
+  std::vector<FailedAttempt> out;
+  for (const auto& row : conn_->query(
+           "SELECT r.job_id, j.name, r.queue, a.run_id, a.attempt, a.finished_at, a.error FROM attempts a "
+           "JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id WHERE a.outcome = 'failed' "
+           "AND a.finished_at IS NOT NULL ORDER BY a.finished_at DESC LIMIT $1",
+           {int64_t{limit}}))
+    out.push_back({row.text(0), row.text(1), row.text(2), row.text(3), static_cast<int>(row.i64(4)), row.i64(5),
+                   row.text(6)});
+  return out;
+}
+
+std::vector<StuckRun> Store::stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue) {
+  auto rows = conn_->query(
+      fmt::format("SELECT {}, {}, a.started_at, COALESCE(w.lease_us, 0), NOW_US, COALESCE(w.name, r.lease_owner) "
+                  "FROM runs r JOIN jobs j ON j.id = r.job_id JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts "
+                  "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND ($3 = '' OR r.queue = $3) AND ("
+                  "(j.timeout_us > 0 AND a.started_at + j.timeout_us + COALESCE(w.lease_us, 0) < NOW_US) OR "
+                  "COALESCE(r.progress_at, a.started_at) < NOW_US - $1) ORDER BY a.started_at LIMIT $2",
+                  kJobColumns, kRunColumns),
+      {no_progress_us, int64_t{limit}, queue.value_or("")});
+  std::vector<StuckRun> out;
+  const size_t at = kJobColumnCount + kRunColumnCount;
+  for (const auto& row : rows) {
+    StuckRun s{model::JobView{job_from_row(row), run_from_row(row, kJobColumnCount)}, "", 0, row.text(at + 3)};
+    const int64_t started = row.i64(at), lease = row.i64(at + 1), now = row.i64(at + 2);
+    s.running_us = now - started;
+    const auto& spec = s.view.job.spec;
+    const auto& run = *s.view.latest_run;
+    if (spec.timeout_us > 0 && s.running_us > spec.timeout_us + lease) {
+      s.why = fmt::format("running {} past its --timeout {}: its agent did not stop it",
+                          util::format_duration(util::Micros(s.running_us - spec.timeout_us)),
+                          util::format_duration(util::Micros(spec.timeout_us)));
+    } else {
+      int64_t quiet = now - run.progress_at.value_or(started);
+      s.why = run.progress_at ? fmt::format("no progress for {} (last: {:.0f}%{})",
+                                            util::format_duration(util::Micros(quiet)), run.progress.value_or(0) * 100,
+                                            run.progress_message.empty() ? "" : " " + run.progress_message)
+                              : fmt::format("running {} without a progress report",
+                                            util::format_duration(util::Micros(quiet)));
+    }
     out.push_back(std::move(s));
   }
   return out;

@@ -1,11 +1,20 @@
 // jobctl stats and check from the command line, against a real agent.
 #include <doctest/doctest.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
+#include "common/store/migrations.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -67,4 +76,174 @@ TEST_CASE("stats: the table and JSON name a queue that nobody serves") {
   CHECK(j[0]["live_agents"] == 0);
   CHECK(j[0]["window_s"] == 300.0);
   CHECK(run_jobctl(db, dir, {"stats", "--since", "0s"}).code == 2);
+}
+
+TEST_CASE("gc: the command and the leader's --gc-older-than remove finished history") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  auto first = submit(db, dir, {"--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", first}).code == 0);
+  auto none = json::parse(run_jobctl(db, dir, {"gc", "--older-than", "1h", "-o", "json"}).out);
+  CHECK(none["runs"] == 0);
+  std::this_thread::sleep_for(1100ms);
+  auto r = json::parse(run_jobctl(db, dir, {"gc", "--older-than", "1s", "-o", "json"}).out);
+  CHECK(r["runs"] == 1);
+  CHECK(r["jobs"] == 1);
+  CHECK(run_jobctl(db, dir, {"get", first}).code == 3);
+  CHECK(run_jobctl(db, dir, {"gc"}).code == 2);  // --older-than is required
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+
+  // The leader does it by itself.
+  auto leader = test::start_agent(db, dir, {"--poll-interval", "100ms", "--gc-older-than", "1s", "--gc-every", "1s"});
+  auto second = submit(db, dir, {"--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", second}).code == 0);
+  test::eventually([&] { return run_jobctl(db, dir, {"get", second}).code == 3; }, "the leader's gc");
+}
+
+TEST_CASE("progress: a job reports progress and a checkpoint, and the next attempt resumes from it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  std::string jobctl = JOBCTL_BIN, seen = dir.file("seen");
+  // Attempt 1 gets half way, checkpoints, and is killed; attempt 2 starts
+  // from the checkpoint.
+  std::string script =
+      "if [ -z \"$JOB_CHECKPOINT\" ]; then " + jobctl +
+      " progress 0.5 --message halfway --checkpoint '{\"step\": 5}' || exit 3; kill -9 $$; fi; "
+      "echo \"$JOB_ATTEMPT $JOB_CHECKPOINT\" > " + seen + "; " + jobctl + " progress 100% --message done";
+  auto id = submit(db, dir, {"--retries", "1", "--retry-delay", "10ms", "--", script});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(test::trim(test::read_file(seen)) == "2 {\"step\":5}");
+  auto run = test::get(db, dir, id)["run"];
+  CHECK(run["attempts"] == 2);
+  CHECK(run["progress"] == 1.0);
+  CHECK(run["progress_message"] == "done");
+  CHECK(run["checkpoint"]["step"] == 5);
+  CHECK(run_jobctl(db, dir, {"get", id, "-o", "table"}).out.find("100% done") != std::string::npos);
+
+  // From outside the attempt: refused.
+  std::string run_id = run["id"];
+  auto stale = run_jobctl(db, dir, {"progress", "0.1"}, "", {"JOB_RUN_ID=" + run_id, "JOB_FENCE_TOKEN=1"});
+  CHECK(stale.code == 4);
+  CHECK(stale.err.find("is succeeded, not running") != std::string::npos);
+  auto outside = run_jobctl(db, dir, {"progress", "0.1"});
+  CHECK(outside.code == 2);
+  CHECK(outside.err.find("JOB_RUN_ID is not set") != std::string::npos);
+  auto bad = run_jobctl(db, dir, {"progress", "1.5"}, "", {"JOB_RUN_ID=" + run_id, "JOB_FENCE_TOKEN=1"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("out of range") != std::string::npos);
+}
+
+TEST_CASE("progress: a stale fence is refused while the run is running") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  std::string go = dir.file("go");
+  auto id = submit(db, dir, {"--", "touch " + go + ".started; while [ ! -e " + go + " ]; do sleep 0.05; done"});
+  test::eventually([&] { return std::filesystem::exists(go + ".started"); }, "the job to start");
+  auto run = test::get(db, dir, id)["run"];
+  std::string run_id = run["id"];
+  int fence = run["fence"];
+  auto env = [&](int f) { return std::vector<std::string>{"JOB_RUN_ID=" + run_id, "JOB_FENCE_TOKEN=" + std::to_string(f)}; };
+  CHECK(run_jobctl(db, dir, {"progress", "0.25", "--message", "a quarter"}, "", env(fence)).code == 0);
+  CHECK(test::get(db, dir, id)["run"]["progress"] == 0.25);
+  auto stale = run_jobctl(db, dir, {"progress", "0.3"}, "", env(fence - 1));
+  CHECK(stale.code == 4);
+  CHECK(stale.err.find("stale fence") != std::string::npos);
+  CHECK(test::get(db, dir, id)["run"]["progress"] == 0.25);
+  std::ofstream(go).put('x');
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+}
+
+TEST_CASE("ls --stuck: a quiet running job is listed, one that reports progress is not") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  std::string go = dir.file("go"), jobctl = JOBCTL_BIN;
+  auto quiet = submit(db, dir, {"--name", "quiet", "--", "while [ ! -e " + go + " ]; do sleep 0.05; done"});
+  auto busy = submit(db, dir, {"--name", "busy", "--", "while [ ! -e " + go + " ]; do " + jobctl +
+                                                           " progress 0.5 --message spinning; sleep 0.2; done"});
+  test::eventually([&] { return test::get(db, dir, busy)["run"]["progress"] == 0.5; }, "busy's first report");
+  std::this_thread::sleep_for(2500ms);
+  auto listed = json::parse(run_jobctl(db, dir, {"ls", "--stuck", "--stuck-after", "2s", "-o", "json"}).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["id"] == quiet);
+  CHECK(listed[0]["stuck"].get<std::string>().find("without a progress report") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"ls", "--stuck"}).out.find(quiet) == std::string::npos);  // default: 1h
+  CHECK(run_jobctl(db, dir, {"ls", "--stuck-after", "1s"}).code == 2);  // needs --stuck
+  std::ofstream(go).put('x');
+  CHECK(run_jobctl(db, dir, {"wait", quiet}).code == 0);
+  CHECK(run_jobctl(db, dir, {"wait", busy}).code == 0);
+}
+
+TEST_CASE("doctor: exit 0 on a healthy store, 1 with the fix when the schema is behind") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto ok = run_jobctl(db, dir, {"doctor", "-o", "json"});
+  CHECK(ok.code == 0);
+  auto findings = json::parse(ok.out);
+  CHECK(findings.size() >= 4);
+  for (const auto& f : findings) CHECK(f["status"] == "ok");
+
+  test::TempDir old_dir;
+  test::TestDb old(old_dir, store::kSchemaVersion - 1);
+  auto behind = run_jobctl(old, old_dir, {"doctor", "-o", "table"});
+  CHECK(behind.code == 1);
+  CHECK(behind.out.find(fmt::format("version {}, this build needs {}", store::kSchemaVersion - 1,
+                                    store::kSchemaVersion)) != std::string::npos);
+  CHECK(behind.out.find("run `jobctl init` to upgrade it") != std::string::npos);
+}
+
+TEST_CASE("top: one frame with --once, a refusal without a terminal, and a clean terminal after q") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "top-agent");
+  auto id = submit(db, dir, {"--name", "broken", "--retries", "0", "--", "echo nope; exit 9"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
+  auto once = run_jobctl(db, dir, {"top", "--once"});
+  REQUIRE(once.code == 0);
+  for (const char* part : {"QUEUES, over the last 15m", "WORKERS", "top-agent", "RECENT FAILURES", "broken",
+                           "exited with code 9"}) {
+    CAPTURE(part);
+    CHECK(once.out.find(part) != std::string::npos);
+  }
+  CHECK(once.out.find('\033') == std::string::npos);
+  auto no_tty = run_jobctl(db, dir, {"top"});
+  CHECK(no_tty.code == 2);
+  CHECK(no_tty.err.find("jobctl top needs a terminal") != std::string::npos);
+
+  // On a terminal (a pty): alternate screen in, q, and everything undone.
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl(JOBCTL_BIN, JOBCTL_BIN, "--db", db.dsn().c_str(), "top", "--interval", "200ms", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string seen;
+  auto read_until = [&](const std::string& what) {
+    auto give_up = std::chrono::steady_clock::now() + 60s;  // a hang guard
+    while (seen.find(what) == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+      pollfd p{master, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0) break;
+      seen.append(buf, static_cast<size_t>(n));
+    }
+    return seen.find(what) != std::string::npos;
+  };
+  REQUIRE(read_until("RECENT FAILURES"));
+  CHECK(seen.find("\033[?1049h") != std::string::npos);
+  REQUIRE(write(master, "q", 1) == 1);
+  CHECK(read_until("\033[?1049l"));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(master);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  auto tail = seen.substr(seen.rfind("\033[?25h"));
+  CHECK(tail.rfind("\033[?25h\033[?1049l", 0) == 0);  // cursor shown, main screen back: the last thing written
 }

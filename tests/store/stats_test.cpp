@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "common/store/migrations.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -127,4 +130,75 @@ TEST_CASE("stats: counts, oldest ready, outcomes, failure rate, lag and duration
   CHECK(n.ready == 3);
   CHECK(n.dead_letter == 1);  // the dead-letter queue is not windowed
   CHECK(n.duration_s.samples == 0);
+}
+
+TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or quiet for too long") {
+  Fixture f;
+  // Past --timeout 1s plus the 600 s lease: its agent should have killed it.
+  model::JobSpec timed;
+  timed.command.argv = {"sleep", "1000"};
+  timed.timeout_us = kSecond;
+  f.s->submit({timed});
+  auto late = f.s->claim(f.worker, {"default"}, 1, 600 * kSecond).at(0);
+  f.times(late.run_id, f.now - 700 * kSecond, f.now - 700 * kSecond, std::nullopt);
+  // Quiet for 120 s, without a timeout.
+  auto quiet = f.claimed();
+  f.times(quiet.run_id, f.now - 120 * kSecond, f.now - 120 * kSecond, std::nullopt);
+  // Running as long, but it reported progress just now.
+  auto busy = f.claimed();
+  f.times(busy.run_id, f.now - 120 * kSecond, f.now - 120 * kSecond, std::nullopt);
+  f.s->report_progress(busy.run_id, busy.fence, 0.5, "half", std::nullopt);
+  // Fresh.
+  f.claimed();
+
+  auto stuck = f.s->stuck_runs(60 * kSecond, 50);
+  REQUIRE(stuck.size() == 2);
+  CHECK(stuck[0].view.latest_run->id == late.run_id);
+  CHECK(stuck[0].why.find("past its --timeout 1s: its agent did not stop it") != std::string::npos);
+  CHECK(stuck[1].view.latest_run->id == quiet.run_id);
+  CHECK(stuck[1].why.find("without a progress report") != std::string::npos);
+  CHECK(stuck[1].running_us >= 120 * kSecond);
+  // A longer quiet limit leaves only the timed-out one.
+  CHECK(f.s->stuck_runs(3600 * kSecond, 50).size() == 1);
+  // The busy one becomes stuck once its last report is old.
+  f.s->connection().exec("UPDATE runs SET progress_at = $2 WHERE id = $1", {busy.run_id, f.now - 90 * kSecond});
+  auto later = f.s->stuck_runs(60 * kSecond, 50);
+  REQUIRE(later.size() == 3);
+  CHECK(later[2].why.find("no progress for") != std::string::npos);
+  CHECK(later[2].why.find("(last: 50% half)") != std::string::npos);
+}
+
+TEST_CASE("stats: stuck runs of one queue only, with the agent's name") {
+  Fixture f;
+  auto quiet = f.claimed("reports");
+  f.times(quiet.run_id, f.now - 120 * kSecond, f.now - 120 * kSecond, std::nullopt);
+  CHECK(f.s->stuck_runs(60 * kSecond, 50, std::string("default")).empty());
+  auto stuck = f.s->stuck_runs(60 * kSecond, 50, std::string("reports"));
+  REQUIRE(stuck.size() == 1);
+  CHECK(stuck[0].worker == "w");
+}
+
+TEST_CASE("doctor: a healthy store is all ok") {
+  Fixture f;
+  auto findings = f.s->doctor();
+  auto named = [&](const std::string& name) {
+    auto it = std::find_if(findings.begin(), findings.end(), [&](const auto& x) { return x.name == name; });
+    REQUIRE(it != findings.end());
+    return *it;
+  };
+  for (const auto& x : findings) {
+    CAPTURE(x.name);
+    CAPTURE(x.detail);
+    CHECK(x.level == store::Finding::Level::ok);
+  }
+  CHECK(named("schema").detail == fmt::format("version {}", store::kSchemaVersion));
+  CHECK(named("clock").detail.find("the store's clock is") == 0);
+  if (test::test_backend() == config::Backend::sqlite) {
+    CHECK(named("integrity").detail == "ok");
+    named("WAL");
+  } else {
+    CHECK(named("table runs").detail.find("live rows") != std::string::npos);
+    CHECK(named("oldest transaction").level == store::Finding::Level::ok);
+    CHECK(named("indexes").detail == "all valid");
+  }
 }

@@ -1,0 +1,81 @@
+// jobctl progress: a running job reports how far it got, and leaves a
+// checkpoint for the next attempt of its run.
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/context.hpp"
+#include "cli/read_input.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+// Larger checkpoints belong in a file the job writes; the store keeps a
+// pointer to it.
+constexpr size_t kMaxCheckpoint = 1 << 20;
+
+std::string from_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v)
+    throw usage_error(fmt::format("{} is not set: jobctl progress runs inside a job that jobagent started", name),
+                      "jobagent sets JOB_RUN_ID, JOB_FENCE_TOKEN and JOBCTL_DB in every job's environment");
+  return v;
+}
+
+}  // namespace
+
+void register_progress(CLI::App& app, Context& ctx) {
+  struct Flags {
+    std::string fraction, message, checkpoint;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand(
+      "progress", "From inside a job: report progress (0 to 1), a message, and a checkpoint for the next attempt");
+  cmd->add_option("fraction", f->fraction, "How far the job got: 0 to 1 (e.g. 0.42), or a percentage (42%)")
+      ->required();
+  cmd->add_option("--message", f->message, "What it is doing now, shown by jobctl get and wait");
+  cmd->add_option("--checkpoint", f->checkpoint,
+                  "JSON the run's next attempt receives in JOB_CHECKPOINT (@FILE reads a file); at most 1 MiB");
+  cmd->callback([f, &ctx] {
+    double value = 0;
+    try {
+      size_t used = 0;
+      std::string text = f->fraction;
+      bool percent = !text.empty() && text.back() == '%';
+      if (percent) text.pop_back();
+      value = std::stod(text, &used);
+      if (used != text.size()) throw std::invalid_argument("trailing text");
+      if (percent) value /= 100;
+    } catch (const std::exception&) {
+      throw usage_error(fmt::format("invalid progress '{}'", f->fraction), "give a number from 0 to 1, or 0% to 100%");
+    }
+    if (!(value >= 0 && value <= 1))
+      throw usage_error(fmt::format("progress {} is out of range", f->fraction), "give a number from 0 to 1, or 0% to 100%");
+    std::optional<std::string> checkpoint;
+    if (!f->checkpoint.empty()) {
+      std::string text = f->checkpoint[0] == '@' ? read_input(f->checkpoint.substr(1), "--checkpoint") : f->checkpoint;
+      if (text.size() > kMaxCheckpoint)
+        throw usage_error(fmt::format("--checkpoint is {} bytes, more than 1 MiB", text.size()),
+                          "write the state to a file and checkpoint its path");
+      try {
+        checkpoint = nlohmann::json::parse(text).dump();
+      } catch (const nlohmann::json::parse_error& e) {
+        throw usage_error(fmt::format("--checkpoint is not valid JSON: {}", e.what()),
+                          "e.g. --checkpoint '{\"offset\": 1200}'");
+      }
+    }
+    std::string run = from_env("JOB_RUN_ID");
+    int64_t fence = 0;
+    try {
+      fence = std::stoll(from_env("JOB_FENCE_TOKEN"));
+    } catch (const std::logic_error&) {
+      throw usage_error("JOB_FENCE_TOKEN is not a number");
+    }
+    ctx.store().report_progress(run, fence, value, f->message, checkpoint);
+  });
+}
+
+}  // namespace jobctl::cli

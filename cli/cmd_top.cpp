@@ -1,0 +1,123 @@
+// jobctl top: stats, workers and recent failures, redrawn in place until q
+// or Ctrl-C. It takes the terminal's alternate screen and gives it back as
+// it found it, whatever ends it.
+#include <poll.h>
+#include <signal.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/context.hpp"
+#include "cli/health_tables.hpp"
+#include "cli/output.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+// The terminal in raw-ish mode (keys without Enter, no echo) on the
+// alternate screen with the cursor hidden; restored by the destructor.
+class Screen {
+ public:
+  Screen() {
+    if (tcgetattr(STDIN_FILENO, &saved_) == 0) {
+      termios raw = saved_;
+      // Keys, not signals: Ctrl-C arrives as 3 (quit), Ctrl-Z does nothing
+      // (a suspended top would leave the shell on the alternate screen).
+      raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO | ISIG));
+      raw.c_cc[VMIN] = 0;
+      raw.c_cc[VTIME] = 0;
+      restore_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    std::fputs("\033[?1049h\033[?25l", stdout);
+    std::fflush(stdout);
+  }
+  ~Screen() {
+    std::fputs("\033[?25h\033[?1049l", stdout);
+    std::fflush(stdout);
+    if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  Screen(const Screen&) = delete;
+  Screen& operator=(const Screen&) = delete;
+
+ private:
+  termios saved_{};
+  bool restore_ = false;
+};
+
+struct TopFlags {
+  std::string interval = "2s", since = "15m";
+  bool once = false;
+};
+
+void draw(Context& ctx, const TopFlags& f, int64_t window_us) {
+  store::StatsFilter filter;
+  filter.window_us = window_us;
+  auto stats = ctx.store().stats(filter);
+  auto workers = ctx.store().list_workers();
+  std::map<std::string, bool> paused;
+  for (const auto& q : ctx.store().list_queues()) paused[q.name] = q.paused;
+  auto failures = ctx.store().recent_failures(8);
+  int64_t now = util::now_micros();
+  std::printf("jobctl top  %s  (every %s%s)\n\n", util::format_time(now).c_str(), f.interval.c_str(),
+              f.once ? "" : "; q quits");
+  std::printf("QUEUES, over the last %s\n", util::format_duration(util::Micros(window_us)).c_str());
+  print_stats_table(stats, agents_by_queue(workers), paused);
+  std::printf("\nWORKERS\n");
+  std::erase_if(workers, [](const model::Worker& w) { return w.state == model::WorkerState::gone; });
+  print_workers_table(workers);
+  std::printf("\nRECENT FAILURES\n");
+  std::vector<TableRow> rows;
+  for (const auto& a : failures)
+    rows.push_back({util::format_age(a.finished_at, now), a.job_id, cell(a.job_name, 24), a.queue,
+                    std::to_string(a.attempt), cell(a.error, 70)});
+  print_table({"WHEN", "JOB", "NAME", "QUEUE", "ATTEMPT", "ERROR"}, rows);
+}
+
+}  // namespace
+
+void register_top(CLI::App& app, Context& ctx) {
+  auto f = std::make_shared<TopFlags>();
+  auto* cmd = app.add_subcommand("top", "A live view of queues, workers and recent failures (q or Ctrl-C quits)");
+  cmd->add_option("--interval", f->interval, "Time between redraws")->capture_default_str();
+  cmd->add_option("--since", f->since, "The window of the queue figures (as jobctl stats --since)")->capture_default_str();
+  cmd->add_flag("--once", f->once, "Print one frame and exit (no terminal needed)");
+  cmd->callback([f, &ctx] {
+    auto interval = util::parse_duration(f->interval, "--interval");
+    if (interval < util::Micros(100'000)) throw usage_error("--interval must be at least 100ms");
+    int64_t window = util::parse_duration(f->since, "--since").count();
+    if (window <= 0) throw usage_error("--since must be longer than 0s", "e.g. --since 15m");
+    if (f->once) {
+      draw(ctx, *f, window);
+      return;
+    }
+    if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
+      throw usage_error("jobctl top needs a terminal", "use `jobctl top --once` or `jobctl stats` in scripts");
+    g_stop = 0;
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    Screen screen;
+    while (!g_stop) {
+      std::fputs("\033[H\033[2J", stdout);
+      draw(ctx, *f, window);
+      std::fflush(stdout);
+      pollfd in{STDIN_FILENO, POLLIN, 0};
+      if (poll(&in, 1, static_cast<int>(interval.count() / 1000)) > 0) {
+        char key = 0;
+        if (read(STDIN_FILENO, &key, 1) == 1 && (key == 'q' || key == 'Q' || key == 3)) break;
+      }
+    }
+  });
+}
+
+}  // namespace jobctl::cli

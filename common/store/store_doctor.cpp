@@ -1,0 +1,131 @@
+// Store: jobctl doctor's findings about the store itself: schema version,
+// clock skew, and per engine what makes a store slow or unsafe over time
+// (PostgreSQL: dead tuples and vacuum, long transactions that hold vacuum
+// back, invalid indexes; SQLite: the WAL's size, integrity, free pages).
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "common/store/migrations.hpp"
+#include "common/store/store.hpp"
+#include "common/util/time.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000;
+
+Finding ok(std::string name, std::string detail) { return {std::move(name), Finding::Level::ok, std::move(detail), ""}; }
+Finding warn(std::string name, std::string detail, std::string hint) {
+  return {std::move(name), Finding::Level::warn, std::move(detail), std::move(hint)};
+}
+Finding bad(std::string name, std::string detail, std::string hint) {
+  return {std::move(name), Finding::Level::fail, std::move(detail), std::move(hint)};
+}
+
+std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+void postgres_findings(Connection& c, std::vector<Finding>& out) {
+  for (const auto& row : c.query(
+           "SELECT relname, n_live_tup, n_dead_tup, COALESCE(EXTRACT(EPOCH FROM now() - GREATEST(last_autovacuum, "
+           "last_vacuum))::bigint, -1) FROM pg_stat_user_tables WHERE schemaname = current_schema() "
+           "AND relname IN ('runs', 'attempts', 'jobs', 'workers', 'queues', 'tenants') ORDER BY relname")) {
+    std::string table = row.text(0);
+    int64_t live = row.i64(1), dead = row.i64(2), since = row.i64(3);
+    std::string detail = fmt::format("{} live rows, {} dead, last vacuum {}", live, dead,
+                                     since < 0 ? std::string("never") : util::format_age(0, since * kSecond));
+    if (dead > 10'000 && dead > live / 5)
+      out.push_back(warn("table " + table, detail,
+                         fmt::format("dead rows slow the claim: check that autovacuum runs (VACUUM (VERBOSE) {}), and "
+                                     "look for a long transaction below",
+                                     table)));
+    else
+      out.push_back(ok("table " + table, detail));
+  }
+  auto tx = c.query(
+      "SELECT COALESCE(EXTRACT(EPOCH FROM max(now() - xact_start))::bigint, 0), "
+      "(SELECT pid FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() "
+      "ORDER BY xact_start LIMIT 1), (SELECT state FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> "
+      "pg_backend_pid() ORDER BY xact_start LIMIT 1) FROM pg_stat_activity WHERE xact_start IS NOT NULL "
+      "AND pid <> pg_backend_pid()");
+  int64_t oldest = tx.at(0).i64(0);
+  std::string detail = oldest == 0 ? "none open" : fmt::format("{} s old (pid {}, {})", oldest, tx[0].text(1), tx[0].text(2));
+  if (oldest > 300)
+    out.push_back(warn("oldest transaction", detail,
+                       fmt::format("it holds back vacuum of every table: end it, or SELECT pg_terminate_backend({})",
+                                   tx[0].text(1))));
+  else
+    out.push_back(ok("oldest transaction", detail));
+  auto invalid = c.query(
+      "SELECT string_agg(i.relname, ', ') FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_namespace n "
+      "ON n.oid = i.relnamespace WHERE n.nspname = current_schema() AND NOT x.indisvalid");
+  if (!invalid.at(0).is_null(0))
+    out.push_back(bad("indexes", "invalid: " + invalid[0].text(0),
+                      "a CREATE INDEX CONCURRENTLY failed: DROP INDEX and run jobctl init, or REINDEX INDEX"));
+  else
+    out.push_back(ok("indexes", "all valid"));
+}
+
+void sqlite_findings(Connection& c, std::vector<Finding>& out) {
+  std::string path;
+  for (const auto& row : c.query("PRAGMA database_list"))
+    if (row.text(1) == "main") path = row.text(2);
+  int64_t page = c.query("PRAGMA page_size").at(0).i64(0);
+  int64_t pages = c.query("PRAGMA page_count").at(0).i64(0);
+  int64_t free_pages = c.query("PRAGMA freelist_count").at(0).i64(0);
+  out.push_back(ok("file", fmt::format("{}: {}, {} free", path, mib(page * pages), mib(page * free_pages))));
+  struct stat st;
+  int64_t wal = stat((path + "-wal").c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+  if (wal > 256 << 20)
+    out.push_back(warn("WAL", mib(wal),
+                       "a long reader keeps the WAL from being checkpointed: stop it, or run "
+                       "sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)'"));
+  else
+    out.push_back(ok("WAL", mib(wal)));
+  auto check = c.query("PRAGMA integrity_check");
+  std::string first = check.empty() ? "?" : check[0].text(0);
+  if (first == "ok")
+    out.push_back(ok("integrity", "ok"));
+  else
+    out.push_back(bad("integrity", first, "restore from a backup; sqlite3 FILE .recover may save what is left"));
+}
+
+}  // namespace
+
+std::vector<Finding> Store::doctor() {
+  std::vector<Finding> out;
+  int version = schema_version();
+  if (version == 0)
+    out.push_back(bad("schema", "no jobctl schema in this store", "run `jobctl init`"));
+  else if (version == kSchemaVersion)
+    out.push_back(ok("schema", fmt::format("version {}", version)));
+  else if (version < kSchemaVersion)
+    out.push_back(bad("schema", fmt::format("version {}, this build needs {}", version, kSchemaVersion),
+                      "run `jobctl init` to upgrade it"));
+  else
+    out.push_back(bad("schema", fmt::format("version {}, newer than this build ({})", version, kSchemaVersion),
+                      "upgrade jobctl and jobagent"));
+  int64_t before = util::now_micros();
+  int64_t store = now();
+  int64_t after = util::now_micros();
+  int64_t skew = store - (before + after) / 2;
+  std::string detail = fmt::format("the store's clock is {:+.3f} s from this host's", static_cast<double>(skew) / 1e6);
+  if (std::llabs(skew) > kSecond)
+    out.push_back(warn("clock", detail,
+                       "agents time leases and schedules by the store's clock, people by theirs: run NTP "
+                       "(chrony, systemd-timesyncd) on both"));
+  else
+    out.push_back(ok("clock", detail));
+  auto stale = version == 0 ? std::vector<Row>{} : conn_->query(
+      "SELECT count(*) FROM workers WHERE state <> 'gone' AND heartbeat_at + lease_us < NOW_US");
+  if (int64_t n = stale.empty() ? 0 : stale.at(0).i64(0); n > 0)
+    out.push_back(warn("agents", fmt::format("{} agents stopped heartbeating but are not marked gone yet", n),
+                       "a live agent marks them gone and rescues their runs within a lease: is any agent running?"));
+  if (dialect() == Dialect::postgres) postgres_findings(*conn_, out);
+  else sqlite_findings(*conn_, out);
+  return out;
+}
+
+}  // namespace jobctl::store

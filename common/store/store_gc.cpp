@@ -1,0 +1,97 @@
+// Store: history retention (jobctl gc, jobagent --gc-older-than). Finished
+// runs and their attempts older than the retention go, a bounded batch per
+// transaction, so neither the store nor a single transaction grows without
+// end and agents keep claiming in between.
+//
+// What stays, whatever its age: runs still waiting or running; dead runs in
+// the dead-letter queue (not replayed: `jobctl dlq purge` removes those); a
+// DAG run's node runs until the whole DAG run has ended before the cutoff
+// (its status and `dag retry` read them), and all of a DAG run that has a
+// node in the dead-letter queue. A one-off job goes with its last
+// run, with its audit trail; schedules, DAGs and their node jobs stay.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "common/store/rows.hpp"
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::store {
+namespace {
+
+constexpr const char* kDoneRuns =
+    "SELECT id, job_id FROM runs WHERE finished_at < $1 AND dag_run_id IS NULL "
+    "AND (status IN ('succeeded', 'failed', 'cancelled', 'skipped') OR (status = 'dead' AND replayed_at IS NOT NULL)) "
+    "ORDER BY finished_at LIMIT $2";
+
+// DAG runs whose every node run has ended, the last before the cutoff,
+// with no node in the dead-letter queue.
+constexpr const char* kDoneDagRuns =
+    "SELECT d.id FROM dag_runs d WHERE d.created_at < $1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+    "r.dag_run_id = d.id AND (r.finished_at IS NULL OR r.finished_at >= $1 OR (r.status = 'dead' AND "
+    "r.replayed_at IS NULL))) ORDER BY d.created_at LIMIT $2";
+
+}  // namespace
+
+GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
+  GcResult total;
+  if (batch < 1) throw usage_error("--batch must be at least 1");
+  if (older_than_us <= 0) throw usage_error("--older-than must be longer than 0s", "e.g. --older-than 30d");
+  const int64_t cutoff = now() - older_than_us;
+  // Plain runs, a batch at a time.
+  for (;;) {
+    if (total.batches >= max_batches) {
+      total.more = true;
+      return total;
+    }
+    Transaction tx(*conn_, TxMode::write);
+    std::vector<std::string> runs;
+    std::set<std::string> jobs;
+    for (const auto& row : conn_->query(kDoneRuns, {cutoff, int64_t{batch}})) {
+      runs.push_back(row.text(0));
+      jobs.insert(row.text(1));
+    }
+    if (runs.empty()) break;
+    auto ids = list_param(dialect(), runs);
+    total.attempts += conn_->exec("DELETE FROM attempts WHERE " + in_list(dialect(), "run_id", 1), {ids});
+    total.runs += conn_->exec("DELETE FROM runs WHERE " + in_list(dialect(), "id", 1), {ids});
+    // One-off jobs (and notifications) left with no run go too.
+    auto gone = conn_->query("DELETE FROM jobs WHERE " + in_list(dialect(), "id", 1) +
+                                 " AND kind IN ('job', 'notification') AND cron IS NULL AND NOT EXISTS "
+                                 "(SELECT 1 FROM runs r WHERE r.job_id = jobs.id) RETURNING id",
+                             {list_param(dialect(), {jobs.begin(), jobs.end()})});
+    std::vector<std::string> gone_ids;
+    for (const auto& row : gone) gone_ids.push_back(row.text(0));
+    if (!gone_ids.empty())
+      conn_->exec("DELETE FROM job_events WHERE " + in_list(dialect(), "job_id", 1),
+                  {list_param(dialect(), gone_ids)});
+    total.jobs += static_cast<int64_t>(gone_ids.size());
+    tx.commit();
+    ++total.batches;
+    if (static_cast<int>(runs.size()) < batch) break;
+  }
+  // Whole DAG runs.
+  for (;;) {
+    if (total.batches >= max_batches) {
+      total.more = true;
+      return total;
+    }
+    Transaction tx(*conn_, TxMode::write);
+    std::vector<std::string> dag_runs;
+    for (const auto& row : conn_->query(kDoneDagRuns, {cutoff, int64_t{batch}})) dag_runs.push_back(row.text(0));
+    if (dag_runs.empty()) break;
+    auto ids = list_param(dialect(), dag_runs);
+    total.attempts += conn_->exec(
+        "DELETE FROM attempts WHERE run_id IN (SELECT id FROM runs WHERE " + in_list(dialect(), "dag_run_id", 1) + ")",
+        {ids});
+    total.runs += conn_->exec("DELETE FROM runs WHERE " + in_list(dialect(), "dag_run_id", 1), {ids});
+    total.dag_runs += conn_->exec("DELETE FROM dag_runs WHERE " + in_list(dialect(), "id", 1), {ids});
+    tx.commit();
+    ++total.batches;
+    if (static_cast<int>(dag_runs.size()) < batch) break;
+  }
+  return total;
+}
+
+}  // namespace jobctl::store
