@@ -31,6 +31,8 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
     std::string key = kv.substr(0, eq);
     if (key.rfind("JOBAGENT_SECRET_", 0) == 0) continue;  // secrets stay with the agent
     if (key == "JOBCTL_DB") continue;  // the store is the agent's to give (store_dsn), or not
+    // systemd's notify socket is the agent's: a job must not speak for it.
+    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID") continue;
     env[key] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : run.spec.env) env[k] = v;
@@ -49,7 +51,7 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
   }
   if (run.checkpoint) env["JOB_CHECKPOINT"] = *run.checkpoint;
   else env.erase("JOB_CHECKPOINT");
-  if (!store_dsn.empty()) env["JOBCTL_DB"] = store_dsn;
+  if (!store_dsn.empty() && !run.spec.env.count("JOBCTL_DB")) env["JOBCTL_DB"] = store_dsn;  // a job's own --env wins
   if (run.spec.payload) env["JOB_PAYLOAD"] = *run.spec.payload;
   else env.erase("JOB_PAYLOAD");
   std::vector<std::string> out;

@@ -93,6 +93,7 @@ void run_stats(Context& ctx, const StatsFlags& f) {
              {"lag_s", percentiles_json(s.lag_s)},
              {"duration_s", percentiles_json(s.duration_s)},
              {"dead_letter", s.dead_letter},
+             {"held", s.held},
              {"live_agents", agents[s.queue]},
              {"queue_paused", paused[s.queue]}};
       j["oldest_ready_s"] = s.oldest_ready_us ? json(static_cast<double>(*s.oldest_ready_us) / 1e6) : json(nullptr);

@@ -13,9 +13,10 @@
 namespace jobctl::cli {
 namespace {
 
-// Larger checkpoints belong in a file the job writes; the store keeps a
-// pointer to it.
-constexpr size_t kMaxCheckpoint = 1 << 20;
+// The next attempt gets it in its environment, and Linux takes at most
+// 128 KiB per variable: larger state belongs in a file the job writes,
+// with its path in the checkpoint.
+constexpr size_t kMaxCheckpoint = 64 << 10;
 
 std::string from_env(const char* name) {
   const char* v = std::getenv(name);
@@ -38,7 +39,7 @@ void register_progress(CLI::App& app, Context& ctx) {
       ->required();
   cmd->add_option("--message", f->message, "What it is doing now, shown by jobctl get and wait");
   cmd->add_option("--checkpoint", f->checkpoint,
-                  "JSON the run's next attempt receives in JOB_CHECKPOINT (@FILE reads a file); at most 1 MiB");
+                  "JSON the run's next attempt receives in JOB_CHECKPOINT (@FILE reads a file); at most 64 KiB");
   cmd->callback([f, &ctx] {
     double value = 0;
     try {
@@ -58,7 +59,7 @@ void register_progress(CLI::App& app, Context& ctx) {
     if (!f->checkpoint.empty()) {
       std::string text = f->checkpoint[0] == '@' ? read_input(f->checkpoint.substr(1), "--checkpoint") : f->checkpoint;
       if (text.size() > kMaxCheckpoint)
-        throw usage_error(fmt::format("--checkpoint is {} bytes, more than 1 MiB", text.size()),
+        throw usage_error(fmt::format("--checkpoint is {} bytes, more than 64 KiB", text.size()),
                           "write the state to a file and checkpoint its path");
       try {
         checkpoint = nlohmann::json::parse(text).dump();

@@ -20,8 +20,18 @@
 namespace jobctl::cli {
 namespace {
 
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+// What a signal handler needs to give the terminal back: it may arrive
+// while a store call hangs, so it restores and exits by itself, with
+// async-signal-safe calls only.
+termios g_saved{};
+volatile sig_atomic_t g_have_saved = 0;
+constexpr char kLeave[] = "\033[?25h\033[?1049l";
+
+void on_signal(int sig) {
+  (void)!write(STDOUT_FILENO, kLeave, sizeof kLeave - 1);
+  if (g_have_saved) tcsetattr(STDIN_FILENO, TCSANOW, &g_saved);
+  _exit(128 + sig);
+}
 
 // The terminal in raw-ish mode (keys without Enter, no echo) on the
 // alternate screen with the cursor hidden; restored by the destructor.
@@ -29,10 +39,10 @@ class Screen {
  public:
   Screen() {
     if (tcgetattr(STDIN_FILENO, &saved_) == 0) {
+      g_saved = saved_;
+      g_have_saved = 1;
       termios raw = saved_;
-      // Keys, not signals: Ctrl-C arrives as 3 (quit), Ctrl-Z does nothing
-      // (a suspended top would leave the shell on the alternate screen).
-      raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO | ISIG));
+      raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
       raw.c_cc[VMIN] = 0;
       raw.c_cc[VTIME] = 0;
       restore_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
@@ -44,6 +54,7 @@ class Screen {
     std::fputs("\033[?25h\033[?1049l", stdout);
     std::fflush(stdout);
     if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    g_have_saved = 0;
   }
   Screen(const Screen&) = delete;
   Screen& operator=(const Screen&) = delete;
@@ -65,7 +76,7 @@ void draw(Context& ctx, const TopFlags& f, int64_t window_us) {
   auto workers = ctx.store().list_workers();
   std::map<std::string, bool> paused;
   for (const auto& q : ctx.store().list_queues()) paused[q.name] = q.paused;
-  auto failures = ctx.store().recent_failures(8);
+  auto failures = ctx.store().recent_failures(8, window_us);
   int64_t now = util::now_micros();
   std::printf("jobctl top  %s  (every %s%s)\n\n", util::format_time(now).c_str(), f.interval.c_str(),
               f.once ? "" : "; q quits");
@@ -101,20 +112,20 @@ void register_top(CLI::App& app, Context& ctx) {
     }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
       throw usage_error("jobctl top needs a terminal", "use `jobctl top --once` or `jobctl stats` in scripts");
-    g_stop = 0;
     struct sigaction sa{};
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+    signal(SIGTSTP, SIG_IGN);  // a suspended top would leave the shell on the alternate screen
     Screen screen;
-    while (!g_stop) {
+    for (;;) {
       std::fputs("\033[H\033[2J", stdout);
       draw(ctx, *f, window);
       std::fflush(stdout);
       pollfd in{STDIN_FILENO, POLLIN, 0};
       if (poll(&in, 1, static_cast<int>(interval.count() / 1000)) > 0) {
+        if (in.revents & (POLLHUP | POLLERR)) break;  // the terminal went away
         char key = 0;
-        if (read(STDIN_FILENO, &key, 1) == 1 && (key == 'q' || key == 'Q' || key == 3)) break;
+        if (read(STDIN_FILENO, &key, 1) == 1 && (key == 'q' || key == 'Q')) break;
       }
     }
   });

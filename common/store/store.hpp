@@ -170,6 +170,7 @@ struct QueueStats {
   int64_t running = 0;
   std::optional<int64_t> oldest_ready_us;  // how long the longest-waiting due run has waited
   int64_t dead_letter = 0;                 // dead runs not replayed, of any age
+  int64_t held = 0;                        // pending runs of paused jobs (not in ready, scheduled or oldest)
   // Over the window.
   int64_t succeeded = 0;  // runs that ended succeeded
   int64_t dead = 0;       // runs that went to the dead-letter queue
@@ -449,8 +450,8 @@ class Store {
   // host, stale agents, and per engine vacuum, long transactions and
   // indexes (PostgreSQL) or file, WAL and integrity (SQLite).
   std::vector<Finding> doctor();
-  // The latest failed attempts, newest first.
-  std::vector<FailedAttempt> recent_failures(int limit);
+  // The latest failed attempts of the last `within_us`, newest first.
+  std::vector<FailedAttempt> recent_failures(int limit, int64_t within_us);
   std::vector<StuckRun> stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue = {});
   // Per queue and priority, sorted so; see QueueStats. One read transaction.
   std::vector<QueueStats> stats(const StatsFilter& filter);

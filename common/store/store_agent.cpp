@@ -145,10 +145,14 @@ void Store::set_worker_state(const std::string& worker_id, model::WorkerState st
 
 std::vector<model::Worker> Store::list_workers() {
   auto rows = conn_->query(
-      "SELECT w.id, w.name, w.host, w.pid, w.queues, w.capacity, w.version, w.started_at, w.heartbeat_at, w.state, "
+      // An agent that stopped heartbeating is gone, whether or not a live
+      // agent has marked it so yet (rescue does, and takes its runs).
+      "SELECT w.id, w.name, w.host, w.pid, w.queues, w.capacity, w.version, w.started_at, w.heartbeat_at, "
+      "CASE WHEN w.heartbeat_at + w.lease_us < NOW_US THEN 'gone' ELSE w.state END, "
       "(SELECT count(*) FROM runs r WHERE r.lease_owner = w.id AND r.status = 'running'), "
       "(SELECT count(*) FROM scheduler_lease l WHERE l.holder = w.id AND l.expires_at > NOW_US), w.labels "
-      "FROM workers w ORDER BY CASE w.state WHEN 'gone' THEN 1 ELSE 0 END, w.heartbeat_at DESC");
+      "FROM workers w ORDER BY CASE WHEN w.state = 'gone' OR w.heartbeat_at + w.lease_us < NOW_US THEN 1 ELSE 0 END, "
+      "w.heartbeat_at DESC");
   std::vector<model::Worker> out;
   for (const auto& row : rows) {
     model::Worker w;

@@ -320,6 +320,9 @@ int Store::retry_dag_run(const std::string& id) {
                                       {run_id}))
     if (!done.count(row.text(1))) ++waiting[row.text(0)];
   conn_->exec("UPDATE dag_runs SET cancelled_at = NULL, paused = 0 WHERE id = $1", {run_id});
+  // The dead nodes it runs again leave the dead-letter queue, as a replay's do.
+  conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE dag_run_id = $1 AND status = 'dead' AND replayed_at IS NULL",
+              {run_id});
   const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
   const int64_t due = now();
   int n = 0;

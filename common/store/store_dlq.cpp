@@ -60,6 +60,12 @@ std::string Store::rerun(const std::string& run_id, const char* action) {
     throw Error(ExitCode::invalid_state,
                 fmt::format("run {} is a node of DAG run {}: it is not run again on its own", run_id, dag[0].text(0)),
                 fmt::format("`jobctl dag retry {}` runs its failed and cancelled nodes again", dag[0].text(0)));
+  // The old run and its job, locked: a concurrent `jobctl gc` either
+  // removed them already (not found) or waits, and then finds the new run.
+  if (dialect() == Dialect::postgres &&
+      conn_->query("SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 FOR UPDATE OF r, j", {run_id})
+          .empty())
+    throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
   auto rows = conn_->query(

@@ -44,12 +44,15 @@ void postgres_findings(Connection& c, std::vector<Finding>& out) {
     else
       out.push_back(ok("table " + table, detail));
   }
-  auto tx = c.query(
+  // Client transactions in this database that hold a snapshot (and with
+  // it vacuum). Without pg_read_all_stats, other roles' are invisible.
+  const char* open_tx =
+      "FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database() "
+      "AND backend_type = 'client backend' AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)";
+  auto tx = c.query(fmt::format(
       "SELECT COALESCE(EXTRACT(EPOCH FROM max(now() - xact_start))::bigint, 0), "
-      "(SELECT pid FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() "
-      "ORDER BY xact_start LIMIT 1), (SELECT state FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> "
-      "pg_backend_pid() ORDER BY xact_start LIMIT 1) FROM pg_stat_activity WHERE xact_start IS NOT NULL "
-      "AND pid <> pg_backend_pid()");
+      "(SELECT pid {0} ORDER BY xact_start LIMIT 1), (SELECT state {0} ORDER BY xact_start LIMIT 1) {0}",
+      open_tx));
   int64_t oldest = tx.at(0).i64(0);
   std::string detail = oldest == 0 ? "none open" : fmt::format("{} s old (pid {}, {})", oldest, tx[0].text(1), tx[0].text(2));
   if (oldest > 300)

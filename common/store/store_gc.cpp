@@ -23,14 +23,14 @@ namespace {
 constexpr const char* kDoneRuns =
     "SELECT id, job_id FROM runs WHERE finished_at < $1 AND dag_run_id IS NULL "
     "AND (status IN ('succeeded', 'failed', 'cancelled', 'skipped') OR (status = 'dead' AND replayed_at IS NOT NULL)) "
-    "ORDER BY finished_at LIMIT $2";
+    "ORDER BY finished_at LIMIT $2{}";
 
 // DAG runs whose every node run has ended, the last before the cutoff,
 // with no node in the dead-letter queue.
 constexpr const char* kDoneDagRuns =
     "SELECT d.id FROM dag_runs d WHERE d.created_at < $1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
     "r.dag_run_id = d.id AND (r.finished_at IS NULL OR r.finished_at >= $1 OR (r.status = 'dead' AND "
-    "r.replayed_at IS NULL))) ORDER BY d.created_at LIMIT $2";
+    "r.replayed_at IS NULL))) ORDER BY d.created_at LIMIT $2{}";
 
 }  // namespace
 
@@ -39,6 +39,14 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
   if (batch < 1) throw usage_error("--batch must be at least 1");
   if (older_than_us <= 0) throw usage_error("--older-than must be longer than 0s", "e.g. --older-than 30d");
   const int64_t cutoff = now() - older_than_us;
+  // PostgreSQL: the rows to delete are locked as they are chosen, and ones
+  // another transaction holds are left for next time. A replay (which locks
+  // the run it replays) and a `dag retry` (which locks its DAG run) thus
+  // either finish first, and the row no longer qualifies, or wait for gc
+  // and find it gone; nothing they add is removed. SQLite: one writer.
+  const bool pg = dialect() == Dialect::postgres;
+  const char* lock = pg ? " FOR UPDATE SKIP LOCKED" : "";
+  const char* lock_dag = pg ? " FOR UPDATE OF d SKIP LOCKED" : "";
   // Plain runs, a batch at a time.
   for (;;) {
     if (total.batches >= max_batches) {
@@ -48,7 +56,7 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     Transaction tx(*conn_, TxMode::write);
     std::vector<std::string> runs;
     std::set<std::string> jobs;
-    for (const auto& row : conn_->query(kDoneRuns, {cutoff, int64_t{batch}})) {
+    for (const auto& row : conn_->query(fmt::format(kDoneRuns, lock), {cutoff, int64_t{batch}})) {
       runs.push_back(row.text(0));
       jobs.insert(row.text(1));
     }
@@ -56,7 +64,11 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     auto ids = list_param(dialect(), runs);
     total.attempts += conn_->exec("DELETE FROM attempts WHERE " + in_list(dialect(), "run_id", 1), {ids});
     total.runs += conn_->exec("DELETE FROM runs WHERE " + in_list(dialect(), "id", 1), {ids});
-    // One-off jobs (and notifications) left with no run go too.
+    // One-off jobs (and notifications) left with no run go too; their rows
+    // are locked first, so a run being added to one is waited for.
+    if (pg)
+      conn_->query("SELECT id FROM jobs WHERE " + in_list(dialect(), "id", 1) + " FOR UPDATE",
+                   {list_param(dialect(), {jobs.begin(), jobs.end()})});
     auto gone = conn_->query("DELETE FROM jobs WHERE " + in_list(dialect(), "id", 1) +
                                  " AND kind IN ('job', 'notification') AND cron IS NULL AND NOT EXISTS "
                                  "(SELECT 1 FROM runs r WHERE r.job_id = jobs.id) RETURNING id",
@@ -79,7 +91,8 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     }
     Transaction tx(*conn_, TxMode::write);
     std::vector<std::string> dag_runs;
-    for (const auto& row : conn_->query(kDoneDagRuns, {cutoff, int64_t{batch}})) dag_runs.push_back(row.text(0));
+    for (const auto& row : conn_->query(fmt::format(kDoneDagRuns, lock_dag), {cutoff, int64_t{batch}}))
+      dag_runs.push_back(row.text(0));
     if (dag_runs.empty()) break;
     auto ids = list_param(dialect(), dag_runs);
     total.attempts += conn_->exec(

@@ -43,15 +43,16 @@ std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
 
   // Now: waiting, running, the dead-letter queue.
   for (const auto& row : conn_->query(
-           "SELECT queue, priority, "
-           "SUM(CASE WHEN status = 'pending' AND available_at <= $1 THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'pending' AND available_at > $1 THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'blocked' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), "
-           "MIN(CASE WHEN status = 'pending' AND available_at <= $1 THEN available_at END), "
-           "SUM(CASE WHEN status = 'dead' AND replayed_at IS NULL THEN 1 ELSE 0 END) "
-           "FROM runs WHERE status IN ('pending', 'blocked', 'running', 'dead') AND ($2 = '' OR queue = $2) "
-           "GROUP BY queue, priority",
+           "SELECT r.queue, r.priority, "
+           "SUM(CASE WHEN r.status = 'pending' AND r.available_at <= $1 AND j.paused = 0 THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN r.status = 'pending' AND r.available_at > $1 AND j.paused = 0 THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN r.status = 'blocked' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN r.status = 'running' THEN 1 ELSE 0 END), "
+           "MIN(CASE WHEN r.status = 'pending' AND r.available_at <= $1 AND j.paused = 0 THEN r.available_at END), "
+           "SUM(CASE WHEN r.status = 'dead' AND r.replayed_at IS NULL THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN r.status = 'pending' AND j.paused <> 0 THEN 1 ELSE 0 END) "
+           "FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.status IN ('pending', 'blocked', 'running', 'dead') "
+           "AND ($2 = '' OR r.queue = $2) GROUP BY r.queue, r.priority",
            {now, queue})) {
     auto& s = at(row.text(0), row.i64(1));
     s.ready = row.i64(2);
@@ -60,6 +61,7 @@ std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
     s.running = row.i64(5);
     if (auto oldest = row.opt_i64(6)) s.oldest_ready_us = now - *oldest;
     s.dead_letter = row.i64(7);
+    s.held = row.i64(8);
   }
 
   // Runs that ended in the window.
@@ -76,17 +78,23 @@ std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
     s.cancelled = row.i64(4);
   }
 
-  // Attempts that ended in the window: failures and durations.
+  // Attempts that ended in the window: counted in full, durations sampled.
+  for (const auto& row : conn_->query(
+           "SELECT r.queue, r.priority, SUM(CASE WHEN a.outcome = 'failed' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN a.outcome = 'succeeded' THEN 1 ELSE 0 END) FROM attempts a JOIN runs r ON r.id = a.run_id "
+           "WHERE a.finished_at >= $1 AND ($2 = '' OR r.queue = $2) GROUP BY r.queue, r.priority",
+           {from, queue})) {
+    auto& s = at(row.text(0), row.i64(1));
+    s.failed_attempts = row.i64(2);
+    s.succeeded_attempts = row.i64(3);
+  }
   std::map<Key, std::vector<double>> durations, lags;
   for (const auto& row : conn_->query(
-           "SELECT r.queue, r.priority, a.outcome, a.finished_at - a.started_at FROM attempts a "
+           "SELECT r.queue, r.priority, a.finished_at - a.started_at FROM attempts a "
            "JOIN runs r ON r.id = a.run_id WHERE a.finished_at >= $1 AND ($2 = '' OR r.queue = $2) "
            "AND a.outcome IN ('succeeded', 'failed') ORDER BY a.finished_at DESC LIMIT $3",
-           {from, queue, kMaxSamples})) {
-    auto& s = at(row.text(0), row.i64(1));
-    (row.text(2) == "failed" ? s.failed_attempts : s.succeeded_attempts)++;
-    durations[{s.queue, static_cast<int>(s.priority)}].push_back(static_cast<double>(row.i64(3)) / 1e6);
-  }
+           {from, queue, kMaxSamples}))
+    durations[{row.text(0), static_cast<int>(row.i64(1))}].push_back(static_cast<double>(row.i64(2)) / 1e6);
 
   // Scheduling lag of the attempts that started in the window: from when
   // the run was due to its claim. Only a run's latest attempt still knows
@@ -113,13 +121,13 @@ std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
   return out;
 }
 
-std::vector<FailedAttempt> Store::recent_failures(int limit) {
+std::vector<FailedAttempt> Store::recent_failures(int limit, int64_t within_us) {
   std::vector<FailedAttempt> out;
   for (const auto& row : conn_->query(
            "SELECT r.job_id, j.name, r.queue, a.run_id, a.attempt, a.finished_at, a.error FROM attempts a "
            "JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id WHERE a.outcome = 'failed' "
-           "AND a.finished_at IS NOT NULL ORDER BY a.finished_at DESC LIMIT $1",
-           {int64_t{limit}}))
+           "AND a.finished_at >= NOW_US - $2 ORDER BY a.finished_at DESC LIMIT $1",
+           {int64_t{limit}, within_us}))
     out.push_back({row.text(0), row.text(1), row.text(2), row.text(3), static_cast<int>(row.i64(4)), row.i64(5),
                    row.text(6)});
   return out;
@@ -131,7 +139,7 @@ std::vector<StuckRun> Store::stuck_runs(int64_t no_progress_us, int limit, const
                   "FROM runs r JOIN jobs j ON j.id = r.job_id JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts "
                   "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND ($3 = '' OR r.queue = $3) AND ("
                   "(j.timeout_us > 0 AND a.started_at + j.timeout_us + COALESCE(w.lease_us, 0) < NOW_US) OR "
-                  "COALESCE(r.progress_at, a.started_at) < NOW_US - $1) ORDER BY a.started_at LIMIT $2",
+                  "COALESCE(r.progress_at, a.started_at) < NOW_US - $1) ORDER BY a.started_at, r.id LIMIT $2",
                   kJobColumns, kRunColumns),
       {no_progress_us, int64_t{limit}, queue.value_or("")});
   std::vector<StuckRun> out;

@@ -134,6 +134,18 @@ TEST_CASE("progress: a job reports progress and a checkpoint, and the next attem
   auto bad = run_jobctl(db, dir, {"progress", "1.5"}, "", {"JOB_RUN_ID=" + run_id, "JOB_FENCE_TOKEN=1"});
   CHECK(bad.code == 2);
   CHECK(bad.err.find("out of range") != std::string::npos);
+  // A checkpoint must fit in the next attempt's environment.
+  std::ofstream(dir.file("big.json")) << "\"" << std::string(70 * 1024, 'x') << "\"";
+  auto big = run_jobctl(db, dir, {"progress", "0.1", "--checkpoint", "@" + dir.file("big.json")}, "",
+                        {"JOB_RUN_ID=" + run_id, "JOB_FENCE_TOKEN=1"});
+  CHECK(big.code == 2);
+  CHECK(big.err.find("more than 64 KiB") != std::string::npos);
+
+  // A job's own --env JOBCTL_DB is kept.
+  std::string own = dir.file("own");
+  auto mine = submit(db, dir, {"--env", "JOBCTL_DB=sqlite:/elsewhere.db", "--", "echo $JOBCTL_DB > " + own});
+  CHECK(run_jobctl(db, dir, {"wait", mine}).code == 0);
+  CHECK(test::trim(test::read_file(own)) == "sqlite:/elsewhere.db");
 }
 
 TEST_CASE("progress: a stale fence is refused while the run is running") {
@@ -166,8 +178,8 @@ TEST_CASE("ls --stuck: a quiet running job is listed, one that reports progress 
   auto busy = submit(db, dir, {"--name", "busy", "--", "while [ ! -e " + go + " ]; do " + jobctl +
                                                            " progress 0.5 --message spinning; sleep 0.2; done"});
   test::eventually([&] { return test::get(db, dir, busy)["run"]["progress"] == 0.5; }, "busy's first report");
-  std::this_thread::sleep_for(2500ms);
-  auto listed = json::parse(run_jobctl(db, dir, {"ls", "--stuck", "--stuck-after", "2s", "-o", "json"}).out);
+  std::this_thread::sleep_for(5500ms);
+  auto listed = json::parse(run_jobctl(db, dir, {"ls", "--stuck", "--stuck-after", "5s", "-o", "json"}).out);
   REQUIRE(listed.size() == 1);
   CHECK(listed[0]["id"] == quiet);
   CHECK(listed[0]["stuck"].get<std::string>().find("without a progress report") != std::string::npos);

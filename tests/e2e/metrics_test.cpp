@@ -166,6 +166,11 @@ TEST_CASE("systemd: READY, WATCHDOG and STOPPING reach NOTIFY_SOCKET") {
   CHECK(ready.rfind("READY=1\nSTATUS=claiming from default as ", 0) == 0);
   CHECK(next() == "WATCHDOG=1");
   CHECK(next() == "WATCHDOG=1");
+  // A job does not get the agent's notify socket.
+  std::string env = dir.file("env");
+  auto id = submit(db, dir, {"--", "echo ${NOTIFY_SOCKET:-none} ${WATCHDOG_USEC:-none} > " + env});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(test::trim(test::read_file(env)) == "none none");
   agent.signal(SIGTERM);
   std::string m;
   do m = next();

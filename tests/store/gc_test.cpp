@@ -117,3 +117,19 @@ TEST_CASE("gc: a DAG run goes whole once every node ended before the cutoff") {
   CHECK(f.count("SELECT count(*) FROM runs WHERE dag_run_id = '" + res.dag_run_id + "'") == 0);
   CHECK_THROWS_AS(f.s->get_dag_run(res.dag_run_id), Error);
 }
+
+TEST_CASE("gc: dag retry takes the dead nodes it reruns out of the dead-letter queue") {
+  Fixture f;
+  store::DagSubmit d;
+  d.document = R"({"name": "one", "jobs": {"a": {"command": "false"}}})";
+  d.definition = dag::parse(d.document);
+  auto res = f.s->submit_dag(d);
+  auto c = f.s->claim(f.worker, {"default"}, 1, 60'000'000);
+  REQUIRE(c.size() == 1);
+  auto dead = store::completion_of(c[0], RunStatus::dead);
+  dead.outcome = "failed";
+  REQUIRE(f.s->complete({dead}) == std::vector<bool>{true});
+  CHECK(f.s->dead_runs({}).size() == 1);
+  CHECK(f.s->retry_dag_run(res.dag_run_id) == 1);
+  CHECK(f.s->dead_runs({}).empty());
+}

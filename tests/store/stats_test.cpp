@@ -164,8 +164,10 @@ TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or qui
   f.s->connection().exec("UPDATE runs SET progress_at = $2 WHERE id = $1", {busy.run_id, f.now - 90 * kSecond});
   auto later = f.s->stuck_runs(60 * kSecond, 50);
   REQUIRE(later.size() == 3);
-  CHECK(later[2].why.find("no progress for") != std::string::npos);
-  CHECK(later[2].why.find("(last: 50% half)") != std::string::npos);
+  auto b = std::find_if(later.begin(), later.end(), [&](const auto& x) { return x.view.latest_run->id == busy.run_id; });
+  REQUIRE(b != later.end());
+  CHECK(b->why.find("no progress for") != std::string::npos);
+  CHECK(b->why.find("(last: 50% half)") != std::string::npos);
 }
 
 TEST_CASE("stats: stuck runs of one queue only, with the agent's name") {
@@ -201,4 +203,16 @@ TEST_CASE("doctor: a healthy store is all ok") {
     CHECK(named("oldest transaction").level == store::Finding::Level::ok);
     CHECK(named("indexes").detail == "all valid");
   }
+}
+
+TEST_CASE("workers: an agent that stopped heartbeating is listed as gone before anyone marks it") {
+  Fixture f;
+  auto stale = f.s->register_worker({"stale", "host", 2, {"default"}, 4, "test", kSecond, {}});
+  f.s->connection().exec("UPDATE workers SET heartbeat_at = $2 WHERE id = $1", {stale, f.now - 10 * kSecond});
+  auto workers = f.s->list_workers();
+  REQUIRE(workers.size() == 2);
+  CHECK(workers[0].name == "w");
+  CHECK(workers[0].state == model::WorkerState::active);
+  CHECK(workers[1].name == "stale");
+  CHECK(workers[1].state == model::WorkerState::gone);
 }

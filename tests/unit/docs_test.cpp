@@ -202,6 +202,7 @@ TEST_CASE("docs: bash completion takes its words from the binary") {
   CHECK(statuses == std::vector<std::string>{"running"});
   // Nested subcommands: `dlq` has its own.
   CHECK(bash_complete({"jobctl", "dlq", "rep"}) == std::vector<std::string>{"replay"});
+  CHECK(bash_complete({"jobctl", "dlq", "re"}) == std::vector<std::string>{"replay"});
   CHECK(bash_complete({"jobctl", "dag", "re"}) == std::vector<std::string>{"resume", "retry"});
   auto policies = bash_complete({"jobctl", "dag", "submit", "--on-failure", ""});
   CHECK(std::find(policies.begin(), policies.end(), "continue") != policies.end());
