@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     if (!secrets_file.empty()) opts.secrets_file = secrets_file;
     if (!gc_older_than.empty()) opts.gc_older_than = to_ms(gc_older_than, "--gc-older-than");
     opts.gc_every = to_ms(gc_every, "--gc-every");
-    if (opts.gc_every < milliseconds(1000)) throw jobctl::usage_error("--gc-every must be at least 1s");
+    if (opts.gc_every < milliseconds(1000)) throw jobctl::usage_error("--gc-every must be at least 1s", "e.g. --gc-every 10m");
     if (!gc_older_than.empty() && opts.gc_older_than < milliseconds(1000))
       throw jobctl::usage_error("--gc-older-than must be at least 1s", "e.g. --gc-older-than 30d");
     opts.listen = !no_listen;

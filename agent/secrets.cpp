@@ -21,13 +21,16 @@ constexpr std::string_view kEnvPrefix = "JOBAGENT_SECRET_";
 void read_file(const std::string& path, std::map<std::string, std::string>& out) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0)
-    throw usage_error(fmt::format("--secrets-file '{}': {}", path, std::strerror(errno)));
+    throw usage_error(fmt::format("--secrets-file '{}': {}", path, std::strerror(errno)),
+                      "check the path; the file holds NAME=value lines and has mode 600");
   if ((st.st_mode & 077) != 0)
     throw usage_error(fmt::format("--secrets-file '{}' is readable or writable by others (mode {:o}): refused",
                                   path, st.st_mode & 0777),
                       fmt::format("chmod 600 '{}'", path));
   std::ifstream in(path);
-  if (!in) throw usage_error(fmt::format("--secrets-file '{}': {}", path, std::strerror(errno)));
+  if (!in)
+    throw usage_error(fmt::format("--secrets-file '{}': {}", path, std::strerror(errno)),
+                      "the agent's user must be able to read it (and nobody else)");
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -83,13 +83,12 @@ struct WebhookRunner::Transfer {
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   std::string body;                  // the resolved body: libcurl reads it in place
-  exec::OutputTail response;
+  exec::OutputTail response{0};      // sized in start(), once the secrets it must outlast are known
   Secrets::Values secrets;           // used by this request: redacted from what is kept
   Clock::time_point started;
   int64_t timeout_us = 0;
   char error[CURL_ERROR_SIZE] = {};
 
-  explicit Transfer(size_t limit) : response(limit) {}
 };
 
 WebhookRunner::WebhookRunner(const Options& opts, const Secrets& secrets) : opts_(opts), secrets_(secrets) {}
@@ -137,7 +136,7 @@ int WebhookRunner::on_timer(CURLM*, long timeout_ms, void* self) {
 std::optional<std::string> WebhookRunner::start(const store::ClaimedRun& run) {
   if (!multi_) open_multi();
   const model::Webhook& w = *run.spec.command.webhook;
-  auto t = std::make_unique<Transfer>(opts_.output_limit);
+  auto t = std::make_unique<Transfer>();
   t->run = run;
   auto unresolved = [&](const std::string& name, const std::string& where) {
     return fmt::format("secret '{}' (referenced in the {}) is not set on this agent: set JOBAGENT_SECRET_{} in its "

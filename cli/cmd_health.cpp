@@ -49,16 +49,22 @@ std::map<std::string, int> agents_by_queue(const std::vector<model::Worker>& wor
   return out;
 }
 
-namespace {
-
-json percentiles_json(const store::Percentiles& p) {
-  return json{{"samples", p.samples}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}};
+std::map<std::string, bool> paused_queues(store::Store& store) {
+  std::map<std::string, bool> paused;
+  for (const auto& q : store.list_queues()) paused[q.name] = q.paused;
+  return paused;
 }
 
 int64_t window_of(const std::string& since) {
   auto us = util::parse_duration(since, "--since").count();
   if (us <= 0) throw usage_error("--since must be longer than 0s", "e.g. --since 15m");
   return us;
+}
+
+namespace {
+
+json percentiles_json(const store::Percentiles& p) {
+  return json{{"samples", p.samples}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}};
 }
 
 struct StatsFlags {
@@ -71,8 +77,7 @@ void run_stats(Context& ctx, const StatsFlags& f) {
   filter.window_us = window_of(f.since);
   auto stats = ctx.store().stats(filter);
   auto agents = agents_by_queue(ctx.store().list_workers());
-  std::map<std::string, bool> paused;
-  for (const auto& q : ctx.store().list_queues()) paused[q.name] = q.paused;
+  auto paused = paused_queues(ctx.store());
 
   if (ctx.format() == OutputFormat::json) {
     print_json_list(stats, [&](const store::QueueStats& s) {

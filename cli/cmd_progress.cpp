@@ -57,7 +57,7 @@ void register_progress(CLI::App& app, Context& ctx) {
       throw usage_error(fmt::format("progress {} is out of range", f->fraction), "give a number from 0 to 1, or 0% to 100%");
     std::optional<std::string> checkpoint;
     if (!f->checkpoint.empty()) {
-      std::string text = f->checkpoint[0] == '@' ? read_input(f->checkpoint.substr(1), "--checkpoint") : f->checkpoint;
+      std::string text = text_or_file(f->checkpoint, "--checkpoint");
       if (text.size() > kMaxCheckpoint)
         throw usage_error(fmt::format("--checkpoint is {} bytes, more than 64 KiB", text.size()),
                           "write the state to a file and checkpoint its path");
@@ -73,7 +73,7 @@ void register_progress(CLI::App& app, Context& ctx) {
     try {
       fence = std::stoll(from_env("JOB_FENCE_TOKEN"));
     } catch (const std::logic_error&) {
-      throw usage_error("JOB_FENCE_TOKEN is not a number");
+      throw usage_error("JOB_FENCE_TOKEN is not a number", "jobagent sets it: do not override it with --env");
     }
     ctx.store().report_progress(run, fence, value, f->message, checkpoint);
   });

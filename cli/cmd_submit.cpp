@@ -40,12 +40,6 @@ struct SubmitFlags {
   WebhookFlags webhook;
 };
 
-// "@FILE" reads a file ("@-" standard input); anything else is the text.
-std::string text_or_file(const std::string& arg, const char* flag) {
-  if (arg.empty() || arg[0] != '@') return arg;
-  return read_input(arg.substr(1), flag);
-}
-
 model::JobSpec spec_from_flags(const SubmitFlags& f) {
   model::JobSpec s;
   if (!f.webhook.url.empty() && !f.command.empty())

@@ -51,7 +51,7 @@ class Screen {
     std::fflush(stdout);
   }
   ~Screen() {
-    std::fputs("\033[?25h\033[?1049l", stdout);
+    std::fwrite(kLeave, 1, sizeof kLeave - 1, stdout);
     std::fflush(stdout);
     if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
     g_have_saved = 0;
@@ -74,8 +74,7 @@ void draw(Context& ctx, const TopFlags& f, int64_t window_us) {
   filter.window_us = window_us;
   auto stats = ctx.store().stats(filter);
   auto workers = ctx.store().list_workers();
-  std::map<std::string, bool> paused;
-  for (const auto& q : ctx.store().list_queues()) paused[q.name] = q.paused;
+  auto paused = paused_queues(ctx.store());
   auto failures = ctx.store().recent_failures(8, window_us);
   int64_t now = util::now_micros();
   std::printf("jobctl top  %s  (every %s%s)\n\n", util::format_time(now).c_str(), f.interval.c_str(),
@@ -103,9 +102,8 @@ void register_top(CLI::App& app, Context& ctx) {
   cmd->add_flag("--once", f->once, "Print one frame and exit (no terminal needed)");
   cmd->callback([f, &ctx] {
     auto interval = util::parse_duration(f->interval, "--interval");
-    if (interval < util::Micros(100'000)) throw usage_error("--interval must be at least 100ms");
-    int64_t window = util::parse_duration(f->since, "--since").count();
-    if (window <= 0) throw usage_error("--since must be longer than 0s", "e.g. --since 15m");
+    if (interval < util::Micros(100'000)) throw usage_error("--interval must be at least 100ms", "e.g. --interval 2s");
+    int64_t window = window_of(f->since);
     if (f->once) {
       draw(ctx, *f, window);
       return;

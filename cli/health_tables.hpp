@@ -18,4 +18,9 @@ void print_stats_table(const std::vector<store::QueueStats>& stats, std::map<std
 
 void print_workers_table(const std::vector<model::Worker>& workers);
 
+// --since as a window in µs; throws usage Error unless it is longer than 0s.
+int64_t window_of(const std::string& since);
+// Whether each queue is paused (jobctl queue pause), by name.
+std::map<std::string, bool> paused_queues(store::Store& store);
+
 }  // namespace jobctl::cli

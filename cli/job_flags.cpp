@@ -69,7 +69,7 @@ void apply_webhook_flags(const WebhookFlags& f, model::JobSpec& spec) {
     w.url = f.url;
     w.method = f.method;
     for (const auto& h : f.headers) w.headers.push_back(model::parse_header(h));
-    if (!f.data.empty()) w.body = f.data[0] == '@' ? read_input(f.data.substr(1), "--data") : f.data;
+    if (!f.data.empty()) w.body = text_or_file(f.data, "--data");
     w.insecure = f.insecure;
     w.sign_secret = f.sign_secret;
     spec.command = model::Command{};

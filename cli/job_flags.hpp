@@ -34,7 +34,7 @@ struct WebhookFlags {
 };
 std::vector<std::string> add_webhook_flags(CLI::App& cmd, WebhookFlags& f);
 // Sets spec.command.webhook (when --webhook was given) and spec.notify
-// from the flags. `read_data` reads --data @FILE. Throws usage Error.
+// from the flags (--data @FILE reads the file). Throws usage Error.
 void apply_webhook_flags(const WebhookFlags& f, model::JobSpec& spec);
 
 }  // namespace jobctl::cli

@@ -26,4 +26,9 @@ std::string read_input(const std::string& path, const std::string& what) {
   return ss.str();
 }
 
+std::string text_or_file(const std::string& arg, const std::string& flag) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  return read_input(arg.substr(1), flag);
+}
+
 }  // namespace jobctl::cli

@@ -8,4 +8,8 @@ namespace jobctl::cli {
 // naming `what` (the flag or argument) when the file cannot be read.
 std::string read_input(const std::string& path, const std::string& what);
 
+// A flag's value: "@FILE" reads the file ("@-" standard input), anything
+// else is the text itself (--payload, --data, --checkpoint).
+std::string text_or_file(const std::string& arg, const std::string& flag);
+
 }  // namespace jobctl::cli

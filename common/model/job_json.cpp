@@ -188,8 +188,10 @@ void validate(const JobSpec& s) {
     validate(*s.command.webhook);
     // What only a process has would be silently ignored.
     if (s.payload) throw usage_error("a webhook job takes no payload", "send it as the body: --data @payload.json");
-    if (!s.env.empty()) throw usage_error("a webhook job takes no environment (--env)");
-    if (!s.cwd.empty()) throw usage_error("a webhook job takes no working directory (--cwd)");
+    if (!s.env.empty())
+      throw usage_error("a webhook job takes no environment (--env)",
+                        "send values in --header or --data, secrets as {{secret:NAME}}");
+    if (!s.cwd.empty()) throw usage_error("a webhook job takes no working directory (--cwd)", "leave --cwd out");
   } else if (s.command.argv.empty() || s.command.argv[0].empty()) {
     throw usage_error("the command is empty", "give the command after --, e.g. jobctl submit -- make test");
   }
@@ -203,7 +205,8 @@ void validate(const JobSpec& s) {
                         "e.g. --notify https://hooks.example.com/jobs");
     }
   }
-  if (s.notify.urls.size() > 10) throw usage_error("at most 10 --notify URLs per job");
+  if (s.notify.urls.size() > 10)
+    throw usage_error("at most 10 --notify URLs per job", "notify one receiver of yours that fans out");
   if (s.queue.empty() || s.queue.size() > 64)
     throw usage_error(fmt::format("invalid queue name '{}'", s.queue), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
   for (char ch : s.queue)

@@ -278,7 +278,7 @@ int Store::rescue_expired() {
   std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED" : "";
   auto expired = conn_->query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
-      "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id FROM runs r JOIN jobs j ON j.id = r.job_id "
+      "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
       "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US" +
       lock);
   for (const auto& row : expired) {
@@ -304,9 +304,9 @@ int Store::rescue_expired() {
       conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
     if (status == "dead") advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
     // A lost attempt is a failed one: --notify hears of it as the agent's
-    // own failures are heard of.
-    auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1 AND j.notify IS NOT NULL", kJobColumns),
-                            {row.text(8)});
+    // own failures are heard of. (The job is read only when it asks.)
+    if (row.i64(9) == 0) continue;
+    auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {row.text(8)});
     if (!job.empty()) {
       model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
                                      static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,

@@ -36,7 +36,6 @@ constexpr const char* kDoneDagRuns =
 
 GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
   GcResult total;
-  if (batch < 1) throw usage_error("--batch must be at least 1");
   if (older_than_us <= 0) throw usage_error("--older-than must be longer than 0s", "e.g. --older-than 30d");
   const int64_t cutoff = now() - older_than_us;
   // PostgreSQL: the rows to delete are locked as they are chosen, and ones

@@ -7,6 +7,7 @@
 // bounded read.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/store/rows.hpp"
@@ -21,9 +22,10 @@ constexpr int64_t kMaxSamples = 100'000;
 
 using Key = std::pair<std::string, int>;  // queue, priority
 
-Percentiles percentiles_of(const std::vector<double>& samples) {
-  return Percentiles{static_cast<int64_t>(samples.size()), util::percentile(samples, 0.50),
-                     util::percentile(samples, 0.95), util::percentile(samples, 0.99)};
+Percentiles percentiles_of(std::vector<double>& samples) {
+  std::sort(samples.begin(), samples.end());
+  return Percentiles{static_cast<int64_t>(samples.size()), util::percentile_sorted(samples, 0.50),
+                     util::percentile_sorted(samples, 0.95), util::percentile_sorted(samples, 0.99)};
 }
 
 }  // namespace

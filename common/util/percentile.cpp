@@ -6,10 +6,14 @@
 namespace jobctl::util {
 
 double percentile(std::vector<double> samples, double p) {
-  if (samples.empty()) return 0;
   std::sort(samples.begin(), samples.end());
-  auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(samples.size())));
-  return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1];
+  return percentile_sorted(samples, p);
+}
+
+double percentile_sorted(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
 }  // namespace jobctl::util
