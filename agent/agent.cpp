@@ -48,23 +48,27 @@ int open_signal_fd() {
 Agent::Agent(Options opts)
     : opts_(std::move(opts)),
       dsn_(config::resolve_dsn(opts_.db)),
+      health_(Clock::now()),
       runner_(opts_),
       secrets_(Secrets::load(environ, opts_.secrets_file)),
       webhooks_(opts_, secrets_) {
   if (opts_.name.empty()) opts_.name = util::host_name();
-  store_ = store::Store::open(dsn_);
+  // Start-up talks to the store directly (each call bounded by the store
+  // timeout); from the loop on, only the store thread does.
+  auto store = store::Store::open(dsn_);
   // A job may run in another directory (--cwd): a SQLite path is made absolute.
   if (opts_.export_db)
     opts_.job_db = dsn_.backend == config::Backend::sqlite
                        ? "sqlite:" + std::filesystem::absolute(dsn_.target).lexically_normal().string()
                        : dsn_.target;
-  store_->require_schema();
+  store->require_schema();
   signal_fd_ = open_signal_fd();
   wakeups_ = store::Wakeups::open(dsn_, opts_.queues, opts_.listen);
   store::WorkerRegistration reg{opts_.name, util::host_name(), static_cast<int>(getpid()), opts_.queues,
                                 opts_.concurrency, JOBCTL_VERSION,
                                 duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
-  worker_id_ = store_->register_worker(reg);
+  worker_id_ = store->register_worker(reg);
+  store_ = std::make_unique<StoreThread>(std::move(store));
   metrics_.version = JOBCTL_VERSION;
   metrics_.worker = opts_.name;
   metrics_.slots = opts_.concurrency;
@@ -88,12 +92,15 @@ Agent::~Agent() {
 int Agent::run() {
   while (phase_ != Phase::stopping) {
     auto now = Clock::now();
+    // What the store thread finished: claims to start, leases to compare.
+    store_->deliver();
     // Signals first: a drain must stop the claim below.
     handle_signals();
     // Finished processes become completions, recorded fenced in one batch.
     collect_finished();
     flush_reports();
-    // Keep our leases alive; learn of cancels and of runs we lost.
+    // Keep our leases alive; learn of cancels, of runs we lost and of
+    // leases we hold without running them.
     heartbeat_if_due(now);
     systemd_.watchdog_if_due(now);
     // Timeouts and SIGTERM→SIGKILL escalations.
@@ -105,15 +112,26 @@ int Agent::run() {
     gc_if_due(now);
     // Fill free slots with due runs.
     claim_if_free(now);
-    if (phase_ == Phase::draining && running() == 0 && completions_.empty()) break;
-    if (phase_ == Phase::draining && now >= drain_deadline_ && running() > 0) {
-      log_event(LogLevel::warn, "drain_timeout", {{"running", std::to_string(running())}});
-      stop_all_runs(Ending::drain, Runner::Now::yes);
-    }
+    if (phase_ == Phase::draining && drained(now)) break;
     wait_for_events(now);
   }
   shut_down();
   return 0;
+}
+
+// While draining: true once nothing runs and every result is recorded,
+// or, with the store away past the drain's deadline, once nothing runs.
+bool Agent::drained(Clock::time_point now) {
+  if (now >= drain_deadline_ && running() > 0) {
+    log_event(LogLevel::warn, "drain_timeout", {{"running", std::to_string(running())}});
+    stop_all_runs(Ending::drain, Runner::Now::yes);
+    drain_deadline_ = Clock::time_point::max();
+    report_deadline_ = now + opts_.kill_grace + std::chrono::seconds(10);
+  }
+  if (running() > 0) return false;
+  if (!reports_pending() && store_->outstanding() == 0) return true;
+  if (report_deadline_ == Clock::time_point{}) report_deadline_ = std::max(now, drain_deadline_);
+  return now >= report_deadline_;
 }
 
 void Agent::handle_signals() {
@@ -128,7 +146,8 @@ void Agent::handle_signals() {
       log_event(LogLevel::info, "draining",
                 {{"running", std::to_string(running())},
                  {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
-      with_store("drain", [&] { store_->set_worker_state(worker_id_, model::WorkerState::draining); });
+      store_step("drain", [id = worker_id_](store::Store& s) { s.set_worker_state(id, model::WorkerState::draining); },
+                 {});
       systemd_.stopping(fmt::format("draining: {} running", running()));
       next_lead_ = Clock::now();  // resign the scheduler lease at once
     } else {
@@ -169,110 +188,252 @@ void Agent::collect_finished() {
   if (phase_ == Phase::stopping || !releases_.empty()) flush_reports();
 }
 
+bool Agent::store_step(const char* step, StoreThread::Work work, std::function<void()> then,
+                       std::function<void()> undo, Backoff backoff) {
+  if (!busy_steps_.insert(step).second) return false;
+  store_->submit(step, std::move(work),
+                 [this, step, then = std::move(then), undo = std::move(undo), backoff](const std::optional<Error>& e) {
+                   busy_steps_.erase(step);
+                   auto now = Clock::now();
+                   if (!e) {
+                     health_.succeeded(now);
+                     if (then) then();
+                     return;
+                   }
+                   ++metrics_.store_errors[step];
+                   if (e->code() == ExitCode::store)
+                     health_.failed(step, e->what(), now);
+                   else
+                     log_event(LogLevel::error, "store_error", {{"step", step}, {"error", e->what()}});
+                   if (backoff == Backoff::yes) store_backoff_until_ = now + std::chrono::seconds(1);
+                   if (undo) undo();
+                 });
+  return true;
+}
+
+// Records a batch of completions or releases; on failure they go back to
+// the front of their queue, to be sent again.
+void Agent::report(const char* step, std::vector<store::Completion>& queue) {
+  if (queue.empty() || busy(step)) return;
+  auto batch = std::make_shared<std::vector<store::Completion>>(std::move(queue));
+  queue.clear();
+  auto applied = std::make_shared<std::vector<bool>>();
+  for (const auto& c : *batch) reporting_.insert(c.run_id);
+  auto settle = [this, batch] {
+    for (const auto& c : *batch) reporting_.erase(c.run_id);
+  };
+  const bool completing = &queue == &completions_;
+  store_step(
+      step,
+      [batch, applied, completing](store::Store& s) {
+        if (completing)
+          *applied = s.complete(*batch);
+        else
+          s.release(*batch);
+      },
+      [this, batch, applied, settle] {
+        settle();
+        for (size_t i = 0; i < applied->size(); ++i)
+          if (!(*applied)[i])
+            log_event(LogLevel::warn, "completion_fenced",
+                      {{"run_id", (*batch)[i].run_id}, {"job_id", (*batch)[i].job_id},
+                       {"fence", std::to_string((*batch)[i].fence)}});
+        claim_wanted_ = true;  // slots were freed
+      },
+      [batch, settle, &queue] {
+        settle();
+        queue.insert(queue.begin(), std::make_move_iterator(batch->begin()), std::make_move_iterator(batch->end()));
+      });
+}
+
 void Agent::flush_reports() {
-  if (!completions_.empty()) {
-    with_store("complete", [&] {
-      auto applied = store_->complete(completions_);
-      for (size_t i = 0; i < applied.size(); ++i)
-        if (!applied[i])
-          log_event(LogLevel::warn, "completion_fenced",
-                    {{"run_id", completions_[i].run_id}, {"job_id", completions_[i].job_id},
-                     {"fence", std::to_string(completions_[i].fence)}});
-      completions_.clear();
-      claim_wanted_ = true;  // slots were freed
-    });
-  }
-  if (!releases_.empty()) with_store("release", [&] {
-      store_->release(releases_);
-      releases_.clear();
-    });
+  if (Clock::now() < store_backoff_until_) return;
+  report("complete", completions_);
+  report("release", releases_);
 }
 
 void Agent::heartbeat_if_due(Clock::time_point now) {
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + opts_.lease / 3;
-  // Also re-opens a broken LISTEN connection (a database restart), whose
-  // descriptor is not polled while it is down.
-  if (wakeups_->fd() < 0 && wakeups_->drain().work) claim_wanted_ = true;
+  reopen_wakeups();
   heartbeat();
   write_metrics_file();
-  with_store("rescue", [&] {
-    if (int n = store_->rescue_expired(); n > 0) {
-      log_event(LogLevel::warn, "rescued", {{"runs", std::to_string(n)}});
-      claim_wanted_ = true;
-    }
-  });
+}
+
+// A LISTEN connection that broke (a database restart) is re-opened on the
+// store thread: connecting may take as long as the store does to answer.
+// Not a store step: it never throws, and says nothing of the store's
+// health (its own reconnects are at most every 5 s).
+void Agent::reopen_wakeups() {
+  if (wakeups_busy_ || wakeups_->fd() >= 0) return;
+  auto woke = std::make_shared<store::WakeReasons>();
+  store::Wakeups* w = wakeups_.get();
+  wakeups_busy_ = true;
+  store_->submit("listen", [w, woke](store::Store&) { *woke = w->drain(); },
+                 [this, woke](const std::optional<Error>&) {
+                   wakeups_busy_ = false;
+                   if (woke->work) claim_wanted_ = true;
+                 });
 }
 
 void Agent::heartbeat() {
   last_cancel_check_ = Clock::now();
   auto state = phase_ == Phase::running ? model::WorkerState::active : model::WorkerState::draining;
-  bool ok = with_store("heartbeat", [&] {
-    auto leases = store_->heartbeat(worker_id_, state, duration_cast<microseconds>(opts_.lease).count());
-    for (const auto& id : running_ids()) {
-      auto it = std::find_if(leases.begin(), leases.end(), [&](const auto& l) { return l.run_id == id; });
-      if (it == leases.end()) {
-        stop_run(id, Ending::lost);
-      } else if (it->cancel_requested) {
-        std::string job = runner_.job_of(id);
-        log_event(LogLevel::info, "cancelling", {{"run_id", id}, {"job_id", job.empty() ? webhooks_.job_of(id) : job}});
-        stop_run(id, Ending::cancel);
-      }
+  struct Beat {
+    std::vector<store::LeaseState> leases;
+    int64_t store_now = 0;
+    Clock::time_point at;
+  };
+  auto beat = std::make_shared<Beat>();
+  store_step(
+      "heartbeat",
+      [beat, id = worker_id_, state, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
+        beat->leases = s.heartbeat(id, state, lease);
+        beat->store_now = s.now();
+        beat->at = Clock::now();
+      },
+      // Rescue follows the heartbeat that would have noticed a clock step.
+      [this, beat] {
+        reconcile(beat->leases);
+        watch_clock(beat->store_now, beat->at);
+        rescue_if_safe(Clock::now());
+      },
+      [this] { ++metrics_.heartbeat_failures; });
+}
+
+// What the store says this agent leases and what it runs, compared both
+// ways. A run it executes that the store no longer leases to it belongs to
+// another agent now: stop it, report nothing. A lease it holds on a run it
+// does not execute (a claim that committed but whose answer was lost) is
+// given back at once, without using up a delivery.
+void Agent::reconcile(const std::vector<store::LeaseState>& leases) {
+  auto running_now = running_ids();
+  for (const auto& id : running_now) {
+    auto it = std::find_if(leases.begin(), leases.end(), [&](const auto& l) { return l.run_id == id; });
+    if (it == leases.end()) {
+      stop_run(id, Ending::lost);
+    } else if (it->cancel_requested) {
+      std::string job = runner_.job_of(id);
+      log_event(LogLevel::info, "cancelling", {{"run_id", id}, {"job_id", job.empty() ? webhooks_.job_of(id) : job}});
+      stop_run(id, Ending::cancel);
     }
-  });
-  if (!ok) ++metrics_.heartbeat_failures;
+  }
+  auto waiting = [](const std::vector<store::Completion>& q, const std::string& id) {
+    return std::any_of(q.begin(), q.end(), [&](const auto& c) { return c.run_id == id; });
+  };
+  for (const auto& l : leases) {
+    if (std::find(running_now.begin(), running_now.end(), l.run_id) != running_now.end()) continue;
+    if (reporting_.count(l.run_id) || waiting(completions_, l.run_id) || waiting(releases_, l.run_id)) continue;
+    log_event(LogLevel::warn, "lease_given_back",
+              {{"run_id", l.run_id}, {"job_id", l.job_id}, {"attempt", std::to_string(l.attempt)},
+               {"why", "the store leases it to this agent, which is not running it"}});
+    store::Completion c;
+    c.run_id = l.run_id;
+    c.job_id = l.job_id;
+    c.fence = l.fence;
+    c.attempt = l.attempt;
+    c.status = model::RunStatus::pending;
+    c.outcome = "released";
+    c.error = "not run: the claim committed but its answer never reached the agent; given back";
+    releases_.push_back(std::move(c));
+  }
+}
+
+// The store's clock (SQLite's is this host's wall clock) moved unlike the
+// steady clock: leases may look expired that are not, so rescue waits a
+// lease, and doctor is told.
+void Agent::watch_clock(int64_t store_now_us, Clock::time_point at) {
+  int64_t tolerance = std::max<int64_t>(duration_cast<microseconds>(opts_.lease).count() / 4, 1'000'000);
+  auto step = clock_watch_.observe(store_now_us, at, tolerance);
+  if (!step) return;
+  health_.clock_stepped(*step, Clock::now());
+  store_step("clock_step", [id = worker_id_, us = *step](store::Store& s) { s.record_clock_step(id, us); }, {}, {},
+             Backoff::no);
+}
+
+// Rescue of expired leases takes only the runs of agents whose lease is
+// no longer than the time this agent has had the store calmly: after an
+// outage (or a clock step) their owners get a whole lease to renew them.
+void Agent::rescue_if_safe(Clock::time_point now) {
+  auto calm = duration_cast<microseconds>(health_.calm_for(now)).count();
+  if (calm <= 0) return;
+  auto rescued = std::make_shared<int>(0);
+  store_step(
+      "rescue", [rescued, calm](store::Store& s) { *rescued = s.rescue_expired(calm); },
+      [this, rescued] {
+        if (*rescued == 0) return;
+        log_event(LogLevel::warn, "rescued", {{"runs", std::to_string(*rescued)}});
+        claim_wanted_ = true;
+      });
 }
 
 void Agent::claim_if_free(Clock::time_point now) {
-  if (phase_ != Phase::running || free_slots() == 0 || now < store_backoff_until_) return;
+  if (phase_ != Phase::running || free_slots() == 0 || now < store_backoff_until_ || busy("claim")) return;
   if (!claim_wanted_ && now < next_claim_) return;
   int want = free_slots();
-  with_store("claim", [&] {
-    auto claimed = store_->claim(worker_id_, opts_.queues, want, duration_cast<microseconds>(opts_.lease).count());
-    ++metrics_.claims;
-    if (claimed.empty()) ++metrics_.empty_polls;
-    for (const auto& run : claimed) {
-      ++metrics_.runs_started[run.queue];
-      metrics_.scheduling_lag[run.queue].observe(static_cast<double>(std::max<int64_t>(0, run.claimed_at - run.available_at)) / 1e6);
-      log_event(LogLevel::debug, "claimed",
-                {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
-      std::optional<std::string> error;
-      Permanent permanent = Permanent::yes;
-      try {
-        error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
-      } catch (const Error& e) {  // the agent's own trouble, not the job's: try again later
-        error = e.what();
-        permanent = Permanent::no;
-      }
-      if (error) {
-        log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
-        completions_.push_back(start_failure(run, *error, rng_, permanent));
-        ++metrics_.runs_failed[run.queue];
-        if (completions_.back().status == model::RunStatus::dead) ++metrics_.runs_dead[run.queue];
-      }
+  claim_wanted_ = false;
+  next_claim_ = now + opts_.poll_interval;
+  struct Claim {
+    std::vector<store::ClaimedRun> runs;
+    std::optional<int64_t> due_in;
+  };
+  auto got = std::make_shared<Claim>();
+  store_step(
+      "claim",
+      [got, want, id = worker_id_, queues = opts_.queues,
+       lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
+        got->runs = s.claim(id, queues, want, lease);
+        if (static_cast<int>(got->runs.size()) < want) got->due_in = s.next_due_in(id, queues);
+      },
+      [this, got, want, now] { start_claimed(got->runs, want, got->due_in, now); },
+      // The claim may have committed all the same: the next heartbeat reads
+      // back what this agent leases and gives back what it does not run.
+      [this] { next_heartbeat_ = Clock::now(); });
+}
+
+void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, std::optional<int64_t> due_in,
+                          Clock::time_point now) {
+  ++metrics_.claims;
+  if (claimed.empty()) ++metrics_.empty_polls;
+  for (const auto& run : claimed) {
+    ++metrics_.runs_started[run.queue];
+    metrics_.scheduling_lag[run.queue].observe(static_cast<double>(std::max<int64_t>(0, run.claimed_at - run.available_at)) / 1e6);
+    log_event(LogLevel::debug, "claimed",
+              {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)}});
+    std::optional<std::string> error;
+    Permanent permanent = Permanent::yes;
+    try {
+      error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
+    } catch (const Error& e) {  // the agent's own trouble, not the job's: try again later
+      error = e.what();
+      permanent = Permanent::no;
     }
-    // Send the new requests now, not after the next round of store work.
-    webhooks_.handle_timeout(Clock::now());
-    claim_wanted_ = static_cast<int>(claimed.size()) == want && free_slots() > 0;
-    next_claim_ = now + opts_.poll_interval;
-    if (static_cast<int>(claimed.size()) < want) {
-      // Sleep exactly until the next known due run, if it is sooner. A run
-      // due already that this claim left is either held by another agent
-      // (no point spinning) or the next of a concurrency group that takes
-      // one per claim: claim again at once while claims make progress.
-      auto due_in = store_->next_due_in(worker_id_, opts_.queues);
-      if (due_in && *due_in > 0)
-        next_claim_ = std::min(next_claim_, now + microseconds(*due_in));
-      else if (due_in && !claimed.empty() && free_slots() > 0)
-        claim_wanted_ = true;
+    if (error) {
+      log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
+      completions_.push_back(start_failure(run, *error, rng_, permanent));
+      ++metrics_.runs_failed[run.queue];
+      if (completions_.back().status == model::RunStatus::dead) ++metrics_.runs_dead[run.queue];
     }
-  });
+  }
+  // Send the new requests now, not after the next round of store work.
+  webhooks_.handle_timeout(Clock::now());
+  claim_wanted_ = claim_wanted_ || (static_cast<int>(claimed.size()) == want && free_slots() > 0);
+  if (static_cast<int>(claimed.size()) < want) {
+    // Sleep exactly until the next known due run, if it is sooner. A run
+    // due already that this claim left is either held by another agent
+    // (no point spinning) or the next of a concurrency group that takes
+    // one per claim: claim again at once while claims make progress.
+    if (due_in && *due_in > 0)
+      next_claim_ = std::min(next_claim_, now + microseconds(*due_in));
+    else if (due_in && !claimed.empty() && free_slots() > 0)
+      claim_wanted_ = true;
+  }
 }
 
 void Agent::wait_for_events(Clock::time_point now) {
   bool store_ok = now >= store_backoff_until_;
-  if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running && store_ok) return;
-  if ((!completions_.empty() || !releases_.empty()) && store_ok) return;
+  if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running && store_ok && !busy("claim")) return;
+  if (store_ok && ((!completions_.empty() && !busy("complete")) || (!releases_.empty() && !busy("release")))) return;
   Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
   if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
   if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running) until = std::min(until, next_gc_);
@@ -281,13 +442,17 @@ void Agent::wait_for_events(Clock::time_point now) {
   if (metrics_server_)
     if (auto d = metrics_server_->next_deadline()) until = std::min(until, *d);
   if (auto d = systemd_.next_deadline()) until = std::min(until, *d);
-  if (phase_ == Phase::draining) until = std::min(until, drain_deadline_);
+  if (phase_ == Phase::draining) {
+    until = std::min(until, drain_deadline_);
+    if (report_deadline_ != Clock::time_point{}) until = std::min(until, report_deadline_);
+  }
+  if (auto d = watch_store(now)) until = std::min(until, *d);
   if (store_backoff_until_ > now) until = std::max(until, store_backoff_until_);
   auto timeout_ms = duration_cast<std::chrono::milliseconds>(until - now).count();
   timeout_ms = std::clamp<long long>(timeout_ms, 0, INT_MAX);
 
-  std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
-  int wake_fd = wakeups_->fd();
+  std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}, {store_->fd(), POLLIN, 0}};
+  int wake_fd = wakeups_busy_ ? -1 : wakeups_->fd();
   if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
   runner_.poll_fds(fds);
   webhooks_.poll_fds(fds);
@@ -300,12 +465,23 @@ void Agent::wait_for_events(Clock::time_point now) {
     if (n > 0) metrics_server_->handle_events(fds, [this] { return render_metrics(); });
     metrics_server_->expire(Clock::now());
   }
-  if (n <= 0 || wake_fd < 0 || !(fds[1].revents & POLLIN)) return;
+  if (n <= 0 || wake_fd < 0 || !(fds[2].revents & POLLIN)) return;
   auto why = wakeups_->drain();
   if (why.work) claim_wanted_ = true;
   // Cancels are checked through the heartbeat; at most a few times a second.
   if (why.cancel && running() > 0 && Clock::now() - last_cancel_check_ > std::chrono::milliseconds(200))
     heartbeat();
+}
+
+// A store call that does not answer is an outage too: it is reported
+// after StoreHealth::kStallAfter, not when the driver gives up. Returns
+// when to look again.
+std::optional<Clock::time_point> Agent::watch_store(Clock::time_point now) {
+  auto call = store_->running();
+  if (!call || health_.down()) return std::nullopt;
+  health_.waiting(call->step, call->since, now);
+  if (health_.down()) return std::nullopt;
+  return call->since + StoreHealth::kStallAfter;
 }
 
 void Agent::shut_down() {
@@ -317,9 +493,21 @@ void Agent::shut_down() {
     collect_finished();
     if (running() > 0) usleep(10000);
   } while (running() > 0 && Clock::now() < give_up);
-  flush_reports();
-  if (epoch_) with_store("resign", [&] { store_->resign(worker_id_); });
-  with_store("stop", [&] { store_->set_worker_state(worker_id_, model::WorkerState::gone); });
+  // What is left to record gets a few seconds more; a store that is away
+  // longer leaves those runs to lease expiry and rescue.
+  auto settle_by = Clock::now() + std::chrono::seconds(5);
+  do {
+    flush_reports();
+    store_->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
+  } while ((!completions_.empty() || !releases_.empty()) && Clock::now() < settle_by);
+  if (epoch_) store_step("resign", [id = worker_id_](store::Store& s) { s.resign(id); }, {});
+  store_step("stop", [id = worker_id_](store::Store& s) { s.set_worker_state(id, model::WorkerState::gone); }, {});
+  bool recorded = store_->settle(std::max(settle_by, Clock::now() + std::chrono::seconds(1)));
+  if (!recorded) store_->leave_after = std::chrono::milliseconds(0);  // it had its chance
+  if (!recorded || !completions_.empty() || !releases_.empty())
+    log_event(LogLevel::error, "unrecorded",
+              {{"completions", std::to_string(completions_.size())}, {"releases", std::to_string(releases_.size())},
+               {"why", "the store did not answer; these runs are rescued once their leases expire"}});
   write_metrics_file();
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
 }

@@ -1,10 +1,12 @@
 #pragma once
 // jobagent's main loop: claim → execute → complete, with heartbeats,
 // rescue of dead agents' runs, and a graceful drain on SIGTERM.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,8 @@
 #include "agent/options.hpp"
 #include "agent/runner.hpp"
 #include "agent/secrets.hpp"
+#include "agent/store_health.hpp"
+#include "agent/store_thread.hpp"
 #include "agent/systemd.hpp"
 #include "agent/webhook_runner.hpp"
 #include "common/store/store.hpp"
@@ -42,12 +46,21 @@ class Agent {
   void flush_reports();
   void heartbeat_if_due(Clock::time_point now);
   void heartbeat();
+  void reconcile(const std::vector<store::LeaseState>& leases);
+  void watch_clock(int64_t store_now_us, Clock::time_point at);
+  void rescue_if_safe(Clock::time_point now);
+  void reopen_wakeups();
   void claim_if_free(Clock::time_point now);
+  void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, std::optional<int64_t> due_in,
+                     Clock::time_point now);
   // The scheduler leader's duties (agent/scheduling.cpp).
   void lead_if_due(Clock::time_point now);
   void schedule_if_due(Clock::time_point now);
   void gc_if_due(Clock::time_point now);
+  void scheduled(const store::MaterialiseResult& r, int overlap, Clock::time_point now);
   void wait_for_events(Clock::time_point now);
+  bool drained(Clock::time_point now);
+  std::optional<Clock::time_point> watch_store(Clock::time_point now);
   void shut_down();
   int free_slots() const;
   // Over both executors: processes (runner_) and webhooks (webhooks_).
@@ -61,14 +74,30 @@ class Agent {
   void write_metrics_file();
   // A finished attempt, counted by its queue.
   void count_finished(const Finished& f, const store::Completion& c);
-  // Runs a store step; on a store error logs it, backs off and reports
-  // false, so a database restart is survived rather than fatal.
-  template <typename Fn>
-  bool with_store(const char* step, Fn&& fn);
+  // Queues a store step on the store thread, unless the same step is still
+  // queued or running (then returns false). `then` runs on the loop once
+  // it succeeded. A failure is logged (an unreachable store through
+  // health_, once per outage) and counted, starts a one-second backoff
+  // unless Backoff::no, and runs `undo`, which puts back what the step
+  // carried, so a database restart is survived rather than fatal.
+  enum class Backoff { yes, no };
+  bool store_step(const char* step, StoreThread::Work work, std::function<void()> then,
+                  std::function<void()> undo = {}, Backoff backoff = Backoff::yes);
+  bool busy(const char* step) const { return busy_steps_.count(step) > 0; }
+  // Completions or releases waiting to be recorded, or on their way.
+  bool reports_pending() const {
+    return !completions_.empty() || !releases_.empty() || busy("complete") || busy("release");
+  }
+  void report(const char* step, std::vector<store::Completion>& queue);
 
   Options opts_;
   config::Dsn dsn_;
-  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<StoreThread> store_;
+  StoreHealth health_;
+  ClockWatch clock_watch_;
+  std::set<std::string> busy_steps_;  // store steps queued or running
+  std::set<std::string> reporting_;   // runs whose completion or release is on its way
+  bool wakeups_busy_ = false;         // the LISTEN connection is being re-opened on the store thread
   std::unique_ptr<store::Wakeups> wakeups_;
   Runner runner_;
   Secrets secrets_;
@@ -80,6 +109,7 @@ class Agent {
   int signal_fd_ = -1;
   Phase phase_ = Phase::running;
   Clock::time_point drain_deadline_{};
+  Clock::time_point report_deadline_{};   // draining: when to stop waiting for results to be recorded
   Clock::time_point next_heartbeat_{};
   Clock::time_point next_claim_{};        // when a due run or the poll fallback wants a claim
   Clock::time_point last_cancel_check_{};
@@ -94,18 +124,5 @@ class Agent {
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
   std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };
-
-template <typename Fn>
-inline bool Agent::with_store(const char* step, Fn&& fn) {
-  try {
-    fn();
-    return true;
-  } catch (const Error& e) {
-    ++metrics_.store_errors[step];
-    util::log_event(util::LogLevel::error, "store_error", {{"step", step}, {"error", e.what()}});
-    store_backoff_until_ = Clock::now() + std::chrono::seconds(1);
-    return false;
-  }
-}
 
 }  // namespace jobctl::agent

@@ -27,82 +27,102 @@ constexpr int kGcBatchesPerPass = 5;
 }  // namespace
 
 void Agent::lead_if_due(Clock::time_point now) {
-  if (!opts_.scheduler || now < next_lead_ || now < store_backoff_until_) return;
+  if (!opts_.scheduler || now < next_lead_ || now < store_backoff_until_ || busy("lead")) return;
   if (phase_ != Phase::running) {
-    if (epoch_) with_store("resign", [&] {
-        store_->resign(worker_id_);
-        log_event(LogLevel::info, "scheduler_resigned", {{"epoch", std::to_string(*epoch_)}});
-        epoch_.reset();
-      });
+    if (epoch_)
+      store_step("resign", [id = worker_id_](store::Store& s) { s.resign(id); },
+                 [this] {
+                   log_event(LogLevel::info, "scheduler_resigned", {{"epoch", std::to_string(*epoch_)}});
+                   epoch_.reset();
+                 });
     next_lead_ = Clock::time_point::max();
     return;
   }
   next_lead_ = now + opts_.lease / 3;
-  with_store("lead", [&] {
-    auto epoch = store_->lead(worker_id_, duration_cast<microseconds>(opts_.lease).count());
-    if (epoch && epoch != epoch_) {
-      log_event(LogLevel::info, "scheduler_leading", {{"epoch", std::to_string(*epoch)}});
-      next_schedule_ = now;
-    } else if (!epoch && epoch_) {
-      log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
-    }
-    epoch_ = epoch;
-  });
+  auto granted = std::make_shared<std::optional<int64_t>>();
+  store_step(
+      "lead",
+      [granted, id = worker_id_, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
+        *granted = s.lead(id, lease);
+      },
+      [this, granted] {
+        const auto& epoch = *granted;
+        if (phase_ != Phase::running) return;  // drained meanwhile: the resign follows
+        if (epoch && epoch != epoch_) {
+          log_event(LogLevel::info, "scheduler_leading", {{"epoch", std::to_string(*epoch)}});
+          next_schedule_ = Clock::now();
+        } else if (!epoch && epoch_) {
+          log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
+        }
+        epoch_ = epoch;
+      });
 }
 
 void Agent::schedule_if_due(Clock::time_point now) {
-  if (!epoch_ || now < next_schedule_ || now < store_backoff_until_) return;
+  if (!epoch_ || now < next_schedule_ || now < store_backoff_until_ || busy("schedule")) return;
   next_schedule_ = now + kScheduleTick;
   store::SchedulerSettings settings;
   settings.horizon_us = duration_cast<microseconds>(opts_.schedule_horizon).count();
   settings.misfire_after_us = duration_cast<microseconds>(opts_.misfire_threshold).count();
-  // Not with_store: a scheduler error must not hold back this agent's claims.
-  try {
-    auto r = store_->materialise(worker_id_, *epoch_, settings);
-    if (r.fenced) {
-      log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
-      epoch_.reset();
-      return;
-    }
-    for (const auto& e : r.errors) {
-      // Once a minute per message: a schedule this host cannot evaluate
-      // comes back every tick.
-      auto& last = schedule_errors_[e];
-      if (last == Clock::time_point{} || now - last >= std::chrono::minutes(1)) {
-        log_event(LogLevel::error, "schedule_error", {{"error", e}});
-        last = now;
-      }
-    }
-    if (schedule_errors_.size() > 1000) schedule_errors_.clear();
-    if (r.runs > 0 || r.skipped > 0)
-      log_event(r.skipped > 0 ? LogLevel::warn : LogLevel::debug, "materialised",
-                {{"schedules", std::to_string(r.schedules)}, {"runs", std::to_string(r.runs)},
-                 {"skipped", std::to_string(r.skipped)}});
-    if (r.runs > 0) claim_wanted_ = true;  // our own next due time may be sooner now
-    if (r.more) next_schedule_ = now + kBacklogTick;
-    if (int n = store_->enforce_overlap(); n > 0)
-      log_event(LogLevel::info, "overlap_enforced", {{"runs", std::to_string(n)}});
-  } catch (const Error& e) {
-    ++metrics_.store_errors["schedule"];
-    log_event(LogLevel::error, "store_error", {{"step", "schedule"}, {"error", e.what()}});
+  struct Tick {
+    store::MaterialiseResult result;
+    int overlap = 0;
+  };
+  auto tick = std::make_shared<Tick>();
+  // Backoff::no: a scheduler error must not hold back this agent's claims.
+  store_step(
+      "schedule",
+      [tick, settings, id = worker_id_, epoch = *epoch_](store::Store& s) {
+        tick->result = s.materialise(id, epoch, settings);
+        if (!tick->result.fenced) tick->overlap = s.enforce_overlap();
+      },
+      [this, tick, now] { scheduled(tick->result, tick->overlap, now); }, {}, Backoff::no);
+}
+
+void Agent::scheduled(const store::MaterialiseResult& r, int overlap, Clock::time_point now) {
+  if (r.fenced) {
+    if (epoch_) log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
+    epoch_.reset();
+    return;
   }
+  for (const auto& e : r.errors) {
+    // Once a minute per message: a schedule this host cannot evaluate
+    // comes back every tick.
+    auto& last = schedule_errors_[e];
+    if (last == Clock::time_point{} || now - last >= std::chrono::minutes(1)) {
+      log_event(LogLevel::error, "schedule_error", {{"error", e}});
+      last = now;
+    }
+  }
+  if (schedule_errors_.size() > 1000) schedule_errors_.clear();
+  if (r.runs > 0 || r.skipped > 0)
+    log_event(r.skipped > 0 ? LogLevel::warn : LogLevel::debug, "materialised",
+              {{"schedules", std::to_string(r.schedules)}, {"runs", std::to_string(r.runs)},
+               {"skipped", std::to_string(r.skipped)}});
+  if (r.runs > 0) claim_wanted_ = true;  // our own next due time may be sooner now
+  if (r.more) next_schedule_ = now + kBacklogTick;
+  if (overlap > 0) log_event(LogLevel::info, "overlap_enforced", {{"runs", std::to_string(overlap)}});
 }
 
 void Agent::gc_if_due(Clock::time_point now) {
   if (!epoch_ || opts_.gc_older_than.count() <= 0 || phase_ != Phase::running) return;
-  if (now < next_gc_ || now < store_backoff_until_) return;
+  if (now < next_gc_ || now < store_backoff_until_ || busy("gc")) return;
   next_gc_ = now + opts_.gc_every;
-  try {
-    auto r = store_->gc(duration_cast<microseconds>(opts_.gc_older_than).count(), kGcBatch, kGcBatchesPerPass);
-    if (r.runs > 0 || r.dag_runs > 0)
-      log_event(LogLevel::info, "gc", {{"runs", std::to_string(r.runs)}, {"attempts", std::to_string(r.attempts)},
-                                       {"jobs", std::to_string(r.jobs)}, {"dag_runs", std::to_string(r.dag_runs)},
-                                       {"more", r.more ? "yes" : "no"}});
-    if (r.more) next_gc_ = now + std::chrono::seconds(1);
-  } catch (const Error& e) {
-    ++metrics_.store_errors["gc"];
-    log_event(LogLevel::error, "store_error", {{"step", "gc"}, {"error", e.what()}});
-  }
+  auto removed = std::make_shared<store::GcResult>();
+  store_step(
+      "gc",
+      [removed, age = duration_cast<microseconds>(opts_.gc_older_than).count()](store::Store& s) {
+        *removed = s.gc(age, kGcBatch, kGcBatchesPerPass);
+      },
+      [this, removed, now] {
+        const auto& r = *removed;
+        if (r.runs > 0 || r.dag_runs > 0)
+          log_event(LogLevel::info, "gc", {{"runs", std::to_string(r.runs)}, {"attempts", std::to_string(r.attempts)},
+                                           {"jobs", std::to_string(r.jobs)}, {"dag_runs", std::to_string(r.dag_runs)},
+                                           {"more", r.more ? "yes" : "no"}});
+        if (r.more) next_gc_ = now + std::chrono::seconds(1);
+      },
+      {}, Backoff::no);
 }
 
 }  // namespace jobctl::agent

@@ -324,6 +324,14 @@ ALTER TABLE runs ADD COLUMN progress_at BIGINT;
 ALTER TABLE runs ADD COLUMN checkpoint TEXT;
 )SQL";
 
+// Migration 10: an agent records a step of the store's clock it noticed
+// (the SQLite clock is the host's wall clock), so `jobctl doctor` can
+// report it.
+constexpr const char* kV10 = R"SQL(
+ALTER TABLE workers ADD COLUMN clock_step_us BIGINT;
+ALTER TABLE workers ADD COLUMN clock_step_at BIGINT;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -362,6 +370,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV8;
   } else if (version == 9) {
     sql = kV9;
+  } else if (version == 10) {
+    sql = kV10;
   }
   return sql;
 }

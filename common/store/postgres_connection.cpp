@@ -1,10 +1,21 @@
 // PostgreSQL driver for store::Connection over libpq: statements prepared
 // once per connection (named s1, s2, …), parameters sent as text except
 // blobs (binary bytea), results read as text with bytea decoded to bytes.
-// A connection that broke is reset before the next statement, so a
+// A connection that broke is opened again before the next statement, so a
 // long-lived agent survives a database restart.
+//
+// Every answer is awaited with a deadline (the store timeout): the
+// connection is non-blocking and the driver polls its socket, so a frozen
+// server costs a caller at most that long, then an Error(store). A
+// statement whose answer never came may or may not have been applied; the
+// connection is dropped, never reused half-way through a reply.
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <chrono>
+
+#include <algorithm>
+#include <cerrno>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,7 +23,9 @@
 #include <fmt/format.h>
 
 #include "common/config/dsn.hpp"
+#include "common/store/postgres_session.hpp"
 #include "common/store/sql.hpp"
+#include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::store {
@@ -73,23 +86,12 @@ struct ResultGuard {
   ~ResultGuard() { PQclear(res); }
 };
 
-void ignore_notice(void*, const char*) {}
-
 class PostgresConnection final : public Connection {
+  using Clock = std::chrono::steady_clock;
+
  public:
-  explicit PostgresConnection(const std::string& conninfo) : conninfo_(conninfo) {
-    conn_ = PQconnectdb(conninfo.c_str());
-    if (PQstatus(conn_) != CONNECTION_OK) {
-      std::string msg = one_line(PQerrorMessage(conn_));
-      PQfinish(conn_);
-      conn_ = nullptr;
-      throw Error(ExitCode::store,
-                  fmt::format("cannot connect to PostgreSQL at {}: {}",
-                              config::redacted({config::Backend::postgres, conninfo}), msg),
-                  "check that the server is running and the DSN (--db or JOBCTL_DB) is right");
-    }
-    PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
-    configure_session();
+  explicit PostgresConnection(const std::string& conninfo) : conninfo_(conninfo), timeout_(store_timeout()) {
+    connect(Reconnect::no);
   }
 
   ~PostgresConnection() override { PQfinish(conn_); }
@@ -127,7 +129,8 @@ class PostgresConnection final : public Connection {
   void exec_script(std::string_view sql) override {
     ensure_connected();
     std::string text = translate(sql);
-    ResultGuard r{PQexec(conn_, text.c_str())};
+    if (!PQsendQuery(conn_, text.c_str())) fail_to_send(sql);
+    ResultGuard r{await(sql)};
     check(r.res, sql);
   }
 
@@ -136,26 +139,120 @@ class PostgresConnection final : public Connection {
   void begin(TxMode) override { exec_script("BEGIN ISOLATION LEVEL READ COMMITTED"); }
   void commit() override { exec_script("COMMIT"); }
   void rollback() override {
-    if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
+    try {
+      if (conn_ && PQstatus(conn_) == CONNECTION_OK) exec_script("ROLLBACK");
+    } catch (const std::exception&) {
+      // Never throws: a connection that cannot roll back is dropped, and
+      // the server ends the transaction with it.
+    }
   }
 
  private:
   // JIT compilation costs ~100 ms per statement whose estimate crosses
   // jit_above_cost, and the claim's window functions do: it made a claim
   // 60x slower (1.8 ms vs 113 ms for 100 waiting runs). Every statement
-  // here is short, so JIT never pays.
-  void configure_session() { PQclear(PQexec(conn_, "SET jit = off")); }
+  // here is short, so JIT never pays. The server cancels a statement a
+  // little before the driver would give up on it, so a slow statement ends
+  // with the server's own error.
+  void configure_session() {
+    auto server_ms = std::max<int64_t>(timeout_.count() - timeout_.count() / 10, 1);
+    exec_script(fmt::format("SET jit = off; SET statement_timeout = {}", server_ms));
+  }
 
-  // A broken connection is reset once; its prepared statements are gone.
+  enum class Reconnect { no, yes };
+
+  void connect(Reconnect again) {
+    conn_ = connect_postgres(conninfo_);
+    if (PQstatus(conn_) != CONNECTION_OK || PQsetnonblocking(conn_, 1) != 0) {
+      std::string msg = one_line(PQerrorMessage(conn_));
+      drop();
+      throw Error(ExitCode::store,
+                  fmt::format("{} PostgreSQL at {}: {}", again == Reconnect::yes ? "lost the connection to" : "cannot connect to",
+                              where(), msg),
+                  "check that the server is running and the DSN (--db or JOBCTL_DB) is right");
+    }
+    configure_session();
+  }
+
+  // A broken connection is opened anew; its prepared statements are gone.
   void ensure_connected() {
-    if (PQstatus(conn_) == CONNECTION_OK) return;
-    PQreset(conn_);
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
+    drop();
+    connect(Reconnect::yes);
+  }
+
+  void drop() {
+    PQfinish(conn_);
+    conn_ = nullptr;
     prepared_.clear();
     seen_.clear();
-    if (PQstatus(conn_) == CONNECTION_OK) configure_session();
-    if (PQstatus(conn_) != CONNECTION_OK)
-      throw Error(ExitCode::store, fmt::format("lost the connection to PostgreSQL at {}",
-                                               config::redacted({config::Backend::postgres, conninfo_})));
+  }
+
+  std::string where() const { return config::redacted({config::Backend::postgres, conninfo_}); }
+
+  [[noreturn]] void fail_to_send(std::string_view sql) {
+    std::string msg = one_line(PQerrorMessage(conn_));
+    drop();
+    throw Error(ExitCode::store, fmt::format("PostgreSQL at {}: {} (in: {})", where(), msg, statement_summary(sql)));
+  }
+
+  // Waits until the socket is ready for `events` or the deadline passes;
+  // false on the deadline.
+  bool wait_socket(short events, Clock::time_point deadline) {
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{PQsocket(conn_), events, 0};
+      int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)) + 1);
+      if (n > 0) return true;
+      if (n < 0 && errno != EINTR) return true;  // let libpq report it
+    }
+  }
+
+  [[noreturn]] void give_up(std::string_view sql) {
+    drop();
+    throw Error(ExitCode::store,
+                fmt::format("PostgreSQL at {} did not answer within {} (in: {})", where(),
+                            util::format_duration(std::chrono::duration_cast<util::Micros>(timeout_)),
+                            statement_summary(sql)),
+                "the server is down, frozen or overloaded; JOBCTL_STORE_TIMEOUT sets this limit");
+  }
+
+  static bool failed(const PGresult* r) {
+    ExecStatusType st = PQresultStatus(r);
+    return st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY;
+  }
+
+  // The answer to what was just sent: its last result, or its first error.
+  // Gives up (dropping the connection) at the deadline.
+  PGresult* await(std::string_view sql) {
+    auto deadline = Clock::now() + timeout_;
+    int flushed;
+    while ((flushed = PQflush(conn_)) == 1) {
+      if (!wait_socket(POLLIN | POLLOUT, deadline)) give_up(sql);
+      if (!PQconsumeInput(conn_)) break;
+    }
+    PGresult* keep = nullptr;
+    for (;;) {
+      while (flushed >= 0 && PQisBusy(conn_)) {
+        if (!wait_socket(POLLIN, deadline)) {
+          PQclear(keep);
+          give_up(sql);
+        }
+        if (!PQconsumeInput(conn_)) break;
+      }
+      PGresult* r = PQgetResult(conn_);
+      if (!r) break;
+      // Keep the first error, else the last result.
+      if (keep && failed(keep)) {
+        PQclear(r);
+      } else {
+        PQclear(keep);
+        keep = r;
+      }
+      if (PQstatus(conn_) != CONNECTION_OK) break;
+    }
+    return keep;
   }
 
   PGresult* run(std::string_view sql, const Params& params) {
@@ -186,15 +283,17 @@ class PostgresConnection final : public Connection {
       values[i] = text[i].c_str();
       lengths[i] = static_cast<int>(text[i].size());
     }
-    PGresult* res;
+    int sent;
     if (name) {
-      res = PQexecPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
-                           formats.data(), 0);
+      sent = PQsendQueryPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
+                                 formats.data(), 0);
     } else {
       std::string statement = translate(sql);
-      res = PQexecParams(conn_, statement.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
-                         lengths.data(), formats.data(), 0);
+      sent = PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                               lengths.data(), formats.data(), 0);
     }
+    if (!sent) fail_to_send(sql);
+    PGresult* res = await(sql);
     try {
       check(res, sql);
     } catch (...) {
@@ -213,7 +312,8 @@ class PostgresConnection final : public Connection {
     if (seen_.insert(key).second) return nullptr;
     std::string name = fmt::format("s{}", prepared_.size() + 1);
     std::string text = translate(sql);
-    ResultGuard r{PQprepare(conn_, name.c_str(), text.c_str(), 0, nullptr)};
+    if (!PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr)) fail_to_send(sql);
+    ResultGuard r{await(sql)};
     check(r.res, sql);
     return &prepared_.emplace(std::move(key), std::move(name)).first->second;
   }
@@ -231,6 +331,7 @@ class PostgresConnection final : public Connection {
   }
 
   std::string conninfo_;
+  std::chrono::milliseconds timeout_;
   PGconn* conn_ = nullptr;
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet

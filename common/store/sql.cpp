@@ -1,12 +1,27 @@
 #include "common/store/sql.hpp"
 
 #include <charconv>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::store {
+
+std::chrono::milliseconds store_timeout() {
+  static const std::chrono::milliseconds timeout = [] {
+    const char* env = std::getenv("JOBCTL_STORE_TIMEOUT");
+    if (!env || !*env) return std::chrono::milliseconds(30000);
+    auto us = util::parse_duration(env, "JOBCTL_STORE_TIMEOUT");
+    if (us.count() < 1000 || us.count() > 3'600'000'000)
+      throw Error(ExitCode::usage, fmt::format("JOBCTL_STORE_TIMEOUT '{}' is out of range", env),
+                  "give a duration from 1ms to 1h, such as 30s");
+    return std::chrono::duration_cast<std::chrono::milliseconds>(us);
+  }();
+  return timeout;
+}
 
 std::string statement_summary(std::string_view sql) {
   auto start = sql.find_first_not_of(" \n\t");

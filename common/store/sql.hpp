@@ -13,6 +13,7 @@
 // jobctl::Error (ExitCode::store when the database is unreachable or
 // locked, ExitCode::internal for a statement the program got wrong) with
 // the statement's first line as context.
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -100,6 +101,13 @@ class UniqueViolation : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The longest one store call may wait, end to end: JOBCTL_STORE_TIMEOUT (a
+// duration such as 30s), else 30 s. A call that waits longer (a frozen or
+// unreachable server, a SQLite file locked by another process) fails with
+// jobctl::Error(ExitCode::store). Throws Error(usage) when the variable is
+// malformed.
+std::chrono::milliseconds store_timeout();
 
 // The first line of a statement, as context in error messages.
 std::string statement_summary(std::string_view sql);

@@ -11,12 +11,11 @@
 #include <fmt/format.h>
 
 #include "common/store/sql.hpp"
+#include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::store {
 namespace {
-
-constexpr int kBusyTimeoutMs = 10000;
 
 // $N -> ?N and NOW_US -> jobctl_now_us(); see sql.hpp.
 std::string translate(std::string_view sql) {
@@ -42,7 +41,7 @@ void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
 
 class SqliteConnection final : public Connection {
  public:
-  explicit SqliteConnection(const std::string& path) : path_(path) {
+  explicit SqliteConnection(const std::string& path) : path_(path), busy_timeout_(store_timeout()) {
     std::error_code ec;
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
@@ -56,7 +55,8 @@ class SqliteConnection final : public Connection {
                   "check that the directory exists and is writable, or pass another --db");
     }
     sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    // Waiting for another process's write lock is bounded like any store call.
+    sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
     sqlite3_create_function(db_, "jobctl_now_us", 0, SQLITE_UTF8, nullptr, now_us, nullptr, nullptr);
     // WAL lets readers run beside the one writer; synchronous=FULL makes a
     // submit that returned durable even across power loss.
@@ -164,8 +164,11 @@ class SqliteConnection final : public Connection {
     int primary = rc & 0xff;
     if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) throw UniqueViolation(msg);
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-      throw Error(ExitCode::store, fmt::format("SQLite database '{}' stayed locked for {} ms", path_, kBusyTimeoutMs),
-                  "another process holds a long write transaction; retry, or look for a stuck process");
+      throw Error(ExitCode::store,
+                  fmt::format("SQLite database '{}' stayed locked for {}", path_,
+                              util::format_duration(std::chrono::duration_cast<util::Micros>(busy_timeout_))),
+                  "another process holds a long write transaction; retry, or look for a stuck process "
+                  "(JOBCTL_STORE_TIMEOUT sets how long to wait)");
     if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR ||
         primary == SQLITE_FULL || primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
       throw Error(ExitCode::store, fmt::format("SQLite database '{}': {}", path_, msg));
@@ -173,6 +176,7 @@ class SqliteConnection final : public Connection {
   }
 
   std::string path_;
+  std::chrono::milliseconds busy_timeout_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
 };

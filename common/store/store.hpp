@@ -102,7 +102,9 @@ inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) 
 // A lease the agent still holds after a heartbeat.
 struct LeaseState {
   std::string run_id;
+  std::string job_id;
   int64_t fence = 0;
+  int attempt = 0;  // the attempt the lease is for
   bool cancel_requested = false;
 };
 
@@ -414,8 +416,10 @@ class Store {
   std::vector<ClaimedRun> claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
                                 int64_t lease_us);
   // Extends the leases of every run this worker holds and marks it alive.
-  // Returns the runs it still holds; a run it thinks it holds but that is
-  // missing here was lost (rescued elsewhere): kill it, do not report it.
+  // Returns the runs it holds, as the store sees them: a run it runs that
+  // is missing here was lost (rescued elsewhere): kill it, do not report
+  // it; a run here that it does not run (a claim whose answer was lost) is
+  // its to give back with release().
   std::vector<LeaseState> heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us);
   // Records finished attempts, fenced: an entry whose fence is stale
   // changes nothing and comes back false.
@@ -425,8 +429,11 @@ class Store {
   void release(const std::vector<Completion>& runs);
   // Makes runs whose lease expired claimable again, closing their attempt
   // as lost; marks workers that stopped heartbeating as gone. Returns how
-  // many runs it rescued.
-  int rescue_expired();
+  // many runs it rescued. Only runs (and workers) whose owner's lease is
+  // at most `calm_us` long count: a caller that has reached the store
+  // without trouble for only that long (after an outage or a clock step)
+  // leaves owners with longer leases the time to renew them.
+  int rescue_expired(int64_t calm_us = INT64_MAX);
   // How long (µs, store clock) until the earliest pending run of `queues`
   // that `worker_id` could claim is due: 0 or less when one is due now,
   // nothing when none waits. Runs of paused or deleted jobs, of jobs whose
@@ -434,6 +441,9 @@ class Store {
   // holds back, do not count.
   std::optional<int64_t> next_due_in(const std::string& worker_id, const std::vector<std::string>& queues);
   int64_t now();  // the database clock
+  // Records that this worker saw the store's clock step by `step_us` (for
+  // jobctl doctor).
+  void record_clock_step(const std::string& worker_id, int64_t step_us);
 
   // --- from inside a job (jobctl progress) --------------------------------------
   // Records the attempt's progress (0..1), a message, and (when given) the

@@ -183,12 +183,17 @@ std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::Wo
               {worker_id, std::string(model::to_string(state))});
   auto rows = conn_->query(
       "UPDATE runs SET lease_expires_at = NOW_US + $2 WHERE lease_owner = $1 AND status = 'running' "
-      "RETURNING id, fence, cancel_requested",
+      "RETURNING id, job_id, fence, attempts, cancel_requested",
       {worker_id, lease_us});
   tx.commit();
   std::vector<LeaseState> out;
-  for (const auto& row : rows) out.push_back({row.text(0), row.i64(1), row.i64(2) != 0});
+  for (const auto& row : rows)
+    out.push_back({row.text(0), row.text(1), row.i64(2), static_cast<int>(row.i64(3)), row.i64(4) != 0});
   return out;
+}
+
+void Store::record_clock_step(const std::string& worker_id, int64_t step_us) {
+  conn_->exec("UPDATE workers SET clock_step_us = $2, clock_step_at = NOW_US WHERE id = $1", {worker_id, step_us});
 }
 
 std::vector<bool> Store::complete(const std::vector<Completion>& done) {
@@ -262,14 +267,15 @@ void Store::release(const std::vector<Completion>& runs) {
   tx.commit();
 }
 
-int Store::rescue_expired() {
+int Store::rescue_expired(int64_t calm_us) {
   // Cheap read first: almost always nothing expired, and then no write
   // lock is taken at all.
-  const char* stale_workers = "state <> 'gone' AND heartbeat_at + lease_us < NOW_US";
+  const char* stale_workers = "state <> 'gone' AND heartbeat_at + lease_us < NOW_US AND lease_us <= $1";
   bool anything = conn_->query(fmt::format(
                          "SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires_at < "
                          "NOW_US) OR EXISTS (SELECT 1 FROM workers WHERE {}) THEN 1 ELSE 0 END",
-                         stale_workers))
+                         stale_workers),
+                             {calm_us})
                       .at(0)
                       .i64(0) == 1;
   if (!anything) return 0;
@@ -279,8 +285,10 @@ int Store::rescue_expired() {
   auto expired = conn_->query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
       "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
-      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US" +
-      lock);
+      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US "
+      "AND COALESCE(w.lease_us, 0) <= $1" +
+          lock,
+      {calm_us});
   for (const auto& row : expired) {
     std::string why = fmt::format("lease expired: worker {} stopped heartbeating", row.text(3));
     // A lost attempt is run again at once, unless the job may not run
@@ -314,7 +322,7 @@ int Store::rescue_expired() {
       write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
     }
   }
-  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
+  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers), {calm_us});
   tx.commit();
   return static_cast<int>(expired.size());
 }

@@ -27,6 +27,20 @@ Finding bad(std::string name, std::string detail, std::string hint) {
 
 std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+// Steps of the store's clock that agents saw in the last day: leases and
+// due times follow that clock, so a step delays or hurries work.
+void clock_step_findings(Connection& c, std::vector<Finding>& out) {
+  for (const auto& row : c.query("SELECT name, clock_step_us, clock_step_at FROM workers WHERE clock_step_at > "
+                                 "NOW_US - 86400000000 ORDER BY clock_step_at DESC LIMIT 5")) {
+    int64_t step = row.i64(1);
+    out.push_back(warn("clock step",
+                       fmt::format("agent {} saw the store's clock jump {:+.3f} s at {}", row.text(0),
+                                   static_cast<double>(step) / 1e6, util::format_time(row.i64(2))),
+                       "leases were kept (rescue waits a lease after a step), but due times moved with the "
+                       "clock: keep the clock slewed by NTP (chrony), not stepped"));
+  }
+}
+
 void postgres_findings(Connection& c, std::vector<Finding>& out) {
   for (const auto& row : c.query(
            "SELECT relname, n_live_tup, n_dead_tup, COALESCE(EXTRACT(EPOCH FROM now() - GREATEST(last_autovacuum, "
@@ -121,6 +135,7 @@ std::vector<Finding> Store::doctor() {
                        "(chrony, systemd-timesyncd) on both"));
   else
     out.push_back(ok("clock", detail));
+  if (version >= 10) clock_step_findings(*conn_, out);
   auto stale = version == 0 ? std::vector<Row>{} : conn_->query(
       "SELECT count(*) FROM workers WHERE state <> 'gone' AND heartbeat_at + lease_us < NOW_US");
   if (int64_t n = stale.empty() ? 0 : stale.at(0).i64(0); n > 0)

@@ -285,17 +285,34 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
 
 int Store::enforce_overlap() {
   // The due occurrences of jobs at their limit that must not wait: all of
-  // them under skip; under buffer-one, all but the earliest.
+  // them under skip; under buffer-one, all but the earliest. Only a live
+  // lease counts as running: a run whose agent died, or that nobody could
+  // renew during a store outage, is no reason to skip (it is rescued, or
+  // its agent reports, soon).
   constexpr const char* kBlocked =
       "SELECT p.id FROM runs p JOIN jobs g ON g.id = p.job_id "
       "WHERE p.status = 'pending' AND p.occurrence IS NOT NULL AND p.origin = 'schedule' AND p.available_at <= NOW_US "
       "AND p.group_key IS NOT NULL "
       "AND g.overlap = $1 AND p.group_key IN (SELECT group_key FROM runs WHERE status = 'running' AND group_key IS NOT NULL) "
-      "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max "
+      "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running' "
+      "AND o.lease_expires_at > NOW_US) >= p.group_max "
       "AND ($1 = 'skip' OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = p.job_id AND e.status = 'pending' "
       "AND e.occurrence < p.occurrence AND COALESCE(e.pinned_to, '') = COALESCE(p.pinned_to, '')))";
+  // Several occurrences of a one-at-a-time (overlap skip) schedule due at
+  // once and none really running: after an outage or a crash. Misfire
+  // latest runs the latest; the older ones were missed.
+  constexpr const char* kSuperseded =
+      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, "
+      "error = 'missed: a later occurrence ran instead (misfire latest)' "
+      "WHERE status = 'pending' AND occurrence IS NOT NULL AND origin = 'schedule' AND available_at <= NOW_US "
+      "AND job_id IN (SELECT id FROM jobs WHERE overlap = 'skip' AND misfire = 'latest') "
+      "AND EXISTS (SELECT 1 FROM runs e WHERE e.job_id = runs.job_id AND e.status = 'pending' "
+      "AND e.origin = 'schedule' AND e.occurrence > runs.occurrence AND e.available_at <= NOW_US "
+      "AND COALESCE(e.pinned_to, '') = COALESCE(runs.pinned_to, '')) "
+      "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id AND o.status = 'running' "
+      "AND o.lease_expires_at > NOW_US AND COALESCE(o.pinned_to, '') = COALESCE(runs.pinned_to, ''))";
   Transaction tx(*conn_, TxMode::write);
-  int64_t n = 0;
+  int64_t n = conn_->exec(kSuperseded);
   for (auto [policy, reason] : {std::pair{"skip", "overlap: an earlier occurrence was still running (overlap skip)"},
                                 std::pair{"buffer-one", "overlap: another occurrence already waited (overlap buffer-one)"}})
     // The status is checked again on the row updated: on PostgreSQL a run

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include "common/store/postgres_session.hpp"
+
 namespace jobctl::store {
 namespace {
 
@@ -53,7 +55,7 @@ class PostgresWakeups final : public Wakeups {
  private:
   void connect() {
     PQfinish(conn_);
-    conn_ = PQconnectdb(conninfo_.c_str());
+    conn_ = connect_postgres(conninfo_);
     last_try_ = std::chrono::steady_clock::now();
     healthy_ = false;
     if (PQstatus(conn_) != CONNECTION_OK) return;

@@ -227,6 +227,37 @@ TEST_CASE("schedule: overlap skip holds the next occurrence at claim time and th
   CHECK(skipped[0].error.find("overlap skip") != std::string::npos);
 }
 
+TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due occurrences runs the latest") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest);
+  auto epoch = s->lead(a, 10 * kSecond);
+  s->materialise(a, *epoch, settings(3 * kSecond));
+  outlive(*s, 1'100'000);
+  // Its agent dies (or loses the store) while it runs: the lease runs out.
+  auto claimed = s->claim(a, {"default"}, 8, 200'000);
+  REQUIRE(claimed.size() == 1);
+  outlive(*s, 2'100'000);
+  s->enforce_overlap();
+  for (const auto& r : runs_with(*s, job, RunStatus::skipped))
+    CHECK(r.error.find("overlap skip") == std::string::npos);
+  // Of the occurrences due now, the latest waits; the older were missed.
+  int64_t now = s->now();
+  auto pending = runs_with(*s, job, RunStatus::pending);
+  std::vector<model::Run> due;
+  for (const auto& r : pending)
+    if (r.available_at <= now) due.push_back(r);
+  REQUIRE(due.size() == 1);
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  REQUIRE_FALSE(skipped.empty());
+  for (const auto& r : skipped) {
+    CHECK(r.error == "missed: a later occurrence ran instead (misfire latest)");
+    CHECK(*r.occurrence < *due[0].occurrence);
+  }
+}
+
 TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and then starts the next in order") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -89,6 +89,12 @@ TestDb::~TestDb() {
   }
 }
 
+std::unique_ptr<store::Connection> TestDb::connect() const {
+  auto target = config::parse_dsn(dsn_);
+  return target.backend == config::Backend::sqlite ? store::open_sqlite(target.target)
+                                                   : store::open_postgres(target.target);
+}
+
 std::unique_ptr<store::Store> TestDb::open() {
   auto s = store::Store::open(config::parse_dsn(dsn_));
   s->migrate();

@@ -50,6 +50,7 @@ class TestDb {
   ~TestDb();
   const std::string& dsn() const { return dsn_; }  // for --db
   std::unique_ptr<store::Store> open();            // the store, migrated to the current schema
+  std::unique_ptr<store::Connection> connect() const;  // a bare connection to it (for fault injection)
 
  private:
   void migrate_to(int version);

@@ -1,0 +1,70 @@
+#include "agent/store_health.hpp"
+
+#include <cstdlib>
+
+#include "common/util/duration.hpp"
+#include "common/util/log.hpp"
+
+namespace jobctl::agent {
+
+using std::chrono::duration_cast;
+using util::log_event;
+using util::LogLevel;
+using util::Micros;
+
+namespace {
+constexpr auto kRepeatEvery = std::chrono::seconds(30);
+
+std::string length(StoreHealth::Clock::duration d) { return util::format_duration(duration_cast<Micros>(d)); }
+}  // namespace
+
+void StoreHealth::begin_outage(const std::string& step, const std::string& reason, Clock::time_point now) {
+  down_since_ = now;
+  last_report_ = now;
+  failures_ = 0;
+  log_event(LogLevel::error, "store_unreachable", {{"step", step}, {"error", reason}});
+}
+
+void StoreHealth::failed(const std::string& step, const std::string& reason, Clock::time_point now) {
+  ++failures_;
+  if (!down_since_) {
+    begin_outage(step, reason, now);
+    return;
+  }
+  if (now - last_report_ < kRepeatEvery) return;
+  last_report_ = now;
+  log_event(LogLevel::error, "store_still_unreachable",
+            {{"for", length(now - *down_since_)}, {"failures", std::to_string(failures_)}, {"error", reason}});
+}
+
+void StoreHealth::waiting(const char* step, Clock::time_point since, Clock::time_point now) {
+  if (down_since_ || now - since < kStallAfter) return;
+  begin_outage(step, "no answer for " + length(now - since), since);
+}
+
+void StoreHealth::succeeded(Clock::time_point now) {
+  if (!down_since_) return;
+  log_event(LogLevel::info, "store_back", {{"outage", length(now - *down_since_)}});
+  down_since_.reset();
+  calm_since_ = now;
+}
+
+void StoreHealth::clock_stepped(int64_t step_us, Clock::time_point now) {
+  log_event(LogLevel::warn, "clock_step",
+            {{"step", (step_us < 0 ? "-" : "+") + util::format_duration(Micros(std::llabs(step_us)))}});
+  calm_since_ = now;
+}
+
+std::optional<int64_t> ClockWatch::observe(int64_t store_now_us, StoreHealth::Clock::time_point now,
+                                           int64_t tolerance_us) {
+  std::optional<int64_t> step;
+  if (last_) {
+    int64_t store_moved = store_now_us - last_->first;
+    int64_t host_moved = duration_cast<Micros>(now - last_->second).count();
+    if (std::llabs(store_moved - host_moved) > tolerance_us) step = store_moved - host_moved;
+  }
+  last_ = {store_now_us, now};
+  return step;
+}
+
+}  // namespace jobctl::agent

@@ -1,0 +1,65 @@
+#pragma once
+// What the agent knows of its store's health, and the log lines an outage
+// makes: one `store_unreachable` when it begins (with the reason), a
+// `store_still_unreachable` at most every 30 s while it lasts, and one
+// `store_back` with its length when a call succeeds again. A call that has
+// not answered for kStallAfter counts as the start of an outage too.
+//
+// It also says whose runs this agent may rescue: leases expire on the
+// store's clock while nobody can renew them, so an agent that just got the
+// store back (or saw the clock jump) would otherwise rescue runs whose
+// owners are alive and about to report. It rescues only the runs of agents
+// whose lease is no longer than the time it has had the store calmly:
+// each of those had a whole lease, three heartbeats, to renew.
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace jobctl::agent {
+
+class StoreHealth {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kStallAfter = std::chrono::seconds(5);
+
+  explicit StoreHealth(Clock::time_point now) : calm_since_(now) {}
+
+  // A store call failed because the store could not be reached.
+  void failed(const std::string& step, const std::string& reason, Clock::time_point now);
+  // A store call returned.
+  void succeeded(Clock::time_point now);
+  // A store call has been running since `since` and has not returned.
+  void waiting(const char* step, Clock::time_point since, Clock::time_point now);
+  // The store's clock moved `step_us` more than this host's steady clock
+  // between two heartbeats.
+  void clock_stepped(int64_t step_us, Clock::time_point now);
+
+  bool down() const { return down_since_.has_value(); }
+  // How long the store has answered without an outage or a clock step
+  // (zero while it is down): rescue takes only the runs of agents whose
+  // lease is no longer than that, so their owners had time to renew them.
+  Clock::duration calm_for(Clock::time_point now) const {
+    return down_since_ ? Clock::duration::zero() : now - calm_since_;
+  }
+
+ private:
+  void begin_outage(const std::string& step, const std::string& reason, Clock::time_point now);
+
+  Clock::time_point calm_since_;
+  std::optional<Clock::time_point> down_since_;
+  Clock::time_point last_report_{};
+  long failures_ = 0;
+};
+
+// Notices a step of the store's clock: compares how far it moved between
+// two heartbeats with how far this host's steady clock did.
+class ClockWatch {
+ public:
+  // The step (µs, signed) when it exceeds `tolerance_us`, else nullopt.
+  std::optional<int64_t> observe(int64_t store_now_us, StoreHealth::Clock::time_point now, int64_t tolerance_us);
+
+ private:
+  std::optional<std::pair<int64_t, StoreHealth::Clock::time_point>> last_;
+};
+
+}  // namespace jobctl::agent

@@ -1,0 +1,199 @@
+// Faults end to end, on both stores: the agent's loop keeps its timing
+// while the store is frozen, a lease the agent holds without running it is
+// given back, every jobctl command gives up with exit 5, and work that
+// finished during an outage is recorded, not run again.
+//
+// A frozen store is real: PostgreSQL behind a proxy that stops forwarding
+// (what a SIGSTOPped server or a hung host looks like to a client), SQLite
+// with its write lock held by another connection.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/faults.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+using test::get;
+using test::run_jobctl;
+using test::submit;
+
+namespace {
+
+// An agent on `dsn` (a StoreFreeze's), with a store timeout of its own.
+std::unique_ptr<test::Process> agent_on(const std::string& dsn, const test::TempDir& dir, const std::string& name,
+                                        std::vector<std::string> flags, const std::string& store_timeout) {
+  std::vector<std::string> argv{JOBAGENT_BIN, "--db", dsn, "--name", name, "--poll-interval", "100ms"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return std::make_unique<test::Process>(argv, std::vector<std::string>{"JOBCTL_STORE_TIMEOUT=" + store_timeout}, dir,
+                                         name);
+}
+
+bool logged(const test::Process& p, const std::string& event) { return p.err().find(event) != std::string::npos; }
+
+bool alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+std::string worker_id(const test::TestDb& db, const test::TempDir& dir, const std::string& name) {
+  for (const auto& w : json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out))
+    if (w["name"] == name) return w["id"];
+  FAIL("no worker named " << name);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("fault: a lease the store gives an agent that is not running it is given back at once, unspent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // A long lease: only the agent's reconciliation can explain the run
+  // coming back, not its lease running out.
+  auto agent = test::start_agent(db, dir, {"--lease", "6s", "--poll-interval", "100ms"});
+  test::eventually([&] { return run_jobctl(db, dir, {"workers", "-o", "json"}).out.find("agent") != std::string::npos; },
+                   "the agent to register");
+  // In a queue the agent does not serve, so it stays pending once given back.
+  auto id = submit(db, dir, {"--queue", "elsewhere", "--", "true"});
+  // What a claim whose commit answer was lost leaves: a lease the agent
+  // holds in the store and knows nothing of.
+  auto s = db.open();
+  auto claimed = s->claim(worker_id(db, dir, "agent"), {"elsewhere"}, 1, 6'000'000);
+  REQUIRE(claimed.size() == 1);
+  test::eventually([&] { return get(db, dir, id)["status"] == "pending"; }, "the lease to be given back",
+                   std::chrono::seconds(30));
+  auto run = s->get_run(claimed[0].run_id);
+  CHECK(run->deliveries == 0);
+  CHECK(run->failures == 0);
+  auto attempts = s->attempts(claimed[0].run_id);
+  REQUIRE(attempts.size() == 1);
+  CHECK(attempts[0].outcome == "released");
+  CHECK(logged(*agent, "lease_given_back"));
+}
+
+TEST_CASE("fault: while the store is frozen the agent's loop keeps its timing, then records what happened") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  // The driver would wait two minutes: only the loop can act in between.
+  auto agent = agent_on(store.dsn(), dir, "agent", {"--lease", "3s"}, "120s");
+  std::string pid_file = dir.file("pid");
+  auto id = submit(db, dir, {"--timeout", "3s", "--retries", "0", "--", "echo $$ > " + pid_file + "; exec sleep 300"});
+  test::eventually([&] { return !test::read_file(pid_file).empty(); }, "the job to start");
+  pid_t job = std::stoi(test::read_file(pid_file));
+
+  store.freeze();
+  // The job's --timeout is enforced, and a stalled store is reported, while
+  // the store still does not answer.
+  test::eventually([&] { return !alive(job); }, "the job's timeout to kill it with the store frozen");
+  test::eventually([&] { return logged(*agent, "store_unreachable"); }, "the outage to be logged");
+  agent->signal(SIGTERM);
+  test::eventually([&] { return logged(*agent, "draining"); }, "SIGTERM to be handled with the store frozen");
+  CHECK(agent->running());  // it waits to record the result
+
+  store.thaw();
+  CHECK(agent->wait() == 0);
+  CHECK(logged(*agent, "store_back"));
+  auto job_json = get(db, dir, id);
+  CHECK(job_json["status"] == "dead");
+  CHECK(job_json["run"]["error"].get<std::string>().find("timed out") != std::string::npos);
+  CHECK(json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out).size() == 1);
+}
+
+TEST_CASE("fault: every jobctl command gives up on a frozen store with exit 5 and one line") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  store.freeze();
+  // A write waits for SQLite's lock; on PostgreSQL every command waits for
+  // an answer. Both give up after JOBCTL_STORE_TIMEOUT.
+  test::Process p({JOBCTL_BIN, "--db", store.dsn(), "submit", "--", "true"}, {"JOBCTL_STORE_TIMEOUT=2s"}, dir,
+                  "jobctl");
+  CHECK(p.wait(std::chrono::seconds(60)) == 5);
+  auto err = test::lines(p.err());
+  REQUIRE(err.size() >= 1);
+  CHECK(err.size() <= 2);  // the error, and its hint
+  CHECK(err[0].rfind("jobctl: error: ", 0) == 0);
+  store.thaw();
+  CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).empty());  // nothing was written
+}
+
+TEST_CASE("fault: a job that finished during an outage longer than the lease is recorded, not run again") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const bool pg = test::test_backend() == config::Backend::postgres;
+  // On PostgreSQL each agent has its own path to the store, so the other
+  // agent can be given the store back first; SQLite has one lock for all.
+  test::StoreFreeze path_a(db);
+  std::unique_ptr<test::StoreFreeze> path_b = pg ? std::make_unique<test::StoreFreeze>(db) : nullptr;
+  const std::string& dsn_b = pg ? path_b->dsn() : path_a.dsn();
+  auto a = agent_on(path_a.dsn(), dir, "a", {"--lease", "3s"}, "1s");
+  // b serves another queue: were it to rescue the run, a would run it again.
+  auto b = agent_on(dsn_b, dir, "b", {"--lease", "3s", "-q", "other"}, "1s");
+  std::string marks = dir.file("marks");
+  auto id = submit(db, dir, {"--retries", "3", "--", "echo start >> " + marks + "; sleep 2; echo end >> " + marks});
+  test::eventually([&] { return test::read_file(marks).find("start") != std::string::npos; }, "the job to start");
+
+  path_a.freeze();
+  if (pg) path_b->freeze();
+  test::eventually([&] { return test::read_file(marks).find("end") != std::string::npos; },
+                   "the job to finish during the outage");
+  test::eventually([&] { return logged(*a, "store_unreachable") && logged(*b, "store_unreachable"); },
+                   "both agents to lose the store");
+  // Past the lease: every lease has expired on the store's clock.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  if (pg) {
+    path_b->thaw();
+    test::eventually([&] { return logged(*b, "store_back"); }, "b to reach the store again");
+  }
+  path_a.thaw();
+  CHECK(run_jobctl(db, dir, {"wait", "--timeout", "60s", id}).code == 0);
+  auto runs = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  CHECK(runs.size() == 1);
+  CHECK(runs[0]["outcome"] == "succeeded");
+  CHECK(test::lines(test::read_file(marks)).size() == 2);  // one start, one end
+  CHECK(logged(*a, "store_back"));
+}
+
+TEST_CASE("fault: a step of the wall clock larger than the lease restarts no running job") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // libfaketime steps the agents' wall clock (SQLite's store clock is the
+  // host's) and leaves their steady clock alone, as an NTP step does.
+  std::string offset = dir.file("faketime");
+  std::ofstream(offset) << "+0\n";
+  std::vector<std::string> env{"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                               "FAKETIME_TIMESTAMP_FILE=" + offset, "FAKETIME_NO_CACHE=1",
+                               "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                               "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0"};
+  auto agent = [&](const std::string& name, const std::string& lease) {
+    return std::make_unique<test::Process>(
+        std::vector<std::string>{JOBAGENT_BIN, "--db", db.dsn(), "--name", name, "--poll-interval", "100ms", "--lease",
+                                 lease, "-c", "3"},
+        env, dir, name);
+  };
+  auto a = agent("a", "6s");
+  std::string marks = dir.file("marks");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(submit(db, dir, {"--", "echo start >> " + marks + "; sleep 15; echo end >> " + marks}));
+  test::eventually([&] { return test::lines(test::read_file(marks)).size() == 3; }, "the three jobs to start on a");
+  // Idle, all b could do is rescue a's runs; it heartbeats three times as
+  // often as a, so it most likely meets a's leases expired by the step
+  // before a renews them. It has had the store calmly for longer than
+  // a's lease when the clock steps.
+  auto b = agent("b", "2s");
+  test::eventually([&] { return logged(*b, "started"); }, "b to start");
+  std::this_thread::sleep_for(std::chrono::seconds(7));
+
+  std::ofstream(offset) << "+30\n";
+  for (const auto& id : ids) CHECK(run_jobctl(db, dir, {"wait", "--timeout", "60s", id}).code == 0);
+  for (const auto& id : ids) CHECK(json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out).size() == 1);
+  CHECK(test::lines(test::read_file(marks)).size() == 6);  // three starts, three ends: none ran twice
+  if (test::test_backend() == config::Backend::sqlite) {
+    CHECK((logged(*a, "clock_step") || logged(*b, "clock_step")));
+    CHECK(run_jobctl(db, dir, {"doctor"}).out.find("clock step") != std::string::npos);
+  }
+}

@@ -1,0 +1,98 @@
+// Faults at the connection seam: a write whose commit reached the database
+// but whose answer was lost, as a server crash or a dropped connection at
+// the worst moment leaves it.
+#include <doctest/doctest.h>
+
+#include "common/util/error.hpp"
+#include "tests/support/faults.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using model::RunStatus;
+
+namespace {
+
+std::string worker(store::Store& s, const std::string& name) {
+  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 60'000'000, {}});
+}
+
+}  // namespace
+
+TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartbeat and given back unspent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto check = db.open();
+  auto conn = std::make_unique<test::FaultyConnection>(db.connect());
+  auto* faulty = conn.get();
+  store::Store s(std::move(conn));
+  auto a = worker(s, "a"), b = worker(s, "b");
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  auto run_id = s.submit({spec})[0].run_id;
+
+  faulty->lose_next_answer();
+  try {
+    s.claim(a, {"default"}, 1, 60'000'000);
+    FAIL("the claim's lost answer did not surface");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::store);
+  }
+  // The claim committed: the run is leased to `a`, which does not know it.
+  auto run = check->get_run(run_id);
+  REQUIRE(run);
+  CHECK(run->status == RunStatus::running);
+
+  // Reading back by lease owner finds it, with what giving it back needs.
+  auto leases = s.heartbeat(a, model::WorkerState::active, 60'000'000);
+  REQUIRE(leases.size() == 1);
+  CHECK(leases[0].run_id == run_id);
+  CHECK(leases[0].attempt == 1);
+  CHECK(leases[0].job_id == run->job_id);
+
+  store::Completion back;
+  back.run_id = leases[0].run_id;
+  back.job_id = leases[0].job_id;
+  back.fence = leases[0].fence;
+  back.attempt = leases[0].attempt;
+  back.status = RunStatus::pending;
+  back.outcome = "released";
+  back.error = "not run";
+  s.release({back});
+  run = check->get_run(run_id);
+  CHECK(run->status == RunStatus::pending);
+  CHECK(run->deliveries == 0);  // no delivery used up: the poison budget is whole
+  CHECK(run->failures == 0);
+
+  // Anyone may claim it now, at once, not after the lease.
+  auto again = s.claim(b, {"default"}, 1, 60'000'000);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].run_id == run_id);
+  auto attempts = check->attempts(run_id);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0].outcome == "released");
+}
+
+TEST_CASE("fault: a completion whose answer is lost is applied once, and sending it again changes nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto check = db.open();
+  auto conn = std::make_unique<test::FaultyConnection>(db.connect());
+  auto* faulty = conn.get();
+  store::Store s(std::move(conn));
+  auto a = worker(s, "a");
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  auto run_id = s.submit({spec})[0].run_id;
+  auto claimed = s.claim(a, {"default"}, 1, 60'000'000);
+  REQUIRE(claimed.size() == 1);
+  auto done = store::completion_of(claimed[0], RunStatus::succeeded);
+
+  faulty->lose_next_answer();
+  CHECK_THROWS_AS(s.complete({done}), Error);
+  CHECK(check->get_run(run_id)->status == RunStatus::succeeded);
+  // The agent sends it again after the outage: fenced, a no-op.
+  auto applied = s.complete({done});
+  REQUIRE(applied.size() == 1);
+  CHECK_FALSE(applied[0]);
+  CHECK(check->attempts(run_id).size() == 1);
+}

@@ -1,0 +1,85 @@
+#pragma once
+// Test support: faults at the store's seams, for the fault tests.
+//
+// * FaultyConnection wraps a real store::Connection and, when told, lets
+//   the next write reach the database and then loses its answer (the
+//   commit applied, the acknowledgement gone), as a server crash or a
+//   dropped connection does at the worst moment.
+// * TcpProxy stands between a program and PostgreSQL on 127.0.0.1; it can
+//   freeze (the connections stay open, nothing is forwarded: a server
+//   stopped with SIGSTOP, a hung host) and thaw.
+// * StoreFreeze freezes a test database for every program using the DSN
+//   it hands out: PostgreSQL through a TcpProxy, SQLite by holding the
+//   write lock from another connection (readers go on, writers wait).
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/store/sql.hpp"
+#include "tests/support/fixtures.hpp"
+
+namespace jobctl::test {
+
+class FaultyConnection final : public store::Connection {
+ public:
+  explicit FaultyConnection(std::unique_ptr<store::Connection> inner) : inner_(std::move(inner)) {}
+
+  // The next commit (or statement outside a transaction) is applied, then
+  // fails with ExitCode::store as if the connection had dropped.
+  void lose_next_answer() { lose_answer_ = true; }
+
+  store::Dialect dialect() const override { return inner_->dialect(); }
+  store::Rows query(std::string_view sql, const store::Params& params) override;
+  int64_t exec(std::string_view sql, const store::Params& params) override;
+  void exec_script(std::string_view sql) override { inner_->exec_script(sql); }
+  void begin(store::TxMode mode) override;
+  void commit() override;
+  void rollback() override;
+
+ private:
+  void answer_lost();
+
+  std::unique_ptr<store::Connection> inner_;
+  bool in_transaction_ = false;
+  bool lose_answer_ = false;
+};
+
+class TcpProxy {
+ public:
+  // Listens on 127.0.0.1 (a free port) and forwards to host:port.
+  TcpProxy(std::string host, int port);
+  ~TcpProxy();
+  int port() const { return port_; }
+  void freeze() { frozen_ = true; }
+  void thaw() { frozen_ = false; }
+
+ private:
+  void serve();
+
+  std::string host_;
+  int target_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int stop_fd_ = -1;
+  std::atomic<bool> frozen_{false};
+  std::thread thread_;
+};
+
+class StoreFreeze {
+ public:
+  explicit StoreFreeze(const TestDb& db);
+  ~StoreFreeze();
+  // The DSN programs must use for the freeze to reach them.
+  const std::string& dsn() const { return dsn_; }
+  void freeze();
+  void thaw();
+
+ private:
+  const TestDb& db_;
+  std::string dsn_;
+  std::unique_ptr<TcpProxy> proxy_;             // postgres
+  std::unique_ptr<store::Connection> holder_;   // sqlite: holds the write lock
+};
+
+}  // namespace jobctl::test
