@@ -129,7 +129,7 @@ bool Agent::drained(Clock::time_point now) {
     report_deadline_ = now + opts_.kill_grace + std::chrono::seconds(10);
   }
   if (running() > 0) return false;
-  if (!reports_pending() && store_->outstanding() == 0) return true;
+  if (!reports_pending()) return true;  // shut_down() settles the rest, briefly
   if (report_deadline_ == Clock::time_point{}) report_deadline_ = std::max(now, drain_deadline_);
   return now >= report_deadline_;
 }

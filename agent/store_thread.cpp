@@ -26,12 +26,13 @@ struct StoreThread::State {
   int event_fd = -1;
   mutable std::mutex mu;
   std::condition_variable wake;     // the thread: work queued, or stop
-  std::condition_variable settled;  // the destructor: the thread is idle
+  std::condition_variable settled;  // the destructor: the thread has ended
   std::deque<Call> queued;
   std::deque<Call> finished;
   std::optional<Running> running;
   size_t outstanding = 0;
   bool stop = false;
+  bool ended = false;
 
   ~State() {
     if (event_fd >= 0) close(event_fd);
@@ -41,7 +42,7 @@ struct StoreThread::State {
     std::unique_lock lock(mu);
     for (;;) {
       wake.wait(lock, [&] { return stop || !queued.empty(); });
-      if (queued.empty()) break;
+      if (stop) break;
       Call call = std::move(queued.front());
       queued.pop_front();
       running = Running{call.step, Clock::now()};
@@ -62,7 +63,6 @@ struct StoreThread::State {
       (void)n;  // a full counter is still readable
     }
     running.reset();
-    settled.notify_all();
   }
 };
 
@@ -72,8 +72,10 @@ StoreThread::StoreThread(std::unique_ptr<store::Store> store) : state_(std::make
   if (state_->event_fd < 0) throw Error(ExitCode::internal, "eventfd failed for the store thread");
   std::thread([s = state_] {
     s->serve();
-    std::lock_guard lock(s->mu);
-    s->stop = true;
+    {
+      std::lock_guard lock(s->mu);
+      s->ended = true;
+    }
     s->settled.notify_all();
   }).detach();
 }
@@ -84,8 +86,8 @@ StoreThread::~StoreThread() {
   state_->queued.clear();
   state_->wake.notify_all();
   // The thread finishes the call it is in, then ends; it holds its own
-  // reference to the state, so leaving it behind is safe.
-  state_->settled.wait_for(lock, leave_after, [&] { return !state_->running; });
+  // reference to the state, so leaving it behind in a stuck call is safe.
+  state_->settled.wait_for(lock, leave_after, [&] { return state_->ended; });
 }
 
 void StoreThread::submit(const char* step, Work work, Done done) {
