@@ -33,6 +33,8 @@ std::vector<std::string> split_queues(const std::string& csv) {
 int main(int argc, char** argv) {
   CLI::App app{"jobagent: claims and runs jobctl jobs on this host. See jobagent(8).", "jobagent"};
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
+  app.footer("Environment: JOBCTL_STORE_TIMEOUT (default 30s) bounds every store call; jobagent(8) FAILURE MODES says "
+             "what happens when the store is away.");
   jobctl::agent::Options opts;
   std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
   std::string horizon = "60s", misfire = "60s", secrets_file, gc_older_than, gc_every = "10m";

@@ -24,7 +24,7 @@ constexpr const char* kFooter = R"(Exit codes:
                                    a threshold is breached (check); a finding is not ok (doctor)
   2  usage error or bad value   3  no such job or run
   4  the job is in the wrong state for this command
-  5  store unreachable, or its schema missing, too old or too new
+  5  store unreachable or silent past $JOBCTL_STORE_TIMEOUT (30s), or its schema missing, too old or too new
   6  the job changed since you read it (update --if-version)
   70 internal error (a bug)     124  wait --timeout elapsed
 See jobctl(1) for every command, the batch format and the JSON output shape.)";
