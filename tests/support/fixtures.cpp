@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -110,10 +111,17 @@ Process::Process(const std::vector<std::string>& argv, const std::vector<std::st
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  // The test's environment without JOBCTL_DB, and with `extra_env`
+  // replacing what it names.
+  auto named = [](const std::string& kv, const std::string& other) {
+    auto eq = kv.find('=');
+    return kv.compare(0, eq + 1, other, 0, eq + 1) == 0;
+  };
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
-    if (kv.rfind("JOBCTL_DB=", 0) != 0) env.push_back(kv);
+    bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const auto& x) { return named(kv, x); });
+    if (kv.rfind("JOBCTL_DB=", 0) != 0 && !replaced) env.push_back(kv);
   }
   for (const auto& e : extra_env) env.push_back(e);
   std::vector<char*> args, envp;
