@@ -418,14 +418,18 @@ class Store {
   // missing here was lost (rescued elsewhere): kill it, do not report it.
   std::vector<LeaseState> heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us);
   // Records finished attempts, fenced: an entry whose fence is stale
-  // changes nothing and comes back false.
+  // changes nothing and comes back false. A retry (status pending) of a
+  // deleted job's run is recorded as cancelled ("cancelled: the job was
+  // deleted"): nothing would claim it.
   std::vector<bool> complete(const std::vector<Completion>& done);
   // Gives runs back without using up an attempt (agent drain): pending
-  // again, available now. Fenced like complete().
+  // again, available now (a deleted job's: cancelled). Fenced like complete().
   void release(const std::vector<Completion>& runs);
   // Makes runs whose lease expired claimable again, closing their attempt
-  // as lost; marks workers that stopped heartbeating as gone. Returns how
-  // many runs it rescued.
+  // as lost; an at-most-once run, or one delivered max_deliveries times
+  // without a result, is dead instead, and a deleted job's is cancelled.
+  // Marks workers that stopped heartbeating as gone. Returns how many runs
+  // it rescued.
   int rescue_expired();
   // How long (µs, store clock) until the earliest pending run of `queues`
   // that `worker_id` could claim is due: 0 or less when one is due now,
