@@ -8,7 +8,8 @@
 // handed and matches `WHERE id = ? AND fence = ? AND status = 'running'`,
 // so an agent that lost its lease (paused, partitioned, presumed dead and
 // rescued) cannot overwrite the run's new owner. Rescue turns expired
-// leases back into pending runs and closes their attempt as `lost`.
+// leases back into pending runs and closes their attempt as `lost`; so does
+// a restarted agent for the runs of its dead earlier incarnation.
 //
 // A run of a deleted job is never pending: nothing would claim it. Each
 // path that would make one pending again (a retry, a release, a rescue)
@@ -19,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -307,17 +309,45 @@ int Store::rescue_expired() {
   if (!anything) return 0;
 
   Transaction tx(*conn_, TxMode::write);
+  int n = lose_runs("r.status = 'running' AND r.lease_expires_at < NOW_US", {}, [](const std::string& worker) {
+    return fmt::format("lease expired: worker {} stopped heartbeating", worker);
+  });
+  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
+  tx.commit();
+  return n;
+}
+
+std::vector<Incarnation> Store::incarnations(const std::string& name, const std::string& host) {
+  std::vector<Incarnation> out;
+  for (const auto& row : conn_->query("SELECT id, pid, state FROM workers WHERE name = $1 AND host = $2 "
+                                      "ORDER BY started_at, id",
+                                      {name, host}))
+    out.push_back(Incarnation{row.text(0), static_cast<int>(row.i64(1)), row.text(2) == "gone"});
+  return out;
+}
+
+int Store::give_back_runs(const std::string& worker_id, const std::string& why) {
+  Transaction tx(*conn_, TxMode::write);
+  int n = lose_runs("r.status = 'running' AND r.lease_owner = $1", {worker_id},
+                    [&](const std::string&) { return why; });
+  conn_->exec("UPDATE workers SET state = 'gone' WHERE id = $1", {worker_id});
+  tx.commit();
+  return n;
+}
+
+int Store::lose_runs(const std::string& where, const Params& params,
+                     const std::function<std::string(const std::string&)>& why_for) {
   // PostgreSQL: runs another rescuer holds are left to it, and so are the
   // runs of a job someone is changing (a delete among them): next time.
   std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED FOR SHARE OF j SKIP LOCKED" : "";
-  auto expired = conn_->query(
+  auto lost = conn_->query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
       "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END, "
       "CASE WHEN j.deleted_at IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
-      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US" +
-      lock);
-  for (const auto& row : expired) {
-    std::string why = fmt::format("lease expired: worker {} stopped heartbeating", row.text(3));
+      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE " + where + lock,
+      params);
+  for (const auto& row : lost) {
+    std::string why = why_for(row.text(3));
     // A lost attempt is run again at once, unless the job may not run
     // twice, or it has now been delivered too often without any result,
     // or the job was deleted meanwhile.
@@ -353,9 +383,7 @@ int Store::rescue_expired() {
       write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
     }
   }
-  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers));
-  tx.commit();
-  return static_cast<int>(expired.size());
+  return static_cast<int>(lost.size());
 }
 
 }  // namespace jobctl::store
