@@ -105,9 +105,14 @@ Process::Process(const std::vector<std::string>& argv, const std::vector<std::st
   posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   std::vector<std::string> env;
+  auto overridden = [&](const std::string& kv) {
+    for (const auto& e : extra_env)
+      if (kv.compare(0, e.find('=') + 1, e, 0, e.find('=') + 1) == 0) return true;
+    return false;
+  };
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
-    if (kv.rfind("JOBCTL_DB=", 0) != 0) env.push_back(kv);
+    if (kv.rfind("JOBCTL_DB=", 0) != 0 && !overridden(kv)) env.push_back(kv);
   }
   for (const auto& e : extra_env) env.push_back(e);
   std::vector<char*> args, envp;
@@ -184,7 +189,8 @@ std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const
                                      const std::string& label) {
   std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", label};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  return std::make_unique<Process>(argv, std::vector<std::string>{}, dir, label);
+  // Lock files (jobagent(8)) in the test's directory, shared by its agents.
+  return std::make_unique<Process>(argv, std::vector<std::string>{"XDG_RUNTIME_DIR=" + dir.path()}, dir, label);
 }
 
 void eventually(const std::function<bool()>& done, const std::string& what, std::chrono::seconds limit) {
