@@ -111,6 +111,7 @@ int Agent::run() {
     if (phase_ == Phase::draining && now >= drain_deadline_ && running() > 0) {
       log_event(LogLevel::warn, "drain_timeout", {{"running", std::to_string(running())}});
       stop_all_runs(Ending::drain, Runner::Now::yes);
+      drain_deadline_ = Clock::time_point::max();  // once; then wait for their exits, not spin
     }
     wait_for_events(now);
   }
