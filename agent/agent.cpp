@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/incarnation.hpp"
 #include "agent/outcome.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -68,6 +69,7 @@ Agent::Agent(Options opts)
                                 opts_.concurrency, JOBCTL_VERSION,
                                 duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
   worker_id_ = store->register_worker(reg);
+  take_over(*store, runner_, opts_, worker_id_);  // this incarnation's lock; a dead earlier one's runs back
   store_ = std::make_unique<StoreThread>(std::move(store));
   metrics_.version = JOBCTL_VERSION;
   metrics_.worker = opts_.name;

@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
                  "KEY=VALUE label that jobs' --on can select (repeatable; host=<host name> is always set)");
   app.add_option("--lease", lease, "Lease duration; heartbeats every third of it")->capture_default_str();
   app.add_option("--drain-timeout", drain, "On SIGTERM, how long running jobs may finish")->capture_default_str();
-  app.add_option("--kill-grace", grace, "Time between SIGTERM and SIGKILL on timeout or cancel")->capture_default_str();
+  app.add_option("--kill-grace", grace,
+                 "Time between SIGTERM and SIGKILL on timeout or cancel, and to end the jobs of an agent that died")
+      ->capture_default_str();
   app.add_option("--poll-interval", poll, "Fallback poll when no wake-up arrives")->capture_default_str();
   app.add_flag("--no-listen", no_listen, "Do not LISTEN for wake-ups (PgBouncer transaction pooling); poll only");
   app.add_flag("--no-scheduler", no_scheduler, "Never be the scheduler leader that turns cron occurrences into runs");

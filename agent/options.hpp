@@ -20,7 +20,7 @@ struct Options {
   model::Labels labels;                     // --label KEY=VALUE…, and host=<host name>: what --on matches
   milliseconds lease{15000};                // --lease: a run is rescued this long after the last heartbeat
   milliseconds drain_timeout{30000};        // --drain-timeout: SIGTERM waits this long for running jobs
-  milliseconds kill_grace{5000};            // --kill-grace: SIGTERM to SIGKILL on timeout or cancel
+  milliseconds kill_grace{5000};            // --kill-grace: SIGTERM to SIGKILL on timeout, cancel, a dead agent
   milliseconds poll_interval{1000};         // --poll-interval: fallback when no wake-up hint arrives
   bool listen = true;                       // --no-listen turns LISTEN/NOTIFY and inotify off
   bool scheduler = true;                    // --no-scheduler: never lead, never materialise schedules

@@ -1,7 +1,6 @@
 #include "agent/runner.hpp"
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,8 +29,9 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
                          run.spec.payload.value_or("")};
   exec::Spawned sp;
   try {
-    sp = exec::spawn(req);
+    sp = supervisor_.spawn(req);
   } catch (const Error& e) {
+    if (e.code() != ExitCode::usage) throw;
     return std::string(e.what());
   }
   Job job{run, sp.pid, sp.stdout_fd, sp.stderr_fd, exec::OutputTail(opts_.output_limit),
@@ -42,6 +42,7 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
 }
 
 void Runner::poll_fds(std::vector<pollfd>& fds) const {
+  fds.push_back({supervisor_.fd(), POLLIN, 0});
   for (const auto& [pid, job] : jobs_) {
     if (job.out_fd >= 0) fds.push_back({job.out_fd, POLLIN, 0});
     if (job.err_fd >= 0) fds.push_back({job.err_fd, POLLIN, 0});
@@ -75,10 +76,7 @@ void Runner::read_output() {
 
 std::vector<Finished> Runner::reap() {
   std::vector<Finished> done;
-  for (;;) {
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) break;
+  for (const auto& [pid, status] : supervisor_.exits()) {
     auto it = jobs_.find(pid);
     if (it == jobs_.end()) continue;
     Job& job = it->second;

@@ -1,6 +1,8 @@
 #pragma once
 // The shell executor: the processes this agent is running right now, their
-// output, their deadlines, and how each one is being ended.
+// output, their deadlines, and how each one is being ended. The job
+// supervisor (common/exec/supervisor.hpp) starts them and reports their
+// ends; this class signals them itself.
 //
 // Single-threaded by design: the agent's loop polls the descriptors this
 // class exposes and calls back in. No thread per job, no lock.
@@ -15,6 +17,7 @@
 
 #include "agent/options.hpp"
 #include "common/exec/output_tail.hpp"
+#include "common/exec/supervisor.hpp"
 #include "common/store/store.hpp"
 
 namespace jobctl::agent {
@@ -52,18 +55,22 @@ struct Finished {
 
 class Runner {
  public:
-  explicit Runner(const Options& opts) : opts_(opts) {}
-  ~Runner();  // kills whatever still runs
+  // Forks the job supervisor: construct before any thread starts.
+  explicit Runner(const Options& opts) : opts_(opts), supervisor_(opts.kill_grace) {}
+  ~Runner();  // kills whatever still runs, then ends the supervisor
 
   // Starts the run's command. Returns why when it cannot start (command
-  // not found, bad cwd); the run is then not tracked.
+  // not found, bad cwd); the run is then not tracked. Throws Error when the
+  // agent cannot start anything (its supervisor is gone).
   std::optional<std::string> start(const store::ClaimedRun& run);
 
-  // Descriptors to poll (stdout and stderr of each process).
+  // Descriptors to poll (the supervisor's, stdout and stderr of each process).
   void poll_fds(std::vector<pollfd>& fds) const;
   // Reads whatever output is waiting, from every process.
   void read_output();
-  // Collects exited processes (call after SIGCHLD).
+  // Collects exited processes, as the supervisor reports them. Throws
+  // Error(ExitCode::internal) once the supervisor died (every process it
+  // left is killed then): the agent must stop.
   std::vector<Finished> reap();
   // Begins ending a run: SIGTERM now and SIGKILL after the grace period,
   // or SIGKILL at once for `lost` and `immediately`.
@@ -74,6 +81,10 @@ class Runner {
   void enforce_deadlines(Clock::time_point now);
   // The earliest deadline enforce_deadlines() will act on.
   std::optional<Clock::time_point> next_deadline() const;
+
+  // This agent's lock file, held until every process of its jobs is gone
+  // (exec::Supervisor::lock).
+  void lock(const std::string& path) { supervisor_.lock(path); }
 
   size_t size() const { return jobs_.size(); }
   std::string job_of(const std::string& run_id) const;  // "" when not running
@@ -99,6 +110,7 @@ class Runner {
   const Job* find(const std::string& run_id) const { return const_cast<Runner*>(this)->find(run_id); }
 
   const Options& opts_;
+  exec::Supervisor supervisor_;
   std::map<pid_t, Job> jobs_;
 };
 

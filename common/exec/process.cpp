@@ -17,19 +17,6 @@
 namespace jobctl::exec {
 namespace {
 
-// Closes whatever it holds unless released.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-  int release() {
-    int f = fd;
-    fd = -1;
-    return f;
-  }
-};
-
 int stdin_fd(const std::string& data) {
   if (data.empty()) return open("/dev/null", O_RDONLY | O_CLOEXEC);
   int fd = memfd_create("jobctl-payload", MFD_CLOEXEC);
@@ -48,30 +35,61 @@ int stdin_fd(const std::string& data) {
   return fd;
 }
 
+Error pipe_error() { return Error(ExitCode::internal, fmt::format("cannot create pipes: {}", strerror(errno))); }
+
 }  // namespace
 
-Spawned spawn(const SpawnRequest& req) {
-  if (!req.cwd.empty()) {
-    struct stat st {};
-    if (stat(req.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw usage_error(fmt::format("working directory '{}' does not exist on this host", req.cwd));
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = o.release();
   }
-  Fd in{stdin_fd(req.stdin_data)};
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) close(fd_);
+}
+
+int Fd::release() {
+  int f = fd_;
+  fd_ = -1;
+  return f;
+}
+
+Stdio make_stdio(const std::string& stdin_data) {
+  Stdio io;
+  io.in = Fd(stdin_fd(stdin_data));
+  if (io.in.get() < 0) throw pipe_error();
   int out[2], err[2];
-  if (in.fd < 0 || pipe2(out, O_CLOEXEC) != 0)
-    throw Error(ExitCode::internal, fmt::format("cannot create pipes: {}", strerror(errno)));
-  Fd out_r{out[0]}, out_w{out[1]};
-  if (pipe2(err, O_CLOEXEC) != 0) throw Error(ExitCode::internal, fmt::format("cannot create pipes: {}", strerror(errno)));
-  Fd err_r{err[0]}, err_w{err[1]};
+  if (pipe2(out, O_CLOEXEC) != 0) throw pipe_error();
+  io.out_r = Fd(out[0]);
+  io.out_w = Fd(out[1]);
+  if (pipe2(err, O_CLOEXEC) != 0) throw pipe_error();
+  io.err_r = Fd(err[0]);
+  io.err_w = Fd(err[1]);
+  fcntl(io.out_r.get(), F_SETFL, O_NONBLOCK);
+  fcntl(io.err_r.get(), F_SETFL, O_NONBLOCK);
+  return io;
+}
+
+pid_t start_process(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                    const std::string& cwd, int in, int out, int err) {
+  if (!cwd.empty()) {
+    struct stat st {};
+    if (stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw usage_error(fmt::format("working directory '{}' does not exist on this host", cwd));
+  }
+  if (args.empty()) throw usage_error("cannot start a job with an empty command");
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in.fd, 0);
-  posix_spawn_file_actions_adddup2(&fa, out_w.fd, 1);
-  posix_spawn_file_actions_adddup2(&fa, err_w.fd, 2);
-  if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, req.cwd.c_str());
+  posix_spawn_file_actions_adddup2(&fa, in, 0);
+  posix_spawn_file_actions_adddup2(&fa, out, 1);
+  posix_spawn_file_actions_adddup2(&fa, err, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
 
-  // The agent blocks the signals it reads through signalfd; the job must
+  // The agent and its supervisor block or ignore signals; the job must
   // start with a clean mask and default handlers, in its own group.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -86,9 +104,9 @@ Spawned spawn(const SpawnRequest& req) {
                                       POSIX_SPAWN_USEVFORK);
 
   std::vector<char*> argv, envp;
-  for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
   pid_t pid = -1;
@@ -96,13 +114,11 @@ Spawned spawn(const SpawnRequest& req) {
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    if (rc == ENOENT) throw usage_error(fmt::format("command not found: {}", req.argv[0]));
-    if (rc == EACCES) throw usage_error(fmt::format("permission denied: {}", req.argv[0]));
-    throw usage_error(fmt::format("cannot start {}: {}", req.argv[0], strerror(rc)));
+    if (rc == ENOENT) throw usage_error(fmt::format("command not found: {}", args[0]));
+    if (rc == EACCES) throw usage_error(fmt::format("permission denied: {}", args[0]));
+    throw usage_error(fmt::format("cannot start {}: {}", args[0], strerror(rc)));
   }
-  fcntl(out_r.fd, F_SETFL, O_NONBLOCK);
-  fcntl(err_r.fd, F_SETFL, O_NONBLOCK);
-  return Spawned{pid, out_r.release(), err_r.release()};
+  return pid;
 }
 
 void signal_group(pid_t pgid, int sig) {

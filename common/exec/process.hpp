@@ -1,7 +1,10 @@
 #pragma once
-// Starting a job's process: posix_spawn (vfork-fast) into its own process
-// group, with stdin from memory, stdout/stderr on non-blocking pipes, the
-// signal mask and dispositions reset, and the working directory set.
+// Starting a job's process, in two halves that run in two processes: the
+// agent makes the job's standard streams (stdin from memory, stdout and
+// stderr on pipes whose read ends it keeps), and its supervisor
+// (exec/supervisor.hpp) starts the command with them: posix_spawn
+// (vfork-fast) into its own process group, the signal mask and
+// dispositions reset, the working directory set.
 #include <sys/types.h>
 
 #include <string>
@@ -22,9 +25,40 @@ struct Spawned {
   int stderr_fd = -1;
 };
 
-// Throws jobctl::Error(ExitCode::usage) with a user-facing reason when the
-// process cannot start (command not found, not executable, bad cwd).
-Spawned spawn(const SpawnRequest& req);
+// Closes what it holds unless released.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  int release();
+
+ private:
+  int fd_ = -1;
+};
+
+// A job's standard streams: the child's ends (stdin, stdout's and stderr's
+// write ends) and the parent's (the read ends, non-blocking). All
+// close-on-exec; the spawn makes the child's ends its 0, 1 and 2.
+struct Stdio {
+  Fd in, out_w, err_w;
+  Fd out_r, err_r;
+};
+
+// Throws Error(ExitCode::internal) when the system refuses a memfd or a pipe.
+Stdio make_stdio(const std::string& stdin_data);
+
+// Starts `argv` in a new process group (its pid) with `in`, `out` and `err`
+// as descriptors 0, 1 and 2, and default signal handling. Throws
+// jobctl::Error(ExitCode::usage) with a user-facing reason when the process
+// cannot start (command not found, not executable, bad cwd).
+pid_t start_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                    const std::string& cwd, int in, int out, int err);
 
 // Sends `sig` to the whole process group; a group already gone is fine.
 void signal_group(pid_t pgid, int sig);

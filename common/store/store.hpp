@@ -14,6 +14,7 @@
 // * Times are the database clock, microseconds since the epoch.
 // * A Store is not thread-safe: one per thread.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -117,6 +118,14 @@ struct WorkerRegistration {
   std::string version;
   int64_t lease_us = 0;
   model::Labels labels;  // jobs with --on run here only if all their labels are among these
+};
+
+// A worker row of an agent with a given name on a given host: one per
+// start of such an agent (Store::incarnations).
+struct Incarnation {
+  std::string worker_id;
+  int pid = 0;        // the agent's process id on that host
+  bool gone = false;  // it stopped, or was found dead (rescue_expired, give_back_runs)
 };
 
 // Which dead runs a dead-letter query or a bulk replay covers.
@@ -422,18 +431,32 @@ class Store {
   // its to give back with release().
   std::vector<LeaseState> heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us);
   // Records finished attempts, fenced: an entry whose fence is stale
-  // changes nothing and comes back false.
+  // changes nothing and comes back false. A retry (status pending) of a
+  // deleted job's run is recorded as cancelled ("cancelled: the job was
+  // deleted"): nothing would claim it.
   std::vector<bool> complete(const std::vector<Completion>& done);
   // Gives runs back without using up an attempt (agent drain): pending
-  // again, available now. Fenced like complete().
+  // again, available now (a deleted job's: cancelled). Fenced like complete().
   void release(const std::vector<Completion>& runs);
   // Makes runs whose lease expired claimable again, closing their attempt
-  // as lost; marks workers that stopped heartbeating as gone. Returns how
-  // many runs it rescued. Only runs (and workers) whose owner's lease is
-  // at most `calm_us` long count: a caller that has reached the store
-  // without trouble for only that long (after an outage or a clock step)
-  // leaves owners with longer leases the time to renew them.
+  // as lost; an at-most-once run, or one delivered max_deliveries times
+  // without a result, is dead instead, and a deleted job's is cancelled.
+  // Marks workers that stopped heartbeating as gone. Returns how many runs
+  // it rescued. Only runs (and workers) whose owner's lease is at most
+  // `calm_us` long count: a caller that has reached the store without
+  // trouble for only that long (after an outage or a clock step) leaves
+  // owners with longer leases the time to renew them.
   int rescue_expired(int64_t calm_us = INT64_MAX);
+  // Every worker row named `name` on `host`, oldest first: a restarted
+  // agent's earlier incarnations.
+  std::vector<Incarnation> incarnations(const std::string& name, const std::string& host);
+  // For an agent known dead, every process of its jobs gone (a restarted
+  // agent that took its lock): its runs are given back at once, as
+  // rescue_expired gives back expired ones (attempt lost with `why`,
+  // at-most-once, poison and deleted jobs alike), whatever their leases
+  // say, and it is marked gone. Returns how many runs. (On PostgreSQL a
+  // run whose job someone is changing at that moment is left to its lease.)
+  int give_back_runs(const std::string& worker_id, const std::string& why);
   // How long (µs, store clock) until the earliest pending run of `queues`
   // that `worker_id` could claim is due: 0 or less when one is due now,
   // nothing when none waits. Runs of paused or deleted jobs, of jobs whose
@@ -564,6 +587,13 @@ class Store {
   // A fresh pending run replaying `run_id`, audited as `action`. Inside a
   // transaction.
   std::string rerun(const std::string& run_id, const char* action);
+  // rescue_expired and give_back_runs: the running runs `where` picks (over
+  // runs r, jobs j and workers w, with `params`) lost their agent. Each is
+  // pending again at once (or dead, or cancelled: see rescue_expired), its
+  // attempt closed as lost with why_for(the worker's name). Inside the
+  // caller's transaction; returns how many.
+  int lose_runs(const std::string& where, const Params& params,
+                const std::function<std::string(const std::string&)>& why_for);
   // Records an audit event for the job, inside the caller's transaction.
   void audit(const std::string& job_id, const char* action, const std::string& details = "{}");
   // Throw invalid_state naming `action` when the job is soft-deleted (the

@@ -8,10 +8,19 @@
 // handed and matches `WHERE id = ? AND fence = ? AND status = 'running'`,
 // so an agent that lost its lease (paused, partitioned, presumed dead and
 // rescued) cannot overwrite the run's new owner. Rescue turns expired
-// leases back into pending runs and closes their attempt as `lost`.
+// leases back into pending runs and closes their attempt as `lost`; so does
+// a restarted agent for the runs of its dead earlier incarnation.
+//
+// A run of a deleted job is never pending: nothing would claim it. Each
+// path that would make one pending again (a retry, a release, a rescue)
+// cancels it instead, as delete_job cancels the waiting ones. On
+// PostgreSQL such a path reads the job's row FOR SHARE before it changes
+// the run, in the order delete_job locks them, so a concurrent delete
+// either sees the run pending (and cancels it) or is seen.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -29,17 +38,23 @@ namespace {
 // PostgreSQL: a batch of completions in one statement. Fenced like
 // kFinishRun; returns the runs it finished.
 constexpr const char* kCompletePostgres = R"SQL(
-WITH done AS (
+WITH input AS (
   SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
                        $8::bytea[], $9::bytea[], $10::text[], $11::int8[], $12::int[], $13::text[])
          AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail, outcome, delay,
               http_status, timings)
+), done AS (
+  -- A retry of a deleted job's run is cancelled instead (the job read FOR SHARE, before the run).
+  SELECT d.*, CASE WHEN d.status = 'pending' THEN COALESCE((SELECT j.deleted_at IS NOT NULL FROM runs x
+         JOIN jobs j ON j.id = x.job_id WHERE x.id = d.run_id FOR SHARE OF j), false) ELSE false END AS deleted
+  FROM input d
 ), finished AS (
-  UPDATE runs r SET status = d.status,
-         finished_at = CASE WHEN d.status = 'pending' THEN NULL ELSE NOW_US END,
-         available_at = CASE WHEN d.status = 'pending' THEN NOW_US + d.delay ELSE r.available_at END,
+  UPDATE runs r SET status = CASE WHEN d.deleted THEN 'cancelled' ELSE d.status END,
+         finished_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NULL ELSE NOW_US END,
+         available_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NOW_US + d.delay ELSE r.available_at END,
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
-         lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code, error = d.error
+         lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code,
+         error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE d.error END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND r.status = 'running'
   RETURNING r.id, r.queue, r.group_key
 ), closed AS (
@@ -60,12 +75,25 @@ constexpr const char* kFinishRun =
     "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
     "lease_owner = NULL, lease_expires_at = NULL, exit_code = $4, error = $5 "
     "WHERE id = $1 AND fence = $2 AND status = 'running'";
+// $3: 'pending', or 'cancelled' for a deleted job's run.
 constexpr const char* kReleaseRun =
-    "UPDATE runs SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, available_at = NOW_US, "
-    "deliveries = deliveries - 1 WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
+    "UPDATE runs SET status = $3, lease_owner = NULL, lease_expires_at = NULL, available_at = NOW_US, "
+    "deliveries = deliveries - 1, finished_at = CASE WHEN $3 = 'cancelled' THEN NOW_US END, "
+    "error = CASE WHEN $3 = 'cancelled' THEN $4 ELSE error END "
+    "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
+constexpr const char* kDeletedError = "cancelled: the job was deleted";
 constexpr const char* kCloseAttempt =
     "UPDATE attempts SET finished_at = NOW_US, outcome = $3, exit_code = $4, signal = $5, error = $6, "
     "stdout_tail = $7, stderr_tail = $8, http_status = $9, timings = $10 WHERE run_id = $1 AND attempt = $2";
+
+// Whether the run's job is deleted; on PostgreSQL the job's row is read
+// FOR SHARE (see the top of this file).
+bool job_deleted(Connection& c, const std::string& run_id) {
+  auto rows = c.query(std::string("SELECT j.deleted_at FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1") +
+                          (c.dialect() == Dialect::postgres ? " FOR SHARE OF j" : ""),
+                      {run_id});
+  return !rows.empty() && !rows[0].is_null(0);
+}
 
 Value opt_int(const std::optional<int>& v) {
   if (!v) return nullptr;
@@ -211,8 +239,12 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
     applied = complete_postgres(*conn_, done);
   } else {
     for (const auto& d : done) {
-      std::string status(model::to_string(d.status));
-      bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), d.error, d.retry_delay_us,
+      std::string status(model::to_string(d.status)), error = d.error;
+      if (d.status == model::RunStatus::pending && job_deleted(*conn_, d.run_id)) {
+        status = "cancelled";
+        error = kDeletedError;
+      }
+      bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
                                          int64_t{d.outcome == "failed" ? 1 : 0}}) == 1;
       if (ok) close_attempt(*conn_, d, d.outcome);
       applied.push_back(ok);
@@ -259,10 +291,12 @@ void Store::release(const std::vector<Completion>& runs) {
   if (runs.empty()) return;
   Transaction tx(*conn_, TxMode::write);
   for (const auto& d : runs) {
-    auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence});
+    const bool deleted = job_deleted(*conn_, d.run_id);
+    auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence, deleted ? "cancelled" : "pending", kDeletedError});
     if (rows.empty()) continue;
     close_attempt(*conn_, d, "released");
-    if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows[0].text(0)});
+    if (!deleted && dialect() == Dialect::postgres)
+      conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows[0].text(0)});
   }
   tx.commit();
 }
@@ -281,18 +315,49 @@ int Store::rescue_expired(int64_t calm_us) {
   if (!anything) return 0;
 
   Transaction tx(*conn_, TxMode::write);
-  std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED" : "";
-  auto expired = conn_->query(
+  int n = lose_runs("r.status = 'running' AND r.lease_expires_at < NOW_US AND COALESCE(w.lease_us, 0) <= $1",
+                    {calm_us}, [](const std::string& worker) {
+                      return fmt::format("lease expired: worker {} stopped heartbeating", worker);
+                    });
+  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers), {calm_us});
+  tx.commit();
+  return n;
+}
+
+std::vector<Incarnation> Store::incarnations(const std::string& name, const std::string& host) {
+  std::vector<Incarnation> out;
+  for (const auto& row : conn_->query("SELECT id, pid, state FROM workers WHERE name = $1 AND host = $2 "
+                                      "ORDER BY started_at, id",
+                                      {name, host}))
+    out.push_back(Incarnation{row.text(0), static_cast<int>(row.i64(1)), row.text(2) == "gone"});
+  return out;
+}
+
+int Store::give_back_runs(const std::string& worker_id, const std::string& why) {
+  Transaction tx(*conn_, TxMode::write);
+  int n = lose_runs("r.status = 'running' AND r.lease_owner = $1", {worker_id},
+                    [&](const std::string&) { return why; });
+  conn_->exec("UPDATE workers SET state = 'gone' WHERE id = $1", {worker_id});
+  tx.commit();
+  return n;
+}
+
+int Store::lose_runs(const std::string& where, const Params& params,
+                     const std::function<std::string(const std::string&)>& why_for) {
+  // PostgreSQL: runs another rescuer holds are left to it, and so are the
+  // runs of a job someone is changing (a delete among them): next time.
+  std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED FOR SHARE OF j SKIP LOCKED" : "";
+  auto lost = conn_->query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
-      "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
-      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND r.lease_expires_at < NOW_US "
-      "AND COALESCE(w.lease_us, 0) <= $1" +
-          lock,
-      {calm_us});
-  for (const auto& row : expired) {
-    std::string why = fmt::format("lease expired: worker {} stopped heartbeating", row.text(3));
+      "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END, "
+      "CASE WHEN j.deleted_at IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
+      "LEFT JOIN workers w ON w.id = r.lease_owner WHERE " + where + lock,
+      params);
+  for (const auto& row : lost) {
+    std::string why = why_for(row.text(3));
     // A lost attempt is run again at once, unless the job may not run
-    // twice, or it has now been delivered too often without any result.
+    // twice, or it has now been delivered too often without any result,
+    // or the job was deleted meanwhile.
     std::string status = "pending", run_error = why;
     if (row.text(6) == "at-most-once") {
       status = "dead";
@@ -300,9 +365,12 @@ int Store::rescue_expired(int64_t calm_us) {
     } else if (row.i64(4) >= row.i64(5)) {
       status = "dead";
       run_error = fmt::format("poison: delivered {} times without a result", row.i64(4));
+    } else if (row.i64(10) == 1) {
+      status = "cancelled";
+      run_error = kDeletedError;
     }
     conn_->exec("UPDATE runs SET status = $2, lease_owner = NULL, lease_expires_at = NULL, "
-                "available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'dead' THEN NOW_US END "
+                "available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "
                 "WHERE id = $1",
                 {row.text(0), status, run_error});
     conn_->exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
@@ -310,7 +378,7 @@ int Store::rescue_expired(int64_t calm_us) {
                 {row.text(0), row.i64(1), why});
     if (status == "pending" && dialect() == Dialect::postgres)
       conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
-    if (status == "dead") advance_dag(*conn_, row.text(7), row.text(8), model::RunStatus::dead);
+    if (status != "pending") advance_dag(*conn_, row.text(7), row.text(8), model::parse_run_status(status));
     // A lost attempt is a failed one: --notify hears of it as the agent's
     // own failures are heard of. (The job is read only when it asks.)
     if (row.i64(9) == 0) continue;
@@ -322,9 +390,7 @@ int Store::rescue_expired(int64_t calm_us) {
       write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
     }
   }
-  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers), {calm_us});
-  tx.commit();
-  return static_cast<int>(expired.size());
+  return static_cast<int>(lost.size());
 }
 
 }  // namespace jobctl::store

@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cerrno>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/model/retry.hpp"
@@ -18,6 +22,26 @@ using test::submit;
 namespace {
 
 const std::vector<std::string> kFast{"--poll-interval", "100ms"};
+
+// Ended: no such process, or a zombie (it runs no more; reaping it is its
+// parent's business).
+bool ended(int pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::string stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+// A test that failed may leave a job's sleeps behind: end those (and only
+// processes that are still a sleep), not what reuses their pids later.
+struct SleepsReaper {
+  std::vector<int> pids;
+  ~SleepsReaper() {
+    for (int pid : pids)
+      if (!ended(pid) && test::read_file("/proc/" + std::to_string(pid) + "/cmdline").rfind("sleep", 0) == 0)
+        kill(pid, SIGKILL);
+  }
+};
 
 }  // namespace
 
@@ -169,4 +193,48 @@ TEST_CASE("failure: an at-most-once job is never run twice when its agent is kil
   test::eventually([&] { return get(db, dir, id)["status"] == "dead"; }, "the run to be declared dead");
   CHECK(std::string(get(db, dir, id)["run"]["error"]).find("at-most-once") != std::string::npos);
   CHECK(test::lines(test::read_file(ledger)).size() == 1);
+}
+
+TEST_CASE("failure: kill -9 of the agent ends every process of its jobs, and its restart runs them again at once") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // A lease far longer than this test waits: only the restarted agent's
+  // clean-up can explain attempt 2.
+  const std::vector<std::string> flags{"--lease", "10m", "--kill-grace", "1s", "--poll-interval", "100ms"};
+  auto first = test::start_agent(db, dir, flags);
+  // Attempt 1 leaves one process of each kind behind: a background child,
+  // a pipeline, and a grandchild in a session of its own.
+  auto id = submit(db, dir, {"--", fmt::format("[ $JOB_ATTEMPT -ge 2 ] && exit 0; "
+                                               "setsid sh -c 'echo $$ > {0}/setsid.pid; exec sleep 300' & "
+                                               "sh -c 'echo $$ > {0}/pipe.pid; exec sleep 300' | cat & "
+                                               "echo $! > {0}/cat.pid; "
+                                               "sleep 300 & echo $! > {0}/child.pid; "
+                                               "echo $$ > {0}/job.pid; wait",
+                                               dir.path())});
+  SleepsReaper reaper;
+  std::vector<int> pids;
+  for (const char* name : {"job.pid", "child.pid", "cat.pid", "pipe.pid", "setsid.pid"}) {
+    std::string file = dir.file(name);
+    test::eventually([&] { return !test::trim(test::read_file(file)).empty(); }, std::string(name) + " to be written");
+    pids.push_back(std::stoi(test::trim(test::read_file(file))));
+  }
+  reaper.pids = pids;
+  for (int pid : pids) REQUIRE_FALSE(ended(pid));
+
+  first->signal(SIGKILL);
+  first->wait();
+  test::eventually([&] { return std::all_of(pids.begin(), pids.end(), ended); },
+                   "every process of the job to end with its agent");
+
+  auto second = test::start_agent(db, dir, flags);
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0]["outcome"] == "lost");
+  CHECK(std::string(attempts[0]["error"]).find("previous incarnation of agent agent") != std::string::npos);
+  CHECK(attempts[1]["outcome"] == "succeeded");
+  CHECK(get(db, dir, id)["run"]["deliveries"] == 2);
+  auto workers = json::parse(run_jobctl(db, dir, {"workers", "--all", "-o", "json"}).out);
+  REQUIRE(workers.size() == 2);
+  CHECK(workers[1]["state"] == "gone");  // the first incarnation, listed last
 }

@@ -50,7 +50,9 @@ std::unique_ptr<test::Process> start_agent_env(const test::TestDb& db, const tes
                                                const std::vector<std::string>& env) {
   std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", "agent", "--poll-interval", "100ms"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  return std::make_unique<test::Process>(argv, env, dir, "agent");
+  auto with_lock_dir = env;  // as test::start_agent does
+  with_lock_dir.push_back("XDG_RUNTIME_DIR=" + dir.path());
+  return std::make_unique<test::Process>(argv, with_lock_dir, dir, "agent");
 }
 
 std::string hmac_hex(const std::string& key, const std::string& message) {

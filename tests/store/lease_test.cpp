@@ -150,3 +150,59 @@ TEST_CASE("lease: concurrent claimers never get the same run") {
   CHECK(total == 600);
   CHECK(all.size() == 600);
 }
+
+TEST_CASE("lease: a restarted agent gives back its dead incarnation's runs at once, as rescue would") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto dead = s->register_worker(store::WorkerRegistration{"a", "host", 41, {"default"}, 8, "test", 600'000'000, {}});
+  auto other = s->register_worker(store::WorkerRegistration{"b", "host", 42, {"default"}, 8, "test", 600'000'000, {}});
+  auto again = s->register_worker(store::WorkerRegistration{"a", "host", 43, {"default"}, 8, "test", 600'000'000, {}});
+  s->register_worker(store::WorkerRegistration{"a", "elsewhere", 44, {"default"}, 8, "test", 600'000'000, {}});
+  auto submit_as = [&](const std::string& name, auto&& tweak) {
+    model::JobSpec spec;
+    spec.name = name;
+    spec.command.argv = {"true"};
+    tweak(spec);
+    return s->submit({spec})[0];
+  };
+  auto plain = submit_as("plain", [](model::JobSpec&) {});
+  auto once = submit_as("once", [](model::JobSpec& j) { j.retry_given.delivery = model::Delivery::at_most_once; });
+  auto poison = submit_as("poison", [](model::JobSpec& j) { j.retry_given.max_deliveries = 1; });
+  auto deleted = submit_as("deleted", [](model::JobSpec&) {});
+  REQUIRE(s->claim(dead, {"default"}, 4, 600'000'000).size() == 4);
+  auto theirs = submit_as("theirs", [](model::JobSpec&) {});
+  REQUIRE(s->claim(other, {"default"}, 4, 600'000'000).size() == 1);
+  s->delete_job(deleted.job_id, store::CancelRunning::no);
+
+  auto seen = s->incarnations("a", "host");
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].worker_id == dead);
+  CHECK(seen[0].pid == 41);
+  CHECK_FALSE(seen[0].gone);
+  CHECK(seen[1].worker_id == again);
+
+  const std::string why = "the previous incarnation of agent a (pid 41) died";
+  CHECK(s->give_back_runs(dead, why) == 4);
+  auto run = s->get_run(plain.run_id);
+  CHECK(run->status == RunStatus::pending);  // due now: nobody waits for its lease
+  CHECK(run->lease_owner.empty());
+  CHECK(run->error == why);
+  CHECK(s->attempts(plain.run_id).at(0).outcome == "lost");
+  CHECK(s->attempts(plain.run_id).at(0).error == why);
+  CHECK(s->get_run(once.run_id)->status == RunStatus::dead);
+  CHECK(s->get_run(once.run_id)->error.find("at-most-once") != std::string::npos);
+  CHECK(s->get_run(poison.run_id)->status == RunStatus::dead);
+  CHECK(s->get_run(poison.run_id)->error == "poison: delivered 1 times without a result");
+  CHECK(s->get_run(deleted.run_id)->status == RunStatus::cancelled);
+  CHECK(s->get_run(deleted.run_id)->error == "cancelled: the job was deleted");
+  CHECK(s->get_run(theirs.run_id)->status == RunStatus::running);  // another agent's
+  CHECK(s->incarnations("a", "host")[0].gone);
+  CHECK_FALSE(s->incarnations("a", "host")[1].gone);
+
+  auto claimed = s->claim(again, {"default"}, 4, 600'000'000);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].run_id == plain.run_id);
+  CHECK(claimed[0].attempt == 2);
+  CHECK(s->give_back_runs(dead, why) == 0);  // a second time finds nothing
+}

@@ -247,25 +247,20 @@ TEST_CASE("lifecycle: delete lets a running run finish unless asked to cancel it
   auto w = worker(*s);
   auto job = submit(*s, "long");
   REQUIRE(s->claim(w, {"default"}, 8, 10 * kSecond).size() == 1);
-  SUBCASE("default: it finishes, and a retry of it waits until the job is restored") {
+  SUBCASE("default: it finishes") {
     auto claimed = s->claim(w, {"default"}, 8, 10 * kSecond);
     CHECK(claimed.empty());  // the one run is already running
     CHECK(s->delete_job(job, store::CancelRunning::no) == 0);
     auto leases = s->heartbeat(w, model::WorkerState::active, 10 * kSecond);
     REQUIRE(leases.size() == 1);
     CHECK_FALSE(leases[0].cancel_requested);
-    store::Completion failed;
-    failed.run_id = leases[0].run_id;
-    failed.job_id = job;
-    failed.fence = leases[0].fence;
-    failed.attempt = 1;
-    failed.status = RunStatus::pending;
-    failed.outcome = "failed";
-    REQUIRE(s->complete({failed}) == std::vector<bool>{true});
-    CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
-    CHECK_FALSE(s->next_due_in("", {"default"}));
-    s->restore_job(job);
-    CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).size() == 1);
+    store::Completion done;
+    done.run_id = leases[0].run_id;
+    done.job_id = job;
+    done.fence = leases[0].fence;
+    done.attempt = 1;
+    REQUIRE(s->complete({done}) == std::vector<bool>{true});
+    CHECK(s->get_run(done.run_id)->status == RunStatus::succeeded);
   }
   SUBCASE("--cancel-running: its agent is told to stop it") {
     CHECK(s->delete_job(job, store::CancelRunning::yes) == 1);
@@ -273,6 +268,52 @@ TEST_CASE("lifecycle: delete lets a running run finish unless asked to cancel it
     REQUIRE(leases.size() == 1);
     CHECK(leases[0].cancel_requested);
   }
+}
+
+// Nothing claims the runs of a deleted job, so one that would wait again
+// (for its retry, or to be run again elsewhere) is cancelled instead, as
+// the delete cancelled the job's waiting runs.
+TEST_CASE("lifecycle: a running run of a deleted job that would wait again is cancelled instead") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto job = submit(*s, "long");
+  auto claimed = s->claim(w, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  const std::string run_id = claimed[0].run_id;
+  CHECK(s->delete_job(job, store::CancelRunning::no) == 0);
+  std::string outcome;
+  SUBCASE("its attempt fails with a retry left") {
+    auto failed = store::completion_of(claimed[0], RunStatus::pending);
+    failed.outcome = "failed";
+    failed.error = "exited with code 1; retry 1 of 3 in 1s";
+    failed.retry_delay_us = kSecond;
+    REQUIRE(s->complete({failed}) == std::vector<bool>{true});
+    outcome = "failed";
+    CHECK(s->attempts(run_id).at(0).error == failed.error);
+  }
+  SUBCASE("its agent drains and gives it back") {
+    auto released = store::completion_of(claimed[0], RunStatus::pending);
+    released.outcome = "released";
+    s->release({released});
+    outcome = "released";
+  }
+  SUBCASE("its lease expires") {
+    s->connection().exec("UPDATE runs SET lease_expires_at = 0 WHERE id = $1", {run_id});
+    CHECK(s->rescue_expired() == 1);
+    outcome = "lost";
+  }
+  auto run = s->get_run(run_id);
+  CHECK(run->status == RunStatus::cancelled);
+  CHECK(run->error == "cancelled: the job was deleted");
+  CHECK(run->finished_at.has_value());
+  CHECK(s->attempts(run_id).at(0).outcome == outcome);
+  CHECK_FALSE(s->next_due_in("", {"default"}));
+  // A restore does not bring it back, as it does not bring back the runs
+  // the delete cancelled.
+  s->restore_job(job);
+  CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
 }
 
 TEST_CASE("lifecycle: every change appears once in the history, newest first, with actor and version") {

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -113,15 +112,15 @@ Process::Process(const std::vector<std::string>& argv, const std::vector<std::st
   posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   // The test's environment without JOBCTL_DB, and with `extra_env`
   // replacing what it names.
-  auto named = [](const std::string& kv, const std::string& other) {
-    auto eq = kv.find('=');
-    return kv.compare(0, eq + 1, other, 0, eq + 1) == 0;
-  };
   std::vector<std::string> env;
+  auto overridden = [&](const std::string& kv) {
+    for (const auto& e : extra_env)
+      if (kv.compare(0, e.find('=') + 1, e, 0, e.find('=') + 1) == 0) return true;
+    return false;
+  };
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
-    bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const auto& x) { return named(kv, x); });
-    if (kv.rfind("JOBCTL_DB=", 0) != 0 && !replaced) env.push_back(kv);
+    if (kv.rfind("JOBCTL_DB=", 0) != 0 && !overridden(kv)) env.push_back(kv);
   }
   for (const auto& e : extra_env) env.push_back(e);
   std::vector<char*> args, envp;
@@ -198,7 +197,8 @@ std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const
                                      const std::string& label) {
   std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", label};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  return std::make_unique<Process>(argv, std::vector<std::string>{}, dir, label);
+  // Lock files (jobagent(8)) in the test's directory, shared by its agents.
+  return std::make_unique<Process>(argv, std::vector<std::string>{"XDG_RUNTIME_DIR=" + dir.path()}, dir, label);
 }
 
 void eventually(const std::function<bool()>& done, const std::string& what, std::chrono::seconds limit) {

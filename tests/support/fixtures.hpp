@@ -96,7 +96,8 @@ std::string submit(const TestDb& db, const TempDir& dir, std::vector<std::string
 // `jobctl get ID -o json` (fails the test unless exit 0).
 nlohmann::json get(const TestDb& db, const TempDir& dir, const std::string& id);
 
-// Starts a jobagent on `db` with extra flags.
+// Starts a jobagent on `db` with extra flags, named `label`; its lock file
+// (jobagent(8)) goes in `dir`, which the test's agents share.
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
                                      const std::string& label = "agent");
 

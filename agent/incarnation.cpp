@@ -1,0 +1,91 @@
+#include "agent/incarnation.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/exec/supervisor.hpp"
+#include "common/util/error.hpp"
+#include "common/util/host.hpp"
+#include "common/util/log.hpp"
+
+namespace jobctl::agent {
+namespace {
+
+using util::log_event;
+using util::LogLevel;
+
+// How long a dead incarnation's supervisor may take beyond --kill-grace:
+// it gives up 10 s after its SIGKILLs.
+constexpr auto kSupervisorSlack = std::chrono::seconds(15);
+
+// Alive as far as this host can tell (a pid reused since is "alive": the
+// incarnation is then left to its leases). Our own pid was reused.
+bool alive(int pid) {
+  if (pid <= 0 || pid == getpid()) return false;
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::string lock_path(const std::string& dir, const std::string& worker_id) {
+  return dir + "/" + worker_id + ".lock";
+}
+
+// A gone incarnation's lock file nobody holds any more: litter.
+void sweep(const std::string& path) {
+  exec::Fd held;
+  if (exec::take_lock(path, std::chrono::milliseconds(0), held) == exec::Taken::yes) unlink(path.c_str());
+}
+
+void take_over_from(store::Store& store, const Options& opts, const std::string& path, const store::Incarnation& w) {
+  std::vector<std::pair<std::string, std::string>> fields{{"worker_id", w.worker_id}, {"pid", std::to_string(w.pid)}};
+  exec::Fd held;
+  switch (exec::take_lock(path, opts.kill_grace + kSupervisorSlack, held)) {
+    case exec::Taken::missing:
+      log_event(LogLevel::info, "incarnation_unknown", fields);  // its leases will expire
+      return;
+    case exec::Taken::busy:
+      log_event(LogLevel::warn, "incarnation_busy", fields);  // its supervisor is still ending its jobs
+      return;
+    case exec::Taken::yes:
+      break;
+  }
+  int runs = store.give_back_runs(
+      w.worker_id, fmt::format("the previous incarnation of agent {} (pid {}) died", opts.name, w.pid));
+  unlink(path.c_str());
+  fields.emplace_back("runs", std::to_string(runs));
+  log_event(LogLevel::warn, "took_over", fields);
+}
+
+}  // namespace
+
+std::string lock_directory() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  std::string dir = runtime && *runtime ? std::string(runtime) + "/jobagent" : fmt::format("/tmp/jobagent-{}", getuid());
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw usage_error(fmt::format("cannot create the lock directory {}: {}", dir, std::strerror(errno)),
+                      "set XDG_RUNTIME_DIR to a directory of your own");
+  // In /tmp anyone may have made it first: use it only if it is ours alone.
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0)
+    throw usage_error(fmt::format("the lock directory {} is not a directory of this user's that only it may use", dir),
+                      "remove it, or set XDG_RUNTIME_DIR to a directory of your own");
+  return dir;
+}
+
+void take_over(store::Store& store, Runner& runner, const Options& opts, const std::string& worker_id) {
+  const std::string dir = lock_directory();
+  runner.lock(lock_path(dir, worker_id));
+  for (const auto& w : store.incarnations(opts.name, util::host_name())) {
+    if (w.worker_id == worker_id) continue;
+    if (w.gone) sweep(lock_path(dir, w.worker_id));
+    else if (!alive(w.pid)) take_over_from(store, opts, lock_path(dir, w.worker_id), w);
+  }
+}
+
+}  // namespace jobctl::agent

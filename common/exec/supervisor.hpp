@@ -1,0 +1,116 @@
+#pragma once
+// The job supervisor: a small process that jobagent forks before anything
+// else (no thread, no store yet) and that is the parent of every job, so
+// that no job outlives its agent.
+//
+// * The supervisor (S, named "jobagent-sup") is a child subreaper: what a
+//   job leaves behind — a background child, a pipeline, a process that
+//   called setsid or daemonised — is reparented to S when its parent ends,
+//   never to init. Every process of every job stays S's descendant.
+// * The agent and S talk over a SOCK_SEQPACKET socket pair, which is also
+//   the lifeline: however the agent ends (kill -9, the OOM killer, a clean
+//   exit), the kernel closes its end and S reads end-of-file.
+// * The agent asks S to start each job: argv, environment and cwd in a
+//   memfd, the job's stdin, stdout and stderr as descriptors (SCM_RIGHTS).
+//   S starts it with exec::start_process and answers with the pid or the
+//   error. S reaps its children and reports each job's wait status;
+//   orphans it only reaps. The agent signals its jobs' process groups
+//   itself (same user), so timeouts, cancels and drain work as before.
+// * When the lifeline breaks, S sends SIGTERM to each job's process group
+//   and to every descendant it finds (the ppid links in /proc/*/stat),
+//   SIGKILL to every descendant left after the kill grace, again and again
+//   until it has no child (or 10 s more have passed), and exits.
+// * S ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: Ctrl-C at a terminal or
+//   systemd's SIGTERM is meant for the agent, whose drain lets jobs finish.
+//   Only the lifeline makes it end them.
+// * S keeps only its socket and stdio open (and the lock file below).
+//
+// Not thread-safe; one per agent, used from the agent's loop.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/exec/process.hpp"
+
+namespace jobctl::exec {
+
+namespace detail {
+struct Message;  // one datagram between the agent and S (supervisor.cpp)
+}
+
+class Supervisor {
+ public:
+  // Forks the supervisor. `kill_grace`: how long it waits between SIGTERM
+  // and SIGKILL when the agent is gone. Also makes this process a child
+  // subreaper, so that if S itself is killed its orphans come here (see
+  // exits()). Throws Error(ExitCode::internal) when the fork fails, or when
+  // this process already runs threads (a fork without exec is safe only
+  // before any thread exists).
+  explicit Supervisor(std::chrono::milliseconds kill_grace);
+  // Breaks the lifeline: S ends what is still running (nothing after a
+  // clean shutdown) and exits. Waits for that, at most the kill grace + 5 s;
+  // once S has exited, removes the lock file (lock()), unless S had died.
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts a process through S (see process.hpp for what it gets). Throws
+  // Error(ExitCode::usage) with the user-facing reason when it cannot start
+  // (command not found, bad cwd), and Error(ExitCode::internal) when S is
+  // gone or does not answer within 10 s.
+  Spawned spawn(const SpawnRequest& req);
+
+  // Readable when S has reported something (or is gone): poll it.
+  int fd() const { return sock_.get(); }
+
+  struct Exit {
+    pid_t pid = -1;
+    int status = 0;  // as from waitpid
+  };
+  // The processes spawn() started that ended since the last call. Once S is
+  // gone (and every exit it reported was returned), kills every process it
+  // left behind (they were reparented here) and throws
+  // Error(ExitCode::internal): the agent can start nothing more.
+  std::vector<Exit> exits();
+
+  // Creates the lock file `path` (mode 0600) and takes a flock on it,
+  // held by this process and by S until both are gone: while anyone holds
+  // it, a process S started may still be alive (take_lock). The file stays
+  // when this process dies (or S does) for a restarted agent to find.
+  // Throws Error(ExitCode::internal) when it cannot be made or locked.
+  void lock(const std::string& path);
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  bool receive(detail::Message& m);  // false: nothing waiting (or S is gone: lost_)
+  void handle_report(const detail::Message& m);
+  detail::Message await_reply(uint32_t seq);
+  void send(uint32_t kind, uint32_t seq, const std::vector<int>& fds);
+  size_t end_orphans();
+
+  std::chrono::milliseconds kill_grace_;
+  pid_t pid_ = -1;
+  Fd sock_;
+  Fd lock_;
+  std::string lock_path_;
+  uint32_t seq_ = 0;
+  bool lost_ = false;         // S closed the socket: it died
+  std::vector<Exit> exits_;   // reported, not yet collected
+};
+
+// Takes the lock on a lock file another agent made (Supervisor::lock),
+// waiting at most `limit` for its holders to let go; on Taken::yes `held`
+// keeps it. Taken::missing: there is no such file (or it cannot be
+// opened), so nothing can be known from it.
+enum class Taken { yes, missing, busy };
+Taken take_lock(const std::string& path, std::chrono::milliseconds limit, Fd& held);
+
+// Every process descended from `root`, by the ppid links in /proc (a
+// snapshot: processes may come and go meanwhile).
+std::vector<pid_t> descendants(pid_t root);
+
+}  // namespace jobctl::exec

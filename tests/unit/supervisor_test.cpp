@@ -1,0 +1,105 @@
+// The job supervisor on its own: it starts processes with their streams,
+// reports their exits, refuses with the reasons a user can act on, and ends
+// everything when the process that made it lets go (as an agent does when
+// it dies).
+#include <doctest/doctest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "common/exec/supervisor.hpp"
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    poll(&p, 1, 5000);
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EAGAIN) break;
+  }
+  close(fd);
+  return out;
+}
+
+exec::SpawnRequest shell(const std::string& script, const std::string& cwd = "", const std::string& in = "") {
+  return exec::SpawnRequest{{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, cwd, in};
+}
+
+bool ended(int pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::string stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("exec::Supervisor starts a process with its payload and pipes, and reports its exit") {
+  test::TempDir dir;
+  exec::Supervisor sup(milliseconds(500));
+  auto sp = sup.spawn(shell("read x; echo out:$x; pwd; echo err >&2; exit 3", dir.path(), "hello\n"));
+  CHECK(read_all(sp.stdout_fd) == "out:hello\n" + dir.path() + "\n");
+  CHECK(read_all(sp.stderr_fd) == "err\n");
+  std::vector<exec::Supervisor::Exit> exits;
+  test::eventually([&] {
+    for (auto e : sup.exits()) exits.push_back(e);
+    return !exits.empty();
+  }, "the exit to be reported");
+  REQUIRE(exits.size() == 1);
+  CHECK(exits[0].pid == sp.pid);
+  CHECK(WIFEXITED(exits[0].status));
+  CHECK(WEXITSTATUS(exits[0].status) == 3);
+}
+
+TEST_CASE("exec::Supervisor refuses what cannot start with the reason, as a usage error") {
+  exec::Supervisor sup(milliseconds(500));
+  auto refused = [&](const exec::SpawnRequest& req) -> std::string {
+    try {
+      sup.spawn(req);
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::usage);
+      return e.what();
+    }
+    return "started";
+  };
+  CHECK(refused({{"/no/such/program", "arg"}, {}, "", ""}) == "command not found: /no/such/program");
+  CHECK(refused({{"/etc/passwd"}, {}, "", ""}) == "permission denied: /etc/passwd");
+  CHECK(refused(shell("true", "/no/such/dir")) == "working directory '/no/such/dir' does not exist on this host");
+  // It still serves.
+  auto sp = sup.spawn(shell("true"));
+  CHECK(read_all(sp.stdout_fd).empty());
+  close(sp.stderr_fd);
+}
+
+TEST_CASE("exec::Supervisor ends every process it started, and what they left, when its owner lets go") {
+  test::TempDir dir;
+  auto sup = std::make_unique<exec::Supervisor>(milliseconds(300));
+  // The job ignores SIGTERM (so SIGKILL must follow), and leaves a child
+  // behind in a session of its own.
+  auto sp = sup->spawn(shell("trap '' TERM; setsid sh -c 'echo $$ > " + dir.file("setsid.pid") +
+                             "; exec sleep 300' & sleep 300 & echo $! > " + dir.file("child.pid") + "; wait"));
+  close(sp.stdout_fd);
+  close(sp.stderr_fd);
+  std::vector<int> pids{sp.pid};
+  for (const char* f : {"setsid.pid", "child.pid"}) {
+    test::eventually([&] { return !test::trim(test::read_file(dir.file(f))).empty(); }, std::string(f) + " written");
+    pids.push_back(std::stoi(test::read_file(dir.file(f))));
+  }
+  int supervisor = sup->pid();
+  sup.reset();
+  CHECK(ended(supervisor));
+  for (int pid : pids) CHECK(ended(pid));
+}
