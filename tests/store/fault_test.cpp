@@ -16,19 +16,37 @@ std::string worker(store::Store& s, const std::string& name) {
   return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 60'000'000, {}});
 }
 
+// A store on a FaultyConnection, a clean one to check it with, and one
+// pending run of `true`.
+struct FaultyStore {
+  test::TempDir dir;
+  test::TestDb db{dir};
+  std::unique_ptr<store::Store> check = db.open();
+  test::FaultyConnection* faulty = nullptr;
+  std::unique_ptr<store::Store> s = open_faulty();
+  std::string run_id = submit_one();
+
+  std::unique_ptr<store::Store> open_faulty() {
+    auto conn = std::make_unique<test::FaultyConnection>(db.connect());
+    faulty = conn.get();
+    return std::make_unique<store::Store>(std::move(conn));
+  }
+  std::string submit_one() {
+    model::JobSpec spec;
+    spec.command.argv = {"true"};
+    return s->submit({spec})[0].run_id;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartbeat and given back unspent") {
-  test::TempDir dir;
-  test::TestDb db(dir);
-  auto check = db.open();
-  auto conn = std::make_unique<test::FaultyConnection>(db.connect());
-  auto* faulty = conn.get();
-  store::Store s(std::move(conn));
+  FaultyStore f;
+  auto& s = *f.s;
+  auto& check = f.check;
+  auto* faulty = f.faulty;
+  const auto& run_id = f.run_id;
   auto a = worker(s, "a"), b = worker(s, "b");
-  model::JobSpec spec;
-  spec.command.argv = {"true"};
-  auto run_id = s.submit({spec})[0].run_id;
 
   faulty->lose_next_answer();
   try {
@@ -73,16 +91,12 @@ TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartb
 }
 
 TEST_CASE("fault: a completion whose answer is lost is applied once, and sending it again changes nothing") {
-  test::TempDir dir;
-  test::TestDb db(dir);
-  auto check = db.open();
-  auto conn = std::make_unique<test::FaultyConnection>(db.connect());
-  auto* faulty = conn.get();
-  store::Store s(std::move(conn));
+  FaultyStore f;
+  auto& s = *f.s;
+  auto& check = f.check;
+  auto* faulty = f.faulty;
+  const auto& run_id = f.run_id;
   auto a = worker(s, "a");
-  model::JobSpec spec;
-  spec.command.argv = {"true"};
-  auto run_id = s.submit({spec})[0].run_id;
   auto claimed = s.claim(a, {"default"}, 1, 60'000'000);
   REQUIRE(claimed.size() == 1);
   auto done = store::completion_of(claimed[0], RunStatus::succeeded);
