@@ -66,7 +66,7 @@ TEST_CASE("failover: jobctl and agents carry on when the synchronous standby is 
     return std::make_unique<test::Process>(
         std::vector<std::string>{JOBAGENT_BIN, "--db", pg.dsn(), "--name", name, "--lease", "3s", "--poll-interval",
                                  "200ms", "-c", "4"},
-        std::vector<std::string>{"JOBCTL_STORE_TIMEOUT=5s"}, dir, name);
+        std::vector<std::string>{"JOBCTL_STORE_TIMEOUT=5s", "XDG_RUNTIME_DIR=" + dir.path()}, dir, name);
   };
   auto a = agent("a"), b = agent("b");
   auto job = [&] { return "sleep 0.3; echo $JOB_ID $JOB_IDEMPOTENCY_KEY >> " + ledger; };

@@ -30,8 +30,9 @@ std::unique_ptr<test::Process> agent_on(const std::string& dsn, const test::Temp
                                         std::vector<std::string> flags, const std::string& store_timeout) {
   std::vector<std::string> argv{JOBAGENT_BIN, "--db", dsn, "--name", name, "--poll-interval", "100ms"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  return std::make_unique<test::Process>(argv, std::vector<std::string>{"JOBCTL_STORE_TIMEOUT=" + store_timeout}, dir,
-                                         name);
+  return std::make_unique<test::Process>(
+      argv, std::vector<std::string>{"JOBCTL_STORE_TIMEOUT=" + store_timeout, "XDG_RUNTIME_DIR=" + dir.path()}, dir,
+      name);
 }
 
 bool logged(const test::Process& p, const std::string& event) { return p.err().find(event) != std::string::npos; }
@@ -166,7 +167,7 @@ TEST_CASE("fault: a step of the wall clock larger than the lease restarts no run
   std::ofstream(offset) << "+0\n";
   std::vector<std::string> env{"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                                "FAKETIME_TIMESTAMP_FILE=" + offset, "FAKETIME_NO_CACHE=1",
-                               "FAKETIME_DONT_FAKE_MONOTONIC=1",
+                               "FAKETIME_DONT_FAKE_MONOTONIC=1", "XDG_RUNTIME_DIR=" + dir.path(),
                                "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:verify_asan_link_order=0"};
   auto agent = [&](const std::string& name, const std::string& lease) {
     return std::make_unique<test::Process>(

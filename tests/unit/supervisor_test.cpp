@@ -103,3 +103,16 @@ TEST_CASE("exec::Supervisor ends every process it started, and what they left, w
   CHECK(ended(supervisor));
   for (int pid : pids) CHECK(ended(pid));
 }
+
+TEST_CASE("exec::Supervisor ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: those are for the agent's drain") {
+  exec::Supervisor sup(milliseconds(300));
+  auto sp = sup.spawn(shell("exec sleep 30"));
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) kill(sup.pid(), sig);
+  auto again = sup.spawn(shell("echo still serving"));  // throws if S died
+  CHECK(read_all(again.stdout_fd) == "still serving\n");
+  close(again.stderr_fd);
+  CHECK_FALSE(ended(sup.pid()));
+  CHECK_FALSE(ended(sp.pid));  // and its jobs run on
+  close(sp.stdout_fd);
+  close(sp.stderr_fd);
+}
