@@ -130,9 +130,13 @@ TEST_CASE("fault: a job that finished during an outage longer than the lease is 
   test::StoreFreeze path_a(db);
   std::unique_ptr<test::StoreFreeze> path_b = pg ? std::make_unique<test::StoreFreeze>(db) : nullptr;
   const std::string& dsn_b = pg ? path_b->dsn() : path_a.dsn();
-  auto a = agent_on(path_a.dsn(), dir, "a", {"--lease", "3s"}, "1s");
+  // One after the other: with a store timeout this short, two agents
+  // starting at once on a busy machine can outwait each other's writes.
+  auto a = agent_on(path_a.dsn(), dir, "a", {"--lease", "3s"}, "2s");
+  test::eventually([&] { return logged(*a, "started"); }, "a to start");
   // b serves another queue: were it to rescue the run, a would run it again.
-  auto b = agent_on(dsn_b, dir, "b", {"--lease", "3s", "-q", "other"}, "1s");
+  auto b = agent_on(dsn_b, dir, "b", {"--lease", "3s", "-q", "other"}, "2s");
+  test::eventually([&] { return logged(*b, "started"); }, "b to start");
   std::string marks = dir.file("marks");
   auto id = submit(db, dir, {"--retries", "3", "--", "echo start >> " + marks + "; sleep 2; echo end >> " + marks});
   test::eventually([&] { return test::read_file(marks).find("start") != std::string::npos; }, "the job to start");
