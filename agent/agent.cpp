@@ -50,6 +50,9 @@ Agent::Agent(Options opts)
     : opts_(std::move(opts)),
       dsn_(config::resolve_dsn(opts_.db)),
       health_(Clock::now()),
+      // A quarter lease (at least 1 s): less than the slack a lease has
+      // between two heartbeats.
+      clock_watch_(std::max<int64_t>(duration_cast<microseconds>(opts_.lease).count() / 4, 1'000'000)),
       runner_(opts_),
       secrets_(Secrets::load(environ, opts_.secrets_file)),
       webhooks_(opts_, secrets_) {
@@ -345,8 +348,7 @@ void Agent::reconcile(const std::vector<store::LeaseState>& leases) {
 // steady clock: leases may look expired that are not, so rescue waits a
 // lease, and doctor is told.
 void Agent::watch_clock(int64_t store_now_us, Clock::time_point at) {
-  int64_t tolerance = std::max<int64_t>(duration_cast<microseconds>(opts_.lease).count() / 4, 1'000'000);
-  auto step = clock_watch_.observe(store_now_us, at, tolerance);
+  auto step = clock_watch_.observe(store_now_us, at);
   if (!step) return;
   health_.clock_stepped(*step, Clock::now());
   store_step("clock_step", [id = worker_id_, us = *step](store::Store& s) { s.record_clock_step(id, us); }, {}, {},
@@ -356,12 +358,21 @@ void Agent::watch_clock(int64_t store_now_us, Clock::time_point at) {
 // Rescue of expired leases takes only the runs of agents whose lease is
 // no longer than the time this agent has had the store calmly: after an
 // outage (or a clock step) their owners get a whole lease to renew them.
+// And it rescues nothing unless the store's clock reads where the last
+// heartbeat says it should, in the statement that compares the leases: a
+// step after that heartbeat would otherwise make live leases look expired
+// before any heartbeat could notice it.
 void Agent::rescue_if_safe(Clock::time_point now) {
   auto calm = duration_cast<microseconds>(health_.calm_for(now)).count();
-  if (calm <= 0) return;
+  const auto& seen = clock_watch_.last();
+  if (calm <= 0 || !seen) return;
   auto rescued = std::make_shared<int>(0);
   store_step(
-      "rescue", [rescued, calm](store::Store& s) { *rescued = s.rescue_expired(calm); },
+      "rescue",
+      [rescued, calm, seen = *seen, tolerance = clock_watch_.tolerance_us()](store::Store& s) {
+        int64_t expected = seen.expected_at(Clock::now());
+        *rescued = s.rescue_expired(calm, expected - tolerance, expected + tolerance);
+      },
       [this, rescued] {
         if (*rescued == 0) return;
         log_event(LogLevel::warn, "rescued", {{"runs", std::to_string(*rescued)}});

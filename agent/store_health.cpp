@@ -55,15 +55,17 @@ void StoreHealth::clock_stepped(int64_t step_us, Clock::time_point now) {
   calm_since_ = now;
 }
 
-std::optional<int64_t> ClockWatch::observe(int64_t store_now_us, StoreHealth::Clock::time_point now,
-                                           int64_t tolerance_us) {
+int64_t ClockWatch::Reading::expected_at(StoreHealth::Clock::time_point now) const {
+  return store_us + duration_cast<Micros>(now - at).count();
+}
+
+std::optional<int64_t> ClockWatch::observe(int64_t store_now_us, StoreHealth::Clock::time_point now) {
   std::optional<int64_t> step;
   if (last_) {
-    int64_t store_moved = store_now_us - last_->first;
-    int64_t host_moved = duration_cast<Micros>(now - last_->second).count();
-    if (std::llabs(store_moved - host_moved) > tolerance_us) step = store_moved - host_moved;
+    int64_t drift = store_now_us - last_->expected_at(now);
+    if (std::llabs(drift) > tolerance_us_) step = drift;
   }
-  last_ = {store_now_us, now};
+  last_ = Reading{store_now_us, now};
   return step;
 }
 

@@ -55,11 +55,27 @@ class StoreHealth {
 // two heartbeats with how far this host's steady clock did.
 class ClockWatch {
  public:
-  // The step (µs, signed) when it exceeds `tolerance_us`, else nullopt.
-  std::optional<int64_t> observe(int64_t store_now_us, StoreHealth::Clock::time_point now, int64_t tolerance_us);
+  // The store's clock as a heartbeat read it, and when on the steady clock.
+  struct Reading {
+    int64_t store_us = 0;
+    StoreHealth::Clock::time_point at;
+    // Where the store's clock should read at `now` if it has not stepped.
+    int64_t expected_at(StoreHealth::Clock::time_point now) const;
+  };
+
+  explicit ClockWatch(int64_t tolerance_us) : tolerance_us_(tolerance_us) {}
+
+  // The step (µs, signed) when it exceeds the tolerance, else nullopt.
+  std::optional<int64_t> observe(int64_t store_now_us, StoreHealth::Clock::time_point now);
+  // The last reading, if any.
+  const std::optional<Reading>& last() const { return last_; }
+  // How far the store's clock may drift from the expectation before it
+  // counts as a step.
+  int64_t tolerance_us() const { return tolerance_us_; }
 
  private:
-  std::optional<std::pair<int64_t, StoreHealth::Clock::time_point>> last_;
+  int64_t tolerance_us_;
+  std::optional<Reading> last_;
 };
 
 }  // namespace jobctl::agent

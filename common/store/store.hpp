@@ -445,8 +445,13 @@ class Store {
   // it rescued. Only runs (and workers) whose owner's lease is at most
   // `calm_us` long count: a caller that has reached the store without
   // trouble for only that long (after an outage or a clock step) leaves
-  // owners with longer leases the time to renew them.
-  int rescue_expired(int64_t calm_us = INT64_MAX);
+  // owners with longer leases the time to renew them. Nothing is rescued
+  // unless the store's clock reads within `[clock_from_us, clock_to_us]`
+  // in the very statement that compares leases with it: a caller that
+  // knows where the clock should be (from its last heartbeat) thereby
+  // rescues nothing across a clock step it has not yet seen.
+  int rescue_expired(int64_t calm_us = INT64_MAX, int64_t clock_from_us = INT64_MIN,
+                     int64_t clock_to_us = INT64_MAX);
   // Every worker row named `name` on `host`, oldest first: a restarted
   // agent's earlier incarnations.
   std::vector<Incarnation> incarnations(const std::string& name, const std::string& host);

@@ -301,25 +301,30 @@ void Store::release(const std::vector<Completion>& runs) {
   tx.commit();
 }
 
-int Store::rescue_expired(int64_t calm_us) {
+int Store::rescue_expired(int64_t calm_us, int64_t clock_from_us, int64_t clock_to_us) {
+  const Params params{calm_us, clock_from_us, clock_to_us};
+  const char* clock_as_expected = "NOW_US BETWEEN $2 AND $3";
+  const std::string stale_workers = fmt::format(
+      "state <> 'gone' AND heartbeat_at + lease_us < NOW_US AND lease_us <= $1 AND {}", clock_as_expected);
   // Cheap read first: almost always nothing expired, and then no write
   // lock is taken at all.
-  const char* stale_workers = "state <> 'gone' AND heartbeat_at + lease_us < NOW_US AND lease_us <= $1";
-  bool anything = conn_->query(fmt::format(
-                         "SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_expires_at < "
-                         "NOW_US) OR EXISTS (SELECT 1 FROM workers WHERE {}) THEN 1 ELSE 0 END",
-                         stale_workers),
-                             {calm_us})
+  bool anything = conn_->query(fmt::format("SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE status = 'running' "
+                                           "AND lease_expires_at < NOW_US AND {}) OR EXISTS (SELECT 1 FROM workers "
+                                           "WHERE {}) THEN 1 ELSE 0 END",
+                                           clock_as_expected, stale_workers),
+                               params)
                       .at(0)
                       .i64(0) == 1;
   if (!anything) return 0;
 
   Transaction tx(*conn_, TxMode::write);
-  int n = lose_runs("r.status = 'running' AND r.lease_expires_at < NOW_US AND COALESCE(w.lease_us, 0) <= $1",
-                    {calm_us}, [](const std::string& worker) {
+  int n = lose_runs(fmt::format("r.status = 'running' AND r.lease_expires_at < NOW_US AND COALESCE(w.lease_us, 0) "
+                                "<= $1 AND {}",
+                                clock_as_expected),
+                    params, [](const std::string& worker) {
                       return fmt::format("lease expired: worker {} stopped heartbeating", worker);
                     });
-  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers), {calm_us});
+  conn_->exec(fmt::format("UPDATE workers SET state = 'gone' WHERE {}", stale_workers), params);
   tx.commit();
   return n;
 }

@@ -82,6 +82,25 @@ TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is
   CHECK(s->get_run(run_id)->status == RunStatus::succeeded);
 }
 
+TEST_CASE("lease: rescue takes nothing while the store's clock reads outside the window its caller expects") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");  // lease 50 ms
+  auto run_id = submit_one(*s);
+  REQUIRE(s->claim(a, {"default"}, 1, 20'000).size() == 1);
+  outlive(*s, 60'000);
+  // The caller last saw the clock an hour from now (or an hour ago): the
+  // clock has stepped since, so expired-looking leases may be alive.
+  int64_t now = s->now(), hour = 3'600'000'000;
+  CHECK(s->rescue_expired(INT64_MAX, now + hour, now + 2 * hour) == 0);
+  CHECK(s->rescue_expired(INT64_MAX, now - 2 * hour, now - hour) == 0);
+  CHECK(s->get_run(run_id)->status == RunStatus::running);
+  // Where the caller expects it: rescued.
+  CHECK(s->rescue_expired(INT64_MAX, now - hour, now + hour) == 1);
+  CHECK(s->get_run(run_id)->status == RunStatus::pending);
+}
+
 TEST_CASE("lease: a worker that stops heartbeating is marked gone") {
   test::TempDir dir;
   test::TestDb db(dir);
