@@ -178,7 +178,7 @@ void Agent::collect_finished() {
     count_finished(f, c);
     fields.emplace_back("attempt", std::to_string(f.run.attempt));
     fields.emplace_back("duration", util::format_duration(duration_cast<microseconds>(f.elapsed)));
-    if (c.outcome == "released") {
+    if (c.outcome == model::AttemptOutcome::released) {
       log_event(LogLevel::info, "released", fields);
       releases_.push_back(std::move(c));
       continue;
@@ -338,7 +338,7 @@ void Agent::reconcile(const std::vector<store::LeaseState>& leases) {
     c.fence = l.fence;
     c.attempt = l.attempt;
     c.status = model::RunStatus::pending;
-    c.outcome = "released";
+    c.outcome = model::AttemptOutcome::released;
     c.error = "not run: the claim committed but its answer never reached the agent; given back";
     releases_.push_back(std::move(c));
   }
@@ -546,9 +546,9 @@ void Agent::stop_all_runs(Ending why, Runner::Now immediately) {
 void Agent::count_finished(const Finished& f, const store::Completion& c) {
   const std::string& q = f.run.queue;
   metrics_.attempt_duration[q].observe(std::chrono::duration<double>(f.elapsed).count());
-  if (c.outcome == "succeeded") ++metrics_.runs_succeeded[q];
-  if (c.outcome == "failed") ++metrics_.runs_failed[q];
-  if (c.outcome == "cancelled") ++metrics_.runs_cancelled[q];
+  if (c.outcome == model::AttemptOutcome::succeeded) ++metrics_.runs_succeeded[q];
+  if (c.outcome == model::AttemptOutcome::failed) ++metrics_.runs_failed[q];
+  if (c.outcome == model::AttemptOutcome::cancelled) ++metrics_.runs_cancelled[q];
   if (c.status == model::RunStatus::dead) ++metrics_.runs_dead[q];
 }
 

@@ -18,7 +18,7 @@ using std::chrono::microseconds;
 // least `at_least_us` (a Retry-After), within the policy's longest delay.
 void fail(store::Completion& c, const store::ClaimedRun& run, model::FailureFacts facts, std::mt19937_64& rng,
           int64_t at_least_us = 0) {
-  c.outcome = "failed";
+  c.outcome = model::AttemptOutcome::failed;
   facts.failures = run.failures + 1;
   auto d = model::decide(run.spec.retry, facts, rng);
   const auto& p = run.spec.retry;
@@ -46,7 +46,7 @@ void notify(store::Completion& c, const store::ClaimedRun& run, std::optional<in
   if (run.spec.notify.empty()) return;
   model::NotificationFacts facts{run.job_id, run.run_id, c.status,    run.attempt,      c.error,
                                  duration_us, c.exit_code, c.http_status, c.retry_delay_us};
-  c.notifications = model::notification_jobs(run.spec, facts, c.outcome == "failed");
+  c.notifications = model::notification_jobs(run.spec, facts, c.outcome == model::AttemptOutcome::failed);
 }
 
 // A user's cancel or the agent's drain: the same for commands and webhooks.
@@ -55,16 +55,16 @@ bool ended_by_us(store::Completion& c, const Finished& f) {
   switch (f.ending) {
     case Ending::cancel:
       c.status = model::RunStatus::cancelled;
-      c.outcome = "cancelled";
+      c.outcome = model::AttemptOutcome::cancelled;
       c.error = "cancelled by user";
       return true;
     case Ending::drain:
-      c.outcome = "released";
+      c.outcome = model::AttemptOutcome::released;
       c.error = "released: the agent was draining";
       if (f.run.spec.retry.delivery == model::Delivery::at_most_once) {
         // It already ran, partly: running it again would break the promise.
         c.status = model::RunStatus::dead;
-        c.outcome = "failed";
+        c.outcome = model::AttemptOutcome::failed;
         c.error = "at-most-once: interrupted by agent shutdown, so it is not run again";
       } else {
         c.status = model::RunStatus::pending;

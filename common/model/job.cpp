@@ -28,6 +28,15 @@ constexpr std::array<std::pair<RunStatus, std::string_view>, 8> kStatuses{{
     {RunStatus::skipped, "skipped"},
 }};
 
+constexpr std::array<std::pair<AttemptOutcome, std::string_view>, 6> kOutcomes{{
+    {AttemptOutcome::running, "running"},
+    {AttemptOutcome::succeeded, "succeeded"},
+    {AttemptOutcome::failed, "failed"},
+    {AttemptOutcome::cancelled, "cancelled"},
+    {AttemptOutcome::released, "released"},
+    {AttemptOutcome::lost, "lost"},
+}};
+
 template <typename Table, typename Enum>
 std::string_view name_of(const Table& table, Enum value) {
   for (const auto& [v, name] : table)
@@ -48,6 +57,7 @@ auto parse_from(const Table& table, std::string_view text, std::string_view what
 
 std::string_view to_string(Priority p) { return name_of(kPriorities, p); }
 std::string_view to_string(RunStatus s) { return name_of(kStatuses, s); }
+std::string_view to_string(AttemptOutcome o) { return name_of(kOutcomes, o); }
 Priority parse_priority(std::string_view text) { return parse_from(kPriorities, text, "priority"); }
 RunStatus parse_run_status(std::string_view text) { return parse_from(kStatuses, text, "status"); }
 

@@ -23,8 +23,12 @@ enum class Priority : int { critical = 0, high = 1, normal = 2, low = 3 };
 // Run states; see DESIGN.md "Run states".
 enum class RunStatus { blocked, pending, running, succeeded, failed, dead, cancelled, skipped };
 
+// How an attempt ended (or that it has not yet).
+enum class AttemptOutcome { running, succeeded, failed, cancelled, released, lost };
+
 std::string_view to_string(Priority p);
 std::string_view to_string(RunStatus s);
+std::string_view to_string(AttemptOutcome o);
 // Both throw jobctl::Error(ExitCode::usage) naming the bad value.
 Priority parse_priority(std::string_view text);
 RunStatus parse_run_status(std::string_view text);

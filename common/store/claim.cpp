@@ -297,7 +297,7 @@ void account(Connection& conn, const std::vector<ClaimedRun>& claimed) {
   }
   if (!tenants.empty())
     conn.exec("UPDATE tenants SET served_at = NOW_US WHERE name IN (SELECT value FROM json_each($1))",
-              {list_param(conn.dialect(), {tenants.begin(), tenants.end()})});
+              {conn.list({tenants.begin(), tenants.end()})});
   // `x` is the row updated: the statement names the table so.
   for (const auto& [queue, n] : per_queue)
     conn.exec(fmt::format("UPDATE queues AS x SET tokens = {} - $2, tokens_at = NOW_US WHERE x.name = $1 AND x.rate > 0",
@@ -312,13 +312,13 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
   std::vector<ClaimedRun> out;
   if (limit <= 0 || queues.empty()) return out;
   Transaction tx(*conn_, TxMode::write);
-  Params params{worker_id, lease_us, list_param(dialect(), queues), int64_t{limit}};
+  Params params{worker_id, lease_us, conn_->list(queues), int64_t{limit}};
   if (dialect() == Dialect::postgres) {
     std::vector<std::string> groups, limited_queues;
-    for (const auto& row : conn_->query(kLockLimited, {list_param(dialect(), queues)}))
+    for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues)}))
       (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));
-    params.push_back(list_param(dialect(), groups));
-    params.push_back(list_param(dialect(), limited_queues));
+    params.push_back(conn_->list(groups));
+    params.push_back(conn_->list(limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
       c.spec = job_from_row(row, 14).spec;
@@ -373,14 +373,14 @@ std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const st
                   "OR (x.tenant_max_concurrent > 0 AND (SELECT count(*) FROM runs o WHERE o.queue = x.name "
                   "AND o.tenant = r.tenant AND o.status = 'running') >= x.tenant_max_concurrent))) "
                   "GROUP BY r.queue",
-                  in_list(dialect(), "r.queue", 2), job_held(dialect(), 1), pinned_ok(1), kGroupRunning),
-      {worker_id, list_param(dialect(), queues)});
+                  conn_->in_list("r.queue", 2), job_held(dialect(), 1), pinned_ok(1), kGroupRunning),
+      {worker_id, conn_->list(queues)});
   if (due.empty()) return std::nullopt;
   // A rate-limited queue is due no sooner than its next token.
   std::map<std::string, int64_t> token_wait;
   for (const auto& row : conn_->query(fmt::format("SELECT x.name, x.rate, {} FROM queues x WHERE x.rate > 0 AND {}",
-                                                  tokens_now(dialect()), in_list(dialect(), "x.name", 1)),
-                                      {list_param(dialect(), queues)})) {
+                                                  tokens_now(dialect()), conn_->in_list("x.name", 1)),
+                                      {conn_->list(queues)})) {
     double rate = std::stod(row.text(1)), have = std::stod(row.text(2));
     if (have < 1.0) token_wait[row.text(0)] = static_cast<int64_t>(std::ceil((1.0 - have) / rate * 1e6));
   }

@@ -34,18 +34,26 @@ namespace {
 constexpr Oid kByteaOid = 17;
 constexpr const char* kNowUs = "(extract(epoch from now()) * 1000000)::int8";
 
-std::string translate(std::string_view sql) {
+// NOW_US, `offset_us` ahead (a test's shifted clock; see shift_clock).
+std::string translate(std::string_view sql, int64_t offset_us) {
+  std::string now = offset_us == 0 ? std::string(kNowUs) : fmt::format("({} + {})", kNowUs, offset_us);
   std::string out;
   out.reserve(sql.size() + 64);
   for (size_t i = 0; i < sql.size(); ++i) {
     if (sql.compare(i, 6, "NOW_US") == 0) {
-      out += kNowUs;
+      out += now;
       i += 5;
     } else {
       out += sql[i];
     }
   }
   return out;
+}
+
+std::optional<std::string> array_item(const Value& v) {
+  if (std::holds_alternative<std::nullptr_t>(v)) return std::nullopt;
+  if (auto* n = std::get_if<int64_t>(&v)) return std::to_string(*n);
+  return std::get<std::string>(v);
 }
 
 int hex_value(char c) {
@@ -128,7 +136,7 @@ class PostgresConnection final : public Connection {
 
   void exec_script(std::string_view sql) override {
     ensure_connected();
-    std::string text = translate(sql);
+    std::string text = translate(sql, clock_offset_us_);
     if (!PQsendQuery(conn_, text.c_str())) fail_to_send(sql);
     ResultGuard r{await(sql)};
     check(r.res, sql);
@@ -145,6 +153,46 @@ class PostgresConnection final : public Connection {
       // Never throws: a connection that cannot roll back is dropped, and
       // the server ends the transaction with it.
     }
+  }
+
+  void notify(std::string_view channel, const std::string& payload) override {
+    query("SELECT pg_notify($1, $2)", {std::string(channel), payload});
+  }
+
+  std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
+
+  Value list(const std::vector<std::string>& items) const override { return pg_array({items.begin(), items.end()}); }
+
+  std::string in_list(std::string_view column, int n) const override {
+    return fmt::format("{} = ANY (${}::text[])", column, n);
+  }
+
+  // unnest() of one array per column: one parameter each.
+  std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const override {
+    std::string arrays, names;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const char* type = columns[i].type == ColumnType::integer ? "int8" : "text";
+      arrays += fmt::format("{}${}::{}[]", i ? ", " : "", n + static_cast<int>(i), type);
+      names += fmt::format("{}{}", i ? ", " : "", columns[i].name);
+    }
+    return fmt::format("unnest({}) AS {} ({})", arrays, alias, names);
+  }
+
+  void bind_batch(Params& params, std::span<const BatchColumn> columns, const BatchRows& rows) const override {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      std::vector<std::optional<std::string>> items;
+      items.reserve(rows.size());
+      for (const auto& row : rows) items.push_back(array_item(row.at(c)));
+      params.emplace_back(pg_array(items));
+    }
+  }
+
+  // Statements prepared with the old clock are dropped on both sides.
+  void shift_clock(int64_t us) override {
+    clock_offset_us_ += us;
+    if (!prepared_.empty()) exec_script("DEALLOCATE ALL");
+    prepared_.clear();
+    seen_.clear();
   }
 
  private:
@@ -288,7 +336,7 @@ class PostgresConnection final : public Connection {
       sent = PQsendQueryPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
                                  formats.data(), 0);
     } else {
-      std::string statement = translate(sql);
+      std::string statement = translate(sql, clock_offset_us_);
       sent = PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
                                lengths.data(), formats.data(), 0);
     }
@@ -311,7 +359,7 @@ class PostgresConnection final : public Connection {
     if (it != prepared_.end()) return &it->second;
     if (seen_.insert(key).second) return nullptr;
     std::string name = fmt::format("s{}", prepared_.size() + 1);
-    std::string text = translate(sql);
+    std::string text = translate(sql, clock_offset_us_);
     if (!PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr)) fail_to_send(sql);
     ResultGuard r{await(sql)};
     check(r.res, sql);
@@ -335,6 +383,7 @@ class PostgresConnection final : public Connection {
   PGconn* conn_ = nullptr;
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
+  int64_t clock_offset_us_ = 0;
 };
 
 }  // namespace

@@ -97,33 +97,4 @@ model::Run run_from_row(const Row& row, size_t f) {
   return r;
 }
 
-std::string pg_array(const std::vector<std::optional<std::string>>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    if (!items[i]) {
-      out += "NULL";
-      continue;
-    }
-    out += '"';
-    for (char c : *items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  out += '}';
-  return out;
-}
-
-Value list_param(Dialect d, const std::vector<std::string>& items) {
-  if (d == Dialect::sqlite) return nlohmann::json(items).dump();
-  return pg_array({items.begin(), items.end()});
-}
-
-std::string in_list(Dialect d, const std::string& column, int n) {
-  if (d == Dialect::sqlite) return column + " IN (SELECT value FROM json_each($" + std::to_string(n) + "))";
-  return column + " = ANY ($" + std::to_string(n) + "::text[])";
-}
-
 }  // namespace jobctl::store

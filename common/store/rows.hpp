@@ -37,14 +37,5 @@ inline constexpr const char* kGroupOfJob = "CASE WHEN j.max_concurrent > 0 THEN 
 model::Job job_from_row(const Row& row, size_t first = 0);
 model::Run run_from_row(const Row& row, size_t first = 0);
 
-// A list of strings as one bound parameter, matched in SQL by
-// `queue IN (SELECT value FROM json_each($n))` on SQLite and
-// `queue = ANY ($n::text[])` on PostgreSQL; see in_list().
-Value list_param(Dialect d, const std::vector<std::string>& items);
-// The SQL that matches `column` against list parameter `$n`.
-std::string in_list(Dialect d, const std::string& column, int n);
-
-// A PostgreSQL array literal ({"a","b",NULL}) for unnest() batches.
-std::string pg_array(const std::vector<std::optional<std::string>>& items);
 
 }  // namespace jobctl::store

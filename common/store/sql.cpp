@@ -23,6 +23,25 @@ std::chrono::milliseconds store_timeout() {
   return timeout;
 }
 
+std::string pg_array(const std::vector<std::optional<std::string>>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    if (!items[i]) {
+      out += "NULL";
+      continue;
+    }
+    out += '"';
+    for (char c : *items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
 std::string statement_summary(std::string_view sql) {
   auto start = sql.find_first_not_of(" \n\t");
   if (start == std::string_view::npos) return {};

@@ -9,6 +9,12 @@
 // Parameters are always bound, never spliced into the text. Statements are
 // prepared once per connection and cached by their text.
 //
+// What the two databases do differently (notifications, row locks, lists
+// and batches bound as one parameter) the Connection does as an operation
+// of its own, so code above the drivers never asks which database it is
+// on. The few places that run a different algorithm per database say so
+// where they call dialect(): see ARCHITECTURE.md, "The store".
+//
 // A Connection is not thread-safe: one per thread. Failures throw
 // jobctl::Error (ExitCode::store when the database is unreachable or
 // locked, ExitCode::internal for a statement the program got wrong) with
@@ -18,6 +24,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -54,6 +61,15 @@ class Row {
 using Rows = std::vector<Row>;
 using Params = std::vector<Value>;
 
+// A column of a batch: rows bound together and read back as a table (see
+// Connection::batch). Its values are text, int64_t or null.
+enum class ColumnType { text, integer };
+struct BatchColumn {
+  const char* name;
+  ColumnType type;
+};
+using BatchRows = std::vector<std::vector<Value>>;  // one Value per column, in order
+
 // How a transaction starts. `write` takes the write lock up front on SQLite
 // (BEGIN IMMEDIATE), so a read-then-write cannot fail halfway with BUSY.
 enum class TxMode { read, write };
@@ -73,6 +89,28 @@ class Connection {
   virtual void begin(TxMode mode) = 0;
   virtual void commit() = 0;
   virtual void rollback() = 0;  // never throws
+
+  // Wakes whoever listens on `channel` once the transaction commits
+  // (PostgreSQL's NOTIFY). A SQLite store has no listeners, its agents
+  // poll the file: nothing to do.
+  virtual void notify(std::string_view channel, const std::string& payload) = 0;
+  // Appended to a SELECT in a write transaction: the row-lock `clause` in
+  // PostgreSQL's words ("FOR UPDATE", "FOR SHARE OF j", "FOR UPDATE OF r
+  // SKIP LOCKED"), with a leading space. SQLite's write transaction holds
+  // the whole file already: "".
+  virtual std::string row_lock(std::string_view clause) const = 0;
+  // A list of strings bound as one parameter, and the condition that
+  // `column` is one of the list bound as $n.
+  virtual Value list(const std::vector<std::string>& items) const = 0;
+  virtual std::string in_list(std::string_view column, int n) const = 0;
+  // Many rows bound as parameters $n, $n+1… (as many as bind_batch adds,
+  // so a batch's parameters come last) and read as the table `alias`
+  // with `columns`: the FROM item of an INSERT … SELECT or UPDATE … FROM.
+  virtual std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const = 0;
+  virtual void bind_batch(Params& params, std::span<const BatchColumn> columns, const BatchRows& rows) const = 0;
+  // The store's clock (NOW_US) runs `us` ahead of the database's from now
+  // on: a test's fake clock. Statements already prepared are prepared anew.
+  virtual void shift_clock(int64_t us) = 0;
 };
 
 // Commits on commit(); rolls back when destroyed without one (an exception
@@ -108,6 +146,11 @@ class UniqueViolation : public std::runtime_error {
 // jobctl::Error(ExitCode::store). Throws Error(usage) when the variable is
 // malformed.
 std::chrono::milliseconds store_timeout();
+
+// A PostgreSQL array literal ({"a","b",NULL}): how the PostgreSQL driver
+// binds lists and batches, and the two PostgreSQL-only statements (the
+// claim, a batch of completions) bind theirs.
+std::string pg_array(const std::vector<std::optional<std::string>>& items);
 
 // The first line of a statement, as context in error messages.
 std::string statement_summary(std::string_view sql);

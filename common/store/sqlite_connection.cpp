@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/store/sql.hpp"
 #include "common/util/duration.hpp"
@@ -34,9 +36,27 @@ std::string translate(std::string_view sql) {
   return out;
 }
 
+// NOW_US: the host's clock, shifted by the connection's offset
+// (shift_clock), read once per statement, when the statement first asks:
+// every row of one INSERT … SELECT gets the same time, as on PostgreSQL.
+struct StatementClock {
+  int64_t offset_us = 0;
+  std::optional<int64_t> now_us;  // reset before each statement
+};
+
 void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  sqlite3_result_int64(ctx, std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+  auto* clock = static_cast<StatementClock*>(sqlite3_user_data(ctx));
+  if (!clock->now_us) {
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    clock->now_us = std::chrono::duration_cast<std::chrono::microseconds>(now).count() + clock->offset_us;
+  }
+  sqlite3_result_int64(ctx, *clock->now_us);
+}
+
+nlohmann::json json_item(const Value& v) {
+  if (std::holds_alternative<std::nullptr_t>(v)) return nullptr;
+  if (auto* n = std::get_if<int64_t>(&v)) return *n;
+  return std::get<std::string>(v);
 }
 
 class SqliteConnection final : public Connection {
@@ -57,7 +77,7 @@ class SqliteConnection final : public Connection {
     sqlite3_extended_result_codes(db_, 1);
     // Waiting for another process's write lock is bounded like any store call.
     sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
-    sqlite3_create_function(db_, "jobctl_now_us", 0, SQLITE_UTF8, nullptr, now_us, nullptr, nullptr);
+    sqlite3_create_function(db_, "jobctl_now_us", 0, SQLITE_UTF8, &clock_, now_us, nullptr, nullptr);
     // WAL lets readers run beside the one writer; synchronous=FULL makes a
     // submit that returned durable even across power loss.
     exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
@@ -109,6 +129,7 @@ class SqliteConnection final : public Connection {
 
   void exec_script(std::string_view sql) override {
     char* err = nullptr;
+    clock_.now_us.reset();
     std::string text = translate(sql);
     int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
@@ -122,8 +143,38 @@ class SqliteConnection final : public Connection {
   void commit() override { exec_script("COMMIT"); }
   void rollback() override { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
+  void notify(std::string_view, const std::string&) override {}
+
+  std::string row_lock(std::string_view) const override { return {}; }
+
+  Value list(const std::vector<std::string>& items) const override { return nlohmann::json(items).dump(); }
+
+  std::string in_list(std::string_view column, int n) const override {
+    return fmt::format("{} IN (SELECT value FROM json_each(${}))", column, n);
+  }
+
+  // One parameter: a JSON array of rows, each an array of the columns.
+  std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const override {
+    std::string picks;
+    for (size_t i = 0; i < columns.size(); ++i) picks += fmt::format("{}value->>{} AS {}", i ? ", " : "", i, columns[i].name);
+    return fmt::format("(SELECT {} FROM json_each(${})) AS {}", picks, n, alias);
+  }
+
+  void bind_batch(Params& params, std::span<const BatchColumn> columns, const BatchRows& rows) const override {
+    auto all = nlohmann::json::array();
+    for (const auto& row : rows) {
+      auto cells = nlohmann::json::array();
+      for (size_t c = 0; c < columns.size(); ++c) cells.push_back(json_item(row.at(c)));
+      all.push_back(std::move(cells));
+    }
+    params.emplace_back(all.dump());
+  }
+
+  void shift_clock(int64_t us) override { clock_.offset_us += us; }
+
  private:
   sqlite3_stmt* prepare(std::string_view sql, const Params& params) {
+    clock_.now_us.reset();
     std::string key(sql);
     auto it = cache_.find(key);
     sqlite3_stmt* stmt = nullptr;
@@ -179,6 +230,7 @@ class SqliteConnection final : public Connection {
   std::chrono::milliseconds busy_timeout_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  StatementClock clock_;  // read by jobctl_now_us()
 };
 
 }  // namespace

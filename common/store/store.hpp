@@ -73,7 +73,7 @@ struct Completion {
   // What becomes of the run: succeeded, cancelled, dead, or pending again
   // (a retry, available after retry_delay_us).
   model::RunStatus status = model::RunStatus::succeeded;
-  std::string outcome = "succeeded";  // of the attempt: succeeded, failed, cancelled, released
+  model::AttemptOutcome outcome = model::AttemptOutcome::succeeded;  // of the attempt
   int64_t retry_delay_us = 0;
   std::optional<int> exit_code;
   std::optional<int> signal;
@@ -87,6 +87,14 @@ struct Completion {
   std::vector<model::JobSpec> notifications;
 };
 
+// The outcome of an attempt that leaves its run `status`: a retry or a
+// dead end is a failed attempt.
+inline model::AttemptOutcome attempt_outcome_of(model::RunStatus status) {
+  if (status == model::RunStatus::succeeded) return model::AttemptOutcome::succeeded;
+  if (status == model::RunStatus::cancelled) return model::AttemptOutcome::cancelled;
+  return model::AttemptOutcome::failed;
+}
+
 // A Completion for `run` with `status`, every other field empty.
 inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) {
   Completion c;
@@ -96,7 +104,7 @@ inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) 
   c.fence = run.fence;
   c.attempt = run.attempt;
   c.status = status;
-  c.outcome = std::string(model::to_string(status));
+  c.outcome = attempt_outcome_of(status);
   return c;
 }
 

@@ -28,6 +28,7 @@
 #include "common/store/dag_progress.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/ulid.hpp"
@@ -90,7 +91,7 @@ constexpr const char* kCloseAttempt =
 // FOR SHARE (see the top of this file).
 bool job_deleted(Connection& c, const std::string& run_id) {
   auto rows = c.query(std::string("SELECT j.deleted_at FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1") +
-                          (c.dialect() == Dialect::postgres ? " FOR SHARE OF j" : ""),
+                          c.row_lock("FOR SHARE OF j"),
                       {run_id});
   return !rows.empty() && !rows[0].is_null(0);
 }
@@ -100,8 +101,8 @@ Value opt_int(const std::optional<int>& v) {
   return int64_t{*v};
 }
 
-void close_attempt(Connection& c, const Completion& d, const std::string& outcome) {
-  c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, outcome, opt_int(d.exit_code), opt_int(d.signal), d.error,
+void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome) {
+  c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), d.error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
                          d.timings ? Value(model::timings_to_text(*d.timings)) : Value(nullptr)});
 }
@@ -134,7 +135,7 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
     cols[6].push_back(d.error);
     cols[7].push_back(bytea_text(d.stdout_tail));
     cols[8].push_back(bytea_text(d.stderr_tail));
-    cols[9].push_back(d.outcome);
+    cols[9].push_back(std::string(model::to_string(d.outcome)));
     cols[10].push_back(std::to_string(d.retry_delay_us));
     cols[11].push_back(opt_text(d.http_status));
     cols[12].push_back(d.timings ? std::optional<std::string>(model::timings_to_text(*d.timings)) : std::nullopt);
@@ -146,7 +147,7 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
     finished.insert(row.text(0));
     if (row.text(2) == "t") wake.insert(row.text(1));
   }
-  for (const auto& q : wake) c.query("SELECT pg_notify('jobctl_wake', $1)", {q});
+  for (const auto& q : wake) wake_queue(c, q);
   std::vector<bool> applied;
   for (const auto& d : done) applied.push_back(finished.count(d.run_id) > 0);
   return applied;
@@ -245,7 +246,7 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
         error = kDeletedError;
       }
       bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
-                                         int64_t{d.outcome == "failed" ? 1 : 0}}) == 1;
+                                         int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}}) == 1;
       if (ok) close_attempt(*conn_, d, d.outcome);
       applied.push_back(ok);
     }
@@ -283,8 +284,8 @@ void Store::write_notifications(std::vector<model::JobSpec> specs) {
   if (specs.empty()) return;
   std::vector<std::string> ids;
   for (const auto& r : write_jobs(std::move(specs), FirstRun::yes)) ids.push_back(r.job_id);
-  conn_->exec("UPDATE jobs SET kind = 'notification' WHERE " + in_list(dialect(), "id", 1),
-              {list_param(dialect(), ids)});
+  conn_->exec("UPDATE jobs SET kind = 'notification' WHERE " + conn_->in_list("id", 1),
+              {conn_->list(ids)});
 }
 
 void Store::release(const std::vector<Completion>& runs) {
@@ -294,9 +295,8 @@ void Store::release(const std::vector<Completion>& runs) {
     const bool deleted = job_deleted(*conn_, d.run_id);
     auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence, deleted ? "cancelled" : "pending", kDeletedError});
     if (rows.empty()) continue;
-    close_attempt(*conn_, d, "released");
-    if (!deleted && dialect() == Dialect::postgres)
-      conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows[0].text(0)});
+    close_attempt(*conn_, d, model::AttemptOutcome::released);
+    if (!deleted) wake_queue(*conn_, rows[0].text(0));
   }
   tx.commit();
 }
@@ -351,7 +351,7 @@ int Store::lose_runs(const std::string& where, const Params& params,
                      const std::function<std::string(const std::string&)>& why_for) {
   // PostgreSQL: runs another rescuer holds are left to it, and so are the
   // runs of a job someone is changing (a delete among them): next time.
-  std::string lock = dialect() == Dialect::postgres ? " FOR UPDATE OF r SKIP LOCKED FOR SHARE OF j SKIP LOCKED" : "";
+  std::string lock = conn_->row_lock("FOR UPDATE OF r SKIP LOCKED FOR SHARE OF j SKIP LOCKED");
   auto lost = conn_->query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
       "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END, "
@@ -381,8 +381,7 @@ int Store::lose_runs(const std::string& where, const Params& params,
     conn_->exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
                 "WHERE run_id = $1 AND attempt = $2 AND finished_at IS NULL",
                 {row.text(0), row.i64(1), why});
-    if (status == "pending" && dialect() == Dialect::postgres)
-      conn_->query("SELECT pg_notify('jobctl_wake', $1)", {row.text(2)});
+    if (status == "pending") wake_queue(*conn_, row.text(2));
     if (status != "pending") advance_dag(*conn_, row.text(7), row.text(8), model::parse_run_status(status));
     // A lost attempt is a failed one: --notify hears of it as the agent's
     // own failures are heard of. (The job is read only when it asks.)

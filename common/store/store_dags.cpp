@@ -19,6 +19,7 @@
 #include "common/cron/plan.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
 
@@ -26,10 +27,9 @@ namespace jobctl::store {
 namespace {
 
 void notify(Connection& c, const Rows& queues) {
-  if (c.dialect() != Dialect::postgres) return;
   std::set<std::string> seen;
   for (const auto& row : queues)
-    if (seen.insert(row.text(0)).second) c.query("SELECT pg_notify('jobctl_wake', $1)", {row.text(0)});
+    if (seen.insert(row.text(0)).second) wake_queue(c, row.text(0));
 }
 
 // The columns of a node run made from its job j: queue, priority, tenant,
@@ -44,7 +44,7 @@ constexpr const char* kNodeRunInsert =
 // SQLite's write lock holds the file), so that two commands on one DAG run
 // take turns. Returns the id.
 std::string lock_dag_run(Connection& c, const std::string& id) {
-  if (c.dialect() == Dialect::postgres) c.query("SELECT 1 FROM dag_runs WHERE id = $1 FOR UPDATE", {id});
+  c.query("SELECT 1 FROM dag_runs WHERE id = $1" + c.row_lock("FOR UPDATE"), {id});
   return id;
 }
 
@@ -82,7 +82,7 @@ void advance_dag(Connection& c, const std::string& dag_run_id, const std::string
     // shared (PostgreSQL): a pause or resume waits for this transaction, and
     // this one for theirs, so none of them misses the other's change.
     auto paused = c.query(std::string("SELECT paused FROM dag_runs WHERE id = $1") +
-                              (c.dialect() == Dialect::postgres ? " FOR SHARE" : ""),
+                              c.row_lock("FOR SHARE"),
                           {dag_run_id});
     const int64_t hold = paused.empty() ? 0 : paused[0].i64(0);
     auto released = c.query(
@@ -99,7 +99,7 @@ void advance_dag(Connection& c, const std::string& dag_run_id, const std::string
   }
   if (status != model::RunStatus::dead && status != model::RunStatus::cancelled) return;
   auto policy = c.query(std::string("SELECT on_failure, cancelled_at FROM dag_runs WHERE id = $1") +
-                            (c.dialect() == Dialect::postgres ? " FOR SHARE" : ""),
+                            c.row_lock("FOR SHARE"),
                         {dag_run_id});
   if (policy.empty() || !policy[0].is_null(1)) return;  // a cancel of the whole run is doing this already
   auto node = c.query("SELECT dag_node FROM runs WHERE dag_run_id = $1 AND job_id = $2 ORDER BY id DESC LIMIT 1",
@@ -273,8 +273,7 @@ int Store::cancel_dag_run(const std::string& id) {
   int64_t n = conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user "
                           "(dag cancel)' WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
                           {run_id});
-  if (dialect() == Dialect::postgres)
-    for (const auto& row : asked) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
+  for (const auto& row : asked) wake_cancel(*conn_, row.text(0));
   tx.commit();
   return static_cast<int>(n + static_cast<int64_t>(asked.size()));
 }

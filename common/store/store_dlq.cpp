@@ -8,6 +8,7 @@
 
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
 
@@ -26,7 +27,7 @@ Params dead_params(const DeadFilter& f) {
 
 bool Store::set_paused(const std::string& job_id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
-  auto rows = conn_->query("SELECT paused, deleted_at FROM jobs WHERE id = $1", {job_id});
+  auto rows = conn_->query("SELECT paused, deleted_at, queue FROM jobs WHERE id = $1", {job_id});
   if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
   if (!rows[0].is_null(1)) require_not_deleted(job_id, paused ? "paused" : "resumed");
   if ((rows[0].i64(0) != 0) == paused) return false;
@@ -36,8 +37,7 @@ bool Store::set_paused(const std::string& job_id, bool paused) {
               "next_fire_at = CASE WHEN $2 = 1 THEN NULL ELSE next_fire_at END WHERE id = $1",
               {job_id, int64_t{paused ? 1 : 0}});
   if (!paused) restart_schedule(job_id);
-  if (!paused && dialect() == Dialect::postgres)
-    conn_->query("SELECT pg_notify('jobctl_wake', queue) FROM jobs WHERE id = $1", {job_id});
+  if (!paused) wake_queue(*conn_, rows[0].text(2));
   audit(job_id, paused ? "pause" : "resume");
   tx.commit();
   return true;
@@ -62,8 +62,8 @@ std::string Store::rerun(const std::string& run_id, const char* action) {
                 fmt::format("`jobctl dag retry {}` runs its failed and cancelled nodes again", dag[0].text(0)));
   // The old run and its job, locked: a concurrent `jobctl gc` either
   // removed them already (not found) or waits, and then finds the new run.
-  if (dialect() == Dialect::postgres &&
-      conn_->query("SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 FOR UPDATE OF r, j", {run_id})
+  if (conn_->query("SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" + conn_->row_lock("FOR UPDATE OF r, j"),
+                   {run_id})
           .empty())
     throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
   std::string fresh = util::new_ulid();
@@ -77,7 +77,7 @@ std::string Store::rerun(const std::string& run_id, const char* action) {
                   kGroupOfJob),
       {run_id, fresh});
   conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
-  if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {rows.at(0).text(0)});
+  wake_queue(*conn_, rows.at(0).text(0));
   audit(rows.at(0).text(1), action, nlohmann::json{{"run", fresh}, {"of", run_id}}.dump());
   return fresh;
 }

@@ -43,9 +43,8 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
   // the run it replays) and a `dag retry` (which locks its DAG run) thus
   // either finish first, and the row no longer qualifies, or wait for gc
   // and find it gone; nothing they add is removed. SQLite: one writer.
-  const bool pg = dialect() == Dialect::postgres;
-  const char* lock = pg ? " FOR UPDATE SKIP LOCKED" : "";
-  const char* lock_dag = pg ? " FOR UPDATE OF d SKIP LOCKED" : "";
+  const std::string lock = conn_->row_lock("FOR UPDATE SKIP LOCKED");
+  const std::string lock_dag = conn_->row_lock("FOR UPDATE OF d SKIP LOCKED");
   // Plain runs, a batch at a time.
   for (;;) {
     if (total.batches >= max_batches) {
@@ -60,23 +59,22 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
       jobs.insert(row.text(1));
     }
     if (runs.empty()) break;
-    auto ids = list_param(dialect(), runs);
-    total.attempts += conn_->exec("DELETE FROM attempts WHERE " + in_list(dialect(), "run_id", 1), {ids});
-    total.runs += conn_->exec("DELETE FROM runs WHERE " + in_list(dialect(), "id", 1), {ids});
+    auto ids = conn_->list(runs);
+    total.attempts += conn_->exec("DELETE FROM attempts WHERE " + conn_->in_list("run_id", 1), {ids});
+    total.runs += conn_->exec("DELETE FROM runs WHERE " + conn_->in_list("id", 1), {ids});
     // One-off jobs (and notifications) left with no run go too; their rows
     // are locked first, so a run being added to one is waited for.
-    if (pg)
-      conn_->query("SELECT id FROM jobs WHERE " + in_list(dialect(), "id", 1) + " FOR UPDATE",
-                   {list_param(dialect(), {jobs.begin(), jobs.end()})});
-    auto gone = conn_->query("DELETE FROM jobs WHERE " + in_list(dialect(), "id", 1) +
+    conn_->query("SELECT id FROM jobs WHERE " + conn_->in_list("id", 1) + conn_->row_lock("FOR UPDATE"),
+                   {conn_->list({jobs.begin(), jobs.end()})});
+    auto gone = conn_->query("DELETE FROM jobs WHERE " + conn_->in_list("id", 1) +
                                  " AND kind IN ('job', 'notification') AND cron IS NULL AND NOT EXISTS "
                                  "(SELECT 1 FROM runs r WHERE r.job_id = jobs.id) RETURNING id",
-                             {list_param(dialect(), {jobs.begin(), jobs.end()})});
+                             {conn_->list({jobs.begin(), jobs.end()})});
     std::vector<std::string> gone_ids;
     for (const auto& row : gone) gone_ids.push_back(row.text(0));
     if (!gone_ids.empty())
-      conn_->exec("DELETE FROM job_events WHERE " + in_list(dialect(), "job_id", 1),
-                  {list_param(dialect(), gone_ids)});
+      conn_->exec("DELETE FROM job_events WHERE " + conn_->in_list("job_id", 1),
+                  {conn_->list(gone_ids)});
     total.jobs += static_cast<int64_t>(gone_ids.size());
     tx.commit();
     ++total.batches;
@@ -93,12 +91,12 @@ GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     for (const auto& row : conn_->query(fmt::format(kDoneDagRuns, lock_dag), {cutoff, int64_t{batch}}))
       dag_runs.push_back(row.text(0));
     if (dag_runs.empty()) break;
-    auto ids = list_param(dialect(), dag_runs);
+    auto ids = conn_->list(dag_runs);
     total.attempts += conn_->exec(
-        "DELETE FROM attempts WHERE run_id IN (SELECT id FROM runs WHERE " + in_list(dialect(), "dag_run_id", 1) + ")",
+        "DELETE FROM attempts WHERE run_id IN (SELECT id FROM runs WHERE " + conn_->in_list("dag_run_id", 1) + ")",
         {ids});
-    total.runs += conn_->exec("DELETE FROM runs WHERE " + in_list(dialect(), "dag_run_id", 1), {ids});
-    total.dag_runs += conn_->exec("DELETE FROM dag_runs WHERE " + in_list(dialect(), "id", 1), {ids});
+    total.runs += conn_->exec("DELETE FROM runs WHERE " + conn_->in_list("dag_run_id", 1), {ids});
+    total.dag_runs += conn_->exec("DELETE FROM dag_runs WHERE " + conn_->in_list("id", 1), {ids});
     tx.commit();
     ++total.batches;
     if (static_cast<int>(dag_runs.size()) < batch) break;

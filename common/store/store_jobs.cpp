@@ -1,4 +1,6 @@
 // Store: the jobctl side — submit, read, cancel.
+#include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -8,8 +10,10 @@
 #include "common/model/job_json.hpp"
 #include "common/store/dag_progress.hpp"
 #include "common/store/fan_out.hpp"
+#include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
 
@@ -28,33 +32,36 @@ std::string latest_run_of(const std::string& job) {
                      job);
 }
 
-// PostgreSQL receives batches as arrays unnested into one INSERT per table:
-// one round trip per chunk instead of two per job.
 constexpr size_t kChunk = 5000;
 
-constexpr const char* kInsertJob =
-    "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
-    "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, notify, created_by, created_at, "
-    "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-    "$21, $22, $23, $24, $25, $26, NOW_US, NOW_US)";
-// A run is due at --at when given, else --in after now (0 by default).
-constexpr const char* kInsertRun =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max, pinned_to) "
-    "VALUES ($1, $2, $3, $4, 'pending', COALESCE($5, NOW_US + $6), NOW_US, $7, $8, $9, $10)";
-constexpr const char* kInsertJobsUnnest =
-    "INSERT INTO jobs (id, name, queue, priority, command, env, cwd, payload, timeout_us, idempotency_key, "
-    "max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, no_retry_exit_codes, max_deliveries, "
-    "delivery, target, max_concurrent, concurrency_key, tenant, fan_out, stagger_us, notify, created_by, created_at, "
-    "updated_at) SELECT u.*, $26, NOW_US, NOW_US FROM unnest($1::text[], "
-    "$2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int8[], $10::text[], "
-    "$11::int[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::text[], $17::int[], $18::text[], "
-    "$19::text[], $20::int[], $21::text[], $22::text[], $23::text[], $24::int8[], $25::text[]) AS u";
-constexpr const char* kInsertRunsUnnest =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max) "
-    "SELECT u.id, u.job_id, u.queue, u.priority, 'pending', COALESCE(u.at, NOW_US + u.delay), NOW_US, u.tenant, "
-    "u.group_key, u.group_max FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int8[], $6::int8[], $7::text[], "
-    "$8::text[], $9::int[]) AS u (id, job_id, queue, priority, at, delay, tenant, group_key, group_max)";
+// The columns a submit writes, besides created_by, created_at, updated_at.
+constexpr std::array<BatchColumn, 25> kJobColumnsWritten{{
+    {"id", ColumnType::text},
+    {"name", ColumnType::text},
+    {"queue", ColumnType::text},
+    {"priority", ColumnType::integer},
+    {"command", ColumnType::text},
+    {"env", ColumnType::text},
+    {"cwd", ColumnType::text},
+    {"payload", ColumnType::text},
+    {"timeout_us", ColumnType::integer},
+    {"idempotency_key", ColumnType::text},
+    {"max_retries", ColumnType::integer},
+    {"backoff", ColumnType::text},
+    {"retry_delay_us", ColumnType::integer},
+    {"max_retry_delay_us", ColumnType::integer},
+    {"retry_for_us", ColumnType::integer},
+    {"no_retry_exit_codes", ColumnType::text},
+    {"max_deliveries", ColumnType::integer},
+    {"delivery", ColumnType::text},
+    {"target", ColumnType::text},
+    {"max_concurrent", ColumnType::integer},
+    {"concurrency_key", ColumnType::text},
+    {"tenant", ColumnType::text},
+    {"fan_out", ColumnType::text},
+    {"stagger_us", ColumnType::integer},
+    {"notify", ColumnType::text},
+}};
 
 struct NewRow {
   const model::JobSpec* spec;
@@ -62,24 +69,9 @@ struct NewRow {
   std::string run_id;
 };
 
-std::optional<std::string> opt(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  return s;
-}
-
-Value target_value(const model::Labels& target) {
-  if (target.empty()) return nullptr;
-  return model::labels_to_text(target);
-}
-
 Value nullable(const std::string& s) {
   if (s.empty()) return nullptr;
   return s;
-}
-
-std::optional<std::string> fan_out_text(const model::JobSpec& s) {
-  if (!s.fan_out) return std::nullopt;
-  return model::labels_to_text(*s.fan_out);
 }
 
 Value opt_value(const std::optional<std::string>& v) {
@@ -87,23 +79,52 @@ Value opt_value(const std::optional<std::string>& v) {
   return *v;
 }
 
-void insert_each(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
-  for (const auto& r : rows) {
-    const auto& s = *r.spec;
-    const auto& p = s.retry;
-    c.exec(kInsertJob, {r.job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)},
-                        model::command_to_text(s.command), model::env_to_text(s.env), s.cwd,
-                        s.payload ? Value(*s.payload) : Value(nullptr), s.timeout_us, nullable(s.idempotency_key),
-                        int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
-                        p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
-                        std::string(model::to_string(p.delivery)), target_value(s.target),
-                        int64_t{model::group_limit(s)}, nullable(s.concurrency_key), s.tenant,
-                        opt_value(fan_out_text(s)), s.stagger_us, opt_value(model::notify_to_text(s.notify)), actor});
-    if (r.run_id.empty()) continue;  // a schedule (its leader makes the runs) or a fan-out (insert_fan_out)
-    c.exec(kInsertRun, {r.run_id, r.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
-                        s.run_at_us ? Value(*s.run_at_us) : Value(nullptr), s.delay_us, s.tenant,
-                        opt_value(group_of(s, r.job_id)), int64_t{model::group_limit(s)}, nullptr});
+std::vector<Value> job_cells(const NewRow& r) {
+  const auto& s = *r.spec;
+  const auto& p = s.retry;
+  return {r.job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)}, model::command_to_text(s.command),
+          model::env_to_text(s.env), s.cwd, opt_value(s.payload), s.timeout_us, nullable(s.idempotency_key),
+          int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
+          p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
+          std::string(model::to_string(p.delivery)),
+          s.target.empty() ? Value(nullptr) : Value(model::labels_to_text(s.target)), int64_t{model::group_limit(s)},
+          nullable(s.concurrency_key), s.tenant, s.fan_out ? Value(model::labels_to_text(*s.fan_out)) : Value(nullptr),
+          s.stagger_us, opt_value(model::notify_to_text(s.notify))};
+}
+
+// A submitted job's run, due at --at when given, else --in after now.
+NewRun first_run(const model::JobSpec& s, const std::string& job_id, const std::string& run_id) {
+  NewRun r;
+  r.id = run_id;
+  r.job_id = job_id;
+  r.queue = s.queue;
+  r.priority = static_cast<int>(s.priority);
+  r.available_at = s.run_at_us;
+  r.delay_us = s.delay_us;
+  r.tenant = s.tenant;
+  r.group_key = group_of(s, job_id);
+  r.group_max = model::group_limit(s);
+  return r;
+}
+
+// The jobs, a batch per statement, and their first runs.
+void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
+  std::string names;
+  for (const auto& col : kJobColumnsWritten) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
+  const std::string sql =
+      fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, NOW_US, NOW_US FROM {1}",
+                  names, c.batch(kJobColumnsWritten, 2, "u"));
+  for (size_t start = 0; start < rows.size(); start += kChunk) {
+    BatchRows batch;
+    for (size_t i = start; i < std::min(rows.size(), start + kChunk); ++i) batch.push_back(job_cells(rows[i]));
+    Params params{actor};
+    c.bind_batch(params, kJobColumnsWritten, batch);
+    c.exec(sql, params);
   }
+  std::vector<NewRun> runs;
+  for (const auto& r : rows)  // a schedule's runs are made by its leader, a fan-out's by insert_fan_out
+    if (!r.run_id.empty()) runs.push_back(first_run(*r.spec, r.job_id, r.run_id));
+  insert_runs(c, runs);
 }
 
 // A fan-out job's runs: one per matching agent, each --stagger after the
@@ -115,75 +136,17 @@ std::string insert_fan_out(Connection& c, const NewRow& row) {
   if (agents.empty())
     throw Error(ExitCode::invalid_state, no_agent_reason(*s.fan_out),
                 "`jobctl workers` lists the agents and their labels; start one with jobagent --label");
-  std::string first;
-  const int64_t base = s.run_at_us ? *s.run_at_us : c.query("SELECT NOW_US").at(0).i64(0) + s.delay_us;
+  std::vector<NewRun> runs;
   for (size_t i = 0; i < agents.size(); ++i) {
-    std::string id = util::new_ulid();
-    if (first.empty()) first = id;
-    c.exec(kInsertRun, {id, row.job_id, s.queue, int64_t{static_cast<int>(s.priority)},
-                        base + static_cast<int64_t>(i) * s.stagger_us, int64_t{0}, s.tenant,
-                        opt_value(group_of(s, row.job_id)), int64_t{model::group_limit(s)}, agents[i]});
+    NewRun r = first_run(s, row.job_id, util::new_ulid());
+    const int64_t stagger = static_cast<int64_t>(i) * s.stagger_us;
+    if (r.available_at) *r.available_at += stagger;
+    r.delay_us += stagger;
+    r.pinned_to = agents[i];
+    runs.push_back(std::move(r));
   }
-  return first;
-}
-
-void insert_unnest(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
-  for (size_t start = 0; start < rows.size(); start += kChunk) {
-    size_t end = std::min(rows.size(), start + kChunk);
-    std::vector<std::vector<std::optional<std::string>>> cols(25);
-    for (auto& col : cols) col.reserve(end - start);
-    for (size_t i = start; i < end; ++i) {
-      const auto& s = *rows[i].spec;
-      cols[0].push_back(rows[i].job_id);
-      cols[1].push_back(s.name);
-      cols[2].push_back(s.queue);
-      cols[3].push_back(std::to_string(static_cast<int>(s.priority)));
-      cols[4].push_back(model::command_to_text(s.command));
-      cols[5].push_back(model::env_to_text(s.env));
-      cols[6].push_back(s.cwd);
-      cols[7].push_back(s.payload);
-      cols[8].push_back(std::to_string(s.timeout_us));
-      cols[9].push_back(opt(s.idempotency_key));
-      const auto& p = s.retry;
-      cols[10].push_back(std::to_string(p.max_retries));
-      cols[11].push_back(std::string(model::to_string(p.backoff)));
-      cols[12].push_back(std::to_string(p.delay_us));
-      cols[13].push_back(std::to_string(p.max_delay_us));
-      cols[14].push_back(std::to_string(p.retry_for_us));
-      cols[15].push_back(p.no_retry_exit_codes.str());
-      cols[16].push_back(std::to_string(p.max_deliveries));
-      cols[17].push_back(std::string(model::to_string(p.delivery)));
-      cols[18].push_back(s.target.empty() ? std::nullopt : std::optional<std::string>(model::labels_to_text(s.target)));
-      cols[19].push_back(std::to_string(model::group_limit(s)));
-      cols[20].push_back(opt(s.concurrency_key));
-      cols[21].push_back(s.tenant);
-      cols[22].push_back(fan_out_text(s));
-      cols[23].push_back(std::to_string(s.stagger_us));
-      cols[24].push_back(model::notify_to_text(s.notify));
-    }
-    Params jobs;
-    for (const auto& col : cols) jobs.emplace_back(pg_array(col));
-    jobs.emplace_back(actor);
-    c.exec(kInsertJobsUnnest, jobs);
-    std::vector<std::optional<std::string>> run_ids, at, delay;
-    std::vector<std::optional<std::string>> job_ids, queues, priorities, tenants, group_keys, group_maxes;
-    for (size_t i = start; i < end; ++i) {
-      const auto& s = *rows[i].spec;
-      if (rows[i].run_id.empty()) continue;  // a schedule (its leader makes the runs) or a fan-out
-      run_ids.push_back(rows[i].run_id);
-      job_ids.push_back(rows[i].job_id);
-      queues.push_back(s.queue);
-      priorities.push_back(std::to_string(static_cast<int>(s.priority)));
-      at.push_back(s.run_at_us ? std::optional<std::string>(std::to_string(*s.run_at_us)) : std::nullopt);
-      delay.push_back(std::to_string(s.delay_us));
-      tenants.push_back(s.tenant);
-      group_keys.push_back(group_of(s, rows[i].job_id));
-      group_maxes.push_back(std::to_string(model::group_limit(s)));
-    }
-    if (!run_ids.empty())
-      c.exec(kInsertRunsUnnest, {pg_array(run_ids), pg_array(job_ids), pg_array(queues), pg_array(priorities),
-                                 pg_array(at), pg_array(delay), pg_array(tenants), pg_array(group_keys), pg_array(group_maxes)});
-  }
+  insert_runs(c, runs);
+  return runs.front().id;
 }
 
 // The job id and latest run id already holding each key.
@@ -192,8 +155,8 @@ std::map<std::string, SubmitResult> existing_keys(Connection& c, const std::set<
   if (keys.empty()) return found;
   std::vector<std::string> list(keys.begin(), keys.end());
   std::string sql = "SELECT j.idempotency_key, j.id, (SELECT max(r.id) FROM runs r WHERE r.job_id = j.id) FROM jobs j WHERE " +
-                    in_list(c.dialect(), "j.idempotency_key", 1);
-  for (const auto& row : c.query(sql, {list_param(c.dialect(), list)}))
+                    c.in_list("j.idempotency_key", 1);
+  for (const auto& row : c.query(sql, {c.list(list)}))
     found[row.text(0)] = SubmitResult{row.text(1), row.text(2), true};
   return found;
 }
@@ -261,11 +224,7 @@ std::vector<SubmitResult> Store::write_jobs(std::vector<model::JobSpec> specs, F
     queues.insert(s.queue);
     fresh.push_back(std::move(row));
   }
-  if (dialect() == Dialect::postgres && fresh.size() > 1) {
-    insert_unnest(*conn_, fresh, actor_);
-  } else {
-    insert_each(*conn_, fresh, actor_);
-  }
+  insert_jobs_and_runs(*conn_, fresh, actor_);
   std::vector<std::pair<std::string, const model::JobSpec*>> schedules;
   for (const auto& r : fresh)
     if (r.spec->schedule) schedules.emplace_back(r.job_id, r.spec);
@@ -280,8 +239,7 @@ std::vector<SubmitResult> Store::write_jobs(std::vector<model::JobSpec> specs, F
   for (const auto& r : fresh)
     if (!r.spec->tenant.empty()) tenants.insert(r.spec->tenant);
   for (const auto& t : tenants) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
-  if (dialect() == Dialect::postgres)
-    for (const auto& q : queues) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {q});
+  for (const auto& q : queues) wake_queue(*conn_, q);
   return results;
 }
 
@@ -308,9 +266,9 @@ std::optional<model::JobView> Store::get_job(const std::string& job_id) {
 
 std::vector<model::JobView> Store::get_jobs(const std::vector<std::string>& job_ids) {
   std::string sql = fmt::format("SELECT {}, {} {} WHERE {}", kJobColumns, kRunColumns, kJobsWithLatestRun,
-                                in_list(dialect(), "j.id", 1));
+                                conn_->in_list("j.id", 1));
   std::map<std::string, model::JobView> found;
-  for (const auto& row : conn_->query(sql, {list_param(dialect(), job_ids)})) {
+  for (const auto& row : conn_->query(sql, {conn_->list(job_ids)})) {
     auto v = view_from_row(row);
     found.emplace(v.job.id, std::move(v));
   }
@@ -404,7 +362,7 @@ CancelOutcome Store::cancel(const std::string& job_id) {
     audit(job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
   } else if (status == model::RunStatus::running) {
     conn_->exec("UPDATE runs SET cancel_requested = 1 WHERE id = $1", {run_id});
-    if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {run_id});
+    wake_cancel(*conn_, run_id);
     outcome = CancelOutcome::requested;
     audit(job_id, "cancel", nlohmann::json{{"run", run_id}, {"running", true}}.dump());
   } else {

@@ -17,6 +17,7 @@
 #include "common/model/job_json.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
 
@@ -29,7 +30,7 @@ using nlohmann::json;
 // write transaction holds the whole file). Throws not_found.
 model::Job locked_job(Connection& c, const std::string& job_id) {
   auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
-                                  c.dialect() == Dialect::postgres ? " FOR UPDATE" : ""),
+                                  c.row_lock("FOR UPDATE")),
                       {job_id});
   if (rows.empty())
     throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
@@ -227,7 +228,7 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
               "AND o.job_version = $2 AND o.occurrence = runs.occurrence))",
               {job_id, int64_t{next.version}});
   audit(job_id, "update", changes.dump());
-  if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {s.queue});
+  wake_queue(*conn_, s.queue);
   tx.commit();
   return result;
 }
@@ -259,8 +260,7 @@ int Store::delete_job(const std::string& job_id, CancelRunning cancel_running) {
                              "AND cancel_requested = 0 RETURNING id",
                              {job_id});
     stopping = rows.size();
-    if (dialect() == Dialect::postgres)
-      for (const auto& row : rows) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
+    for (const auto& row : rows) wake_cancel(*conn_, row.text(0));
   }
   audit(job_id, "delete", json{{"cancelled", cancelled}, {"stopping", stopping}}.dump());
   tx.commit();

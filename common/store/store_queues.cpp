@@ -3,6 +3,7 @@
 
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::store {
@@ -38,8 +39,8 @@ std::map<std::string, model::RetryOverrides> Store::queue_defaults(const std::se
   if (queues.empty()) return out;
   std::vector<std::string> list(queues.begin(), queues.end());
   auto rows = conn_->query(fmt::format("SELECT {} FROM queues q WHERE {}", kDefaultColumns,
-                                       in_list(dialect(), "q.name", 1)),
-                           {list_param(dialect(), list)});
+                                       conn_->in_list("q.name", 1)),
+                           {conn_->list(list)});
   for (const auto& row : rows) out[row.text(0)] = defaults_from_row(row);
   return out;
 }
@@ -116,7 +117,7 @@ void Store::set_queue_limits(const std::string& queue, const QueueLimits& limits
                 "WHERE name = $1",
                 {queue, fmt::format("{}", *limits.rate)});
   // Raised limits may free runs at once.
-  if (dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {queue});
+  wake_queue(*conn_, queue);
   tx.commit();
 }
 
@@ -128,7 +129,7 @@ bool Store::set_queue_paused(const std::string& queue, bool paused) {
   conn_->exec("INSERT INTO queues (name, paused, updated_at) VALUES ($1, $2, NOW_US) "
               "ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
               {queue, int64_t{paused ? 1 : 0}});
-  if (!paused && dialect() == Dialect::postgres) conn_->query("SELECT pg_notify('jobctl_wake', $1)", {queue});
+  if (!paused) wake_queue(*conn_, queue);
   tx.commit();
   return true;
 }

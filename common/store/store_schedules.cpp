@@ -16,8 +16,10 @@
 
 #include "common/cron/plan.hpp"
 #include "common/store/fan_out.hpp"
+#include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/time.hpp"
@@ -32,75 +34,8 @@ Value opt_value(const std::optional<int64_t>& v) {
 }
 
 
-// A pending or skipped run of an occurrence, ready to insert.
-struct OccurrenceRun {
-  std::string id;
-  std::string job_id;
-  std::string queue;
-  int priority = 0;
-  int version = 1;
-  std::optional<int64_t> occurrence;  // none: a forced trigger
-  int64_t available_at = 0;
-  std::string origin;
-  std::string status = "pending";
-  std::string error;
-  std::string tenant;
-  std::optional<std::string> group_key;
-  int group_max = 0;
-  std::optional<std::string> pinned_to;  // a fan-out run: its agent
-};
-
-// A NULL occurrence is a forced trigger's run.
-constexpr const char* kInsertOccurrence =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
-    "origin, error, finished_at, tenant, group_key, group_max, pinned_to) VALUES ($1, $2, $3, $4, $5, $6, NOW_US, $7, $8, $9, "
-    "$10, CASE WHEN $5 = 'skipped' THEN NOW_US END, $11, $12, $13, $14) ON CONFLICT DO NOTHING";
-constexpr const char* kInsertOccurrencesUnnest =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
-    "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, u.priority, "
-    "u.status, u.at, NOW_US, u.occ, u.ver, u.origin, u.error, CASE WHEN u.status = 'skipped' THEN NOW_US END, "
-    "u.tenant, u.group_key, u.group_max, u.pinned FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], "
-    "$6::int8[], $7::int8[], $8::int[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[]) "
-    "AS u (id, job_id, queue, priority, status, at, occ, ver, origin, error, tenant, group_key, group_max, pinned) "
-    "ON CONFLICT DO NOTHING";
-
-// Inserts the runs; an occurrence that already has one is left alone.
-// Returns how many were new.
-int64_t insert_occurrences(Connection& c, const std::vector<OccurrenceRun>& runs) {
-  if (runs.empty()) return 0;
-  if (c.dialect() == Dialect::postgres) {
-    std::vector<std::vector<std::optional<std::string>>> cols(14);
-    for (const auto& r : runs) {
-      cols[0].push_back(r.id);
-      cols[1].push_back(r.job_id);
-      cols[2].push_back(r.queue);
-      cols[3].push_back(std::to_string(r.priority));
-      cols[4].push_back(r.status);
-      cols[5].push_back(std::to_string(r.available_at));
-      cols[6].push_back(r.occurrence ? std::optional<std::string>(std::to_string(*r.occurrence)) : std::nullopt);
-      cols[7].push_back(std::to_string(r.version));
-      cols[8].push_back(r.origin);
-      cols[9].push_back(r.error);
-      cols[10].push_back(r.tenant);
-      cols[11].push_back(r.group_key);
-      cols[12].push_back(std::to_string(r.group_max));
-      cols[13].push_back(r.pinned_to);
-    }
-    Params params;
-    for (const auto& col : cols) params.emplace_back(pg_array(col));
-    return c.exec(kInsertOccurrencesUnnest, params);
-  }
-  int64_t n = 0;
-  for (const auto& r : runs)
-    n += c.exec(kInsertOccurrence, {r.id, r.job_id, r.queue, int64_t{r.priority}, r.status, r.available_at,
-                                    opt_value(r.occurrence), int64_t{r.version}, r.origin, r.error, r.tenant,
-                                    r.group_key ? Value(*r.group_key) : Value(nullptr), int64_t{r.group_max},
-                                    r.pinned_to ? Value(*r.pinned_to) : Value(nullptr)});
-  return n;
-}
-
-OccurrenceRun occurrence_run(const model::Job& job, int64_t at, const char* origin) {
-  OccurrenceRun r;
+NewRun occurrence_run(const model::Job& job, int64_t at, const char* origin) {
+  NewRun r;
   r.id = util::new_ulid();
   r.job_id = job.id;
   r.queue = job.spec.queue;
@@ -120,8 +55,8 @@ std::string per_agent_group(const std::string& job_id, const std::string& agent)
 // A fan-out job's occurrence becomes one run per agent in `agents`, each
 // --stagger after the one before; with no agent, one skipped run that says
 // so. Other jobs' runs pass through.
-void expand_fan_out(const model::Job& job, OccurrenceRun run, const std::vector<std::string>& agents,
-                    std::vector<OccurrenceRun>& runs, std::vector<OccurrenceRun>& skipped) {
+void expand_fan_out(const model::Job& job, NewRun run, const std::vector<std::string>& agents,
+                    std::vector<NewRun>& runs, std::vector<NewRun>& skipped) {
   if (!job.spec.fan_out) {
     runs.push_back(std::move(run));
     return;
@@ -133,14 +68,14 @@ void expand_fan_out(const model::Job& job, OccurrenceRun run, const std::vector<
     return;
   }
   for (size_t i = 0; i < agents.size(); ++i) {
-    OccurrenceRun r = run;
+    NewRun r = run;
     if (i > 0) r.id = util::new_ulid();
     r.pinned_to = agents[i];
     // The overlap limit of a schedule is per agent: each host's run waits
     // for that host's previous one, not for the others'. A shared
     // --concurrency-key stays shared.
     if (r.group_key && *r.group_key == job.id) r.group_key = per_agent_group(job.id, agents[i]);
-    r.available_at += static_cast<int64_t>(i) * job.spec.stagger_us;
+    *r.available_at += static_cast<int64_t>(i) * job.spec.stagger_us;
     runs.push_back(std::move(r));
   }
 }
@@ -160,7 +95,7 @@ std::string span_text(const cron::SkippedSpan& s) {
 
 model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
   auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
-                                  lock && c.dialect() == Dialect::postgres ? " FOR UPDATE" : ""),
+                                  lock ? c.row_lock("FOR UPDATE") : ""),
                       {job_id});
   if (rows.empty())
     throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list schedules with `jobctl schedules ls`");
@@ -172,7 +107,7 @@ model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
 }
 
 void notify_queue(Connection& c, const std::string& queue) {
-  if (c.dialect() == Dialect::postgres) c.query("SELECT pg_notify('jobctl_wake', $1)", {queue});
+  wake_queue(c, queue);
 }
 
 }  // namespace
@@ -216,10 +151,9 @@ void Store::resign(const std::string& worker_id) {
 MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& s) {
   MaterialiseResult result;
   Transaction tx(*conn_, TxMode::write);
-  bool pg = dialect() == Dialect::postgres;
   auto held = conn_->query(std::string("SELECT NOW_US FROM scheduler_lease WHERE id = 1 AND holder = $1 AND "
                                        "epoch = $2 AND expires_at > NOW_US") +
-                               (pg ? " FOR UPDATE" : ""),
+                               conn_->row_lock("FOR UPDATE"),
                            {worker_id, epoch});
   if (held.empty()) {
     result.fenced = true;
@@ -228,10 +162,10 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
   int64_t now = held[0].i64(0);
   auto rows = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.next_fire_at <= $1 AND j.paused = 0 AND "
                                        "j.deleted_at IS NULL ORDER BY j.next_fire_at LIMIT $2{}",
-                                       kJobColumns, pg ? " FOR UPDATE" : ""),
+                                       kJobColumns, conn_->row_lock("FOR UPDATE")),
                            {now + s.horizon_us, int64_t{s.batch}});
   result.more = static_cast<int>(rows.size()) == s.batch;
-  std::vector<OccurrenceRun> runs, skipped;
+  std::vector<NewRun> runs, skipped;
   std::set<std::string> queues;
   for (const auto& row : rows) {
     // Where the schedule resumes; unset when it cannot be evaluated.
@@ -276,8 +210,8 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
     if (next) conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {row.text(0), opt_value(*next)});
     ++result.schedules;
   }
-  result.runs += insert_occurrences(*conn_, runs);
-  insert_occurrences(*conn_, skipped);
+  result.runs += insert_runs(*conn_, runs);
+  insert_runs(*conn_, skipped);
   for (const auto& q : queues) notify_queue(*conn_, q);
   tx.commit();
   return result;
@@ -331,8 +265,7 @@ int Store::enforce_overlap() {
       "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US AND p.group_key IS NOT NULL "
       "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max) "
       "RETURNING id");
-  if (dialect() == Dialect::postgres)
-    for (const auto& row : cancelled) conn_->query("SELECT pg_notify('jobctl_cancel', $1)", {row.text(0)});
+  for (const auto& row : cancelled) wake_cancel(*conn_, row.text(0));
   tx.commit();
   return static_cast<int>(n + static_cast<int64_t>(cancelled.size()));
 }
@@ -399,13 +332,13 @@ std::string Store::trigger(const std::string& job_id, bool force) {
     run.occurrence.reset();
     run.group_key.reset();
   }
-  std::vector<OccurrenceRun> runs, skipped;
+  std::vector<NewRun> runs, skipped;
   std::vector<std::string> agents;
   if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out);
   expand_fan_out(job, std::move(run), agents, runs, skipped);
   if (runs.empty())
     throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then trigger");
-  insert_occurrences(*conn_, runs);
+  insert_runs(*conn_, runs);
   notify_queue(*conn_, job.spec.queue);
   audit(job_id, "trigger", nlohmann::json{{"run", runs[0].id}, {"force", force}}.dump());
   tx.commit();
@@ -424,7 +357,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
                                       "AND occurrence <= $3 AND status <> 'skipped'",
                                       {job_id, from_us, to_us}))
     taken.insert(row.i64(0));
-  std::vector<OccurrenceRun> runs, skipped;
+  std::vector<NewRun> runs, skipped;
   std::vector<std::string> agents;
   if (job.spec.fan_out) {
     agents = fan_out_agents(*conn_, *job.spec.fan_out);
@@ -452,7 +385,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
 
   BackfillResult result;
   result.occurrences = occurrences;
-  result.created = insert_occurrences(*conn_, runs) + dag_runs;
+  result.created = insert_runs(*conn_, runs) + dag_runs;
   if (result.created > 0) notify_queue(*conn_, job.spec.queue);
   audit(job_id, "backfill",
         nlohmann::json{{"from", util::format_time(from_us)}, {"to", util::format_time(to_us)},

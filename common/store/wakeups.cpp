@@ -44,8 +44,8 @@ class PostgresWakeups final : public Wakeups {
     }
     while (PGnotify* n = PQnotifies(conn_)) {
       std::string channel = n->relname, payload = n->extra ? n->extra : "";
-      if (channel == "jobctl_cancel") r.cancel = true;
-      if (channel == "jobctl_wake" && std::find(queues_.begin(), queues_.end(), payload) != queues_.end())
+      if (channel == kCancelChannel) r.cancel = true;
+      if (channel == kWakeChannel && std::find(queues_.begin(), queues_.end(), payload) != queues_.end())
         r.work = true;
       PQfreemem(n);
     }

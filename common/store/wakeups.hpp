@@ -16,8 +16,15 @@
 #include <vector>
 
 #include "common/config/dsn.hpp"
+#include "common/store/sql.hpp"
 
 namespace jobctl::store {
+
+// The two hints, sent in the caller's transaction (Connection::notify).
+inline constexpr const char* kWakeChannel = "jobctl_wake";      // payload: the queue with new work
+inline constexpr const char* kCancelChannel = "jobctl_cancel";  // payload: the run asked to stop
+inline void wake_queue(Connection& c, const std::string& queue) { c.notify(kWakeChannel, queue); }
+inline void wake_cancel(Connection& c, const std::string& run_id) { c.notify(kCancelChannel, run_id); }
 
 struct WakeReasons {
   bool work = false;    // a run may have become claimable in one of our queues

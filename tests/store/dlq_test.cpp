@@ -27,7 +27,7 @@ struct Fixture {
     auto c = s->claim(worker, {queue}, 1, 30'000'000);
     REQUIRE(c.size() == 1);
     auto done = store::completion_of(c[0], RunStatus::dead);
-    done.outcome = "failed";
+    done.outcome = model::AttemptOutcome::failed;
     done.error = "exited with code 1; no retries allowed";
     REQUIRE(s->complete({done}) == std::vector<bool>{true});
     return res;
@@ -143,7 +143,7 @@ TEST_CASE("dlq: retries reschedule the run with the delay and count failures") {
   auto c = f.s->claim(f.worker, {"default"}, 1, 30'000'000);
   REQUIRE(c.size() == 1);
   auto retry = store::completion_of(c[0], RunStatus::pending);
-  retry.outcome = "failed";
+  retry.outcome = model::AttemptOutcome::failed;
   retry.retry_delay_us = 60'000'000;
   int64_t before = f.s->now();
   REQUIRE(f.s->complete({retry}) == std::vector<bool>{true});

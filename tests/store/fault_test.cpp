@@ -2,6 +2,7 @@
 // but whose answer was lost, as a server crash or a dropped connection at
 // the worst moment leaves it.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "common/util/error.hpp"
 #include "tests/support/faults.hpp"
@@ -73,7 +74,7 @@ TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartb
   back.fence = leases[0].fence;
   back.attempt = leases[0].attempt;
   back.status = RunStatus::pending;
-  back.outcome = "released";
+  back.outcome = model::AttemptOutcome::released;
   back.error = "not run";
   s.release({back});
   run = check->get_run(run_id);
@@ -109,4 +110,46 @@ TEST_CASE("fault: a completion whose answer is lost is applied once, and sending
   REQUIRE(applied.size() == 1);
   CHECK_FALSE(applied[0]);
   CHECK(check->attempts(run_id).size() == 1);
+}
+
+TEST_CASE("fault: a submit that breaks at any statement or at its commit writes all or nothing, and a retry makes each job once") {
+  using Fault = test::FaultyConnection::Fault;
+  FaultyStore f;
+  auto specs = [](int round) {
+    std::vector<model::JobSpec> out(2);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].command.argv = {"true"};
+      out[i].idempotency_key = fmt::format("round-{}-{}", round, i);
+    }
+    out[1].delay_us = 60'000'000;
+    return out;
+  };
+  int before = f.faulty->steps();
+  f.s->submit(specs(0));
+  const int steps = f.faulty->steps() - before;
+  REQUIRE(steps >= 2);
+  size_t jobs = f.check->list_jobs({}).size();
+  int round = 1;
+  for (auto fault : {Fault::refused, Fault::answer_lost}) {
+    for (int n = 1; n <= steps; ++n, ++round) {
+      CAPTURE(n);
+      CAPTURE(static_cast<int>(fault));
+      f.faulty->fail_at(n, fault);
+      try {
+        f.s->submit(specs(round));
+        FAIL("the injected fault did not surface");
+      } catch (const Error& e) {
+        CHECK(e.code() == ExitCode::store);
+      }
+      // Only a commit that was applied leaves the jobs; nothing is half there.
+      const bool committed = fault == Fault::answer_lost && n == steps;
+      CHECK(f.check->list_jobs({}).size() == jobs + (committed ? 2 : 0));
+      // The caller tries again, as a script would after exit 5.
+      auto again = f.s->submit(specs(round));
+      CHECK(again[0].existed == committed);
+      CHECK(again[1].existed == committed);
+      jobs += 2;
+      CHECK(f.check->list_jobs({}).size() == jobs);
+    }
+  }
 }

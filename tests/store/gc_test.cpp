@@ -25,7 +25,7 @@ struct Fixture {
     auto c = s->claim(worker, {"default"}, 1, 60'000'000);
     REQUIRE(c.size() == 1);
     auto done = store::completion_of(c[0], status);
-    if (status == RunStatus::dead) done.outcome = "failed";
+    if (status == RunStatus::dead) done.outcome = model::AttemptOutcome::failed;
     REQUIRE(s->complete({done}) == std::vector<bool>{true});
     age_run(res.run_id, age);
     return res;
@@ -127,7 +127,7 @@ TEST_CASE("gc: dag retry takes the dead nodes it reruns out of the dead-letter q
   auto c = f.s->claim(f.worker, {"default"}, 1, 60'000'000);
   REQUIRE(c.size() == 1);
   auto dead = store::completion_of(c[0], RunStatus::dead);
-  dead.outcome = "failed";
+  dead.outcome = model::AttemptOutcome::failed;
   REQUIRE(f.s->complete({dead}) == std::vector<bool>{true});
   CHECK(f.s->dead_runs({}).size() == 1);
   CHECK(f.s->retry_dag_run(res.dag_run_id) == 1);

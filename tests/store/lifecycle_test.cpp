@@ -97,7 +97,7 @@ TEST_CASE("lifecycle: a pending run takes the new definition, a running one keep
 
   SUBCASE("a retry of the old run is claimed in the new queue, with the new version") {
     auto done = store::completion_of(claimed[0], RunStatus::pending);
-    done.outcome = "failed";
+    done.outcome = model::AttemptOutcome::failed;
     REQUIRE(s->complete({done}) == std::vector<bool>{true});
     CHECK(s->claim(w, {"default"}, 8, 10 * kSecond).empty());
     auto again = s->claim(w, {"other"}, 8, 10 * kSecond);
@@ -286,7 +286,7 @@ TEST_CASE("lifecycle: a running run of a deleted job that would wait again is ca
   std::string outcome;
   SUBCASE("its attempt fails with a retry left") {
     auto failed = store::completion_of(claimed[0], RunStatus::pending);
-    failed.outcome = "failed";
+    failed.outcome = model::AttemptOutcome::failed;
     failed.error = "exited with code 1; retry 1 of 3 in 1s";
     failed.retry_delay_us = kSecond;
     REQUIRE(s->complete({failed}) == std::vector<bool>{true});
@@ -295,7 +295,7 @@ TEST_CASE("lifecycle: a running run of a deleted job that would wait again is ca
   }
   SUBCASE("its agent drains and gives it back") {
     auto released = store::completion_of(claimed[0], RunStatus::pending);
-    released.outcome = "released";
+    released.outcome = model::AttemptOutcome::released;
     s->release({released});
     outcome = "released";
   }
@@ -337,7 +337,7 @@ TEST_CASE("lifecycle: every change appears once in the history, newest first, wi
   auto claimed = s->claim(w, {"default"}, 8, 10 * kSecond);
   REQUIRE(claimed.size() == 1);
   auto dead = store::completion_of(claimed[0], RunStatus::dead);
-  dead.outcome = "failed";
+  dead.outcome = model::AttemptOutcome::failed;
   s->complete({dead});
   s->replay({claimed[0].run_id});
   s->delete_job(job, store::CancelRunning::no);

@@ -39,7 +39,7 @@ struct Fixture {
   // `due`, its attempt from `started` to `started + took`.
   void ended(const store::ClaimedRun& r, RunStatus status, int64_t due, int64_t started, int64_t took) {
     auto c = store::completion_of(r, status);
-    if (status != RunStatus::succeeded) c.outcome = "failed";
+    if (status != RunStatus::succeeded) c.outcome = model::AttemptOutcome::failed;
     REQUIRE(s->complete({c}) == std::vector<bool>{true});
     times(r.run_id, due, started, started + took);
   }

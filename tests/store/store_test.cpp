@@ -250,3 +250,22 @@ TEST_CASE("store: a run due later is not claimed before its time") {
   CHECK(*due_in > 3500'000'000);
   CHECK(*due_in <= 3600'000'000);
 }
+
+TEST_CASE("store: a shifted clock moves NOW_US in every statement, prepared before the shift or not") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto& c = s->connection();
+  const char* sql = "SELECT NOW_US, NOW_US FROM workers UNION ALL SELECT NOW_US, NOW_US";
+  for (int i = 0; i < 3; ++i) c.query(sql);  // prepared by now, where a driver prepares
+  int64_t before = c.query(sql).at(0).i64(0);
+  const int64_t day = 86'400'000'000;
+  c.shift_clock(day);
+  auto rows = c.query(sql);
+  CHECK(rows.at(0).i64(0) - before >= day);
+  CHECK(rows.at(0).i64(0) - before < day + 60'000'000);
+  CHECK(rows.at(0).i64(0) == rows.at(0).i64(1));  // one time per statement
+  CHECK(s->now() - before >= day);
+  c.shift_clock(-day);
+  CHECK(s->now() - before < 60'000'000);
+}

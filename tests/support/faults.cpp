@@ -26,14 +26,30 @@ void FaultyConnection::answer_lost() {
   throw Error(ExitCode::store, "server closed the connection unexpectedly (injected: applied, answer lost)");
 }
 
+bool FaultyConnection::fault_due() {
+  ++steps_;
+  return countdown_ > 0 && --countdown_ == 0;
+}
+
+template <class Step>
+auto FaultyConnection::step(Step&& run) {
+  if (fault_due()) {
+    if (fault_ == Fault::refused)
+      throw Error(ExitCode::store, "server closed the connection unexpectedly (injected: not applied)");
+    run();
+    throw Error(ExitCode::store, "server closed the connection unexpectedly (injected: applied, answer lost)");
+  }
+  return run();
+}
+
 store::Rows FaultyConnection::query(std::string_view sql, const store::Params& params) {
-  auto rows = inner_->query(sql, params);
+  auto rows = step([&] { return inner_->query(sql, params); });
   if (lose_answer_ && !in_transaction_) answer_lost();
   return rows;
 }
 
 int64_t FaultyConnection::exec(std::string_view sql, const store::Params& params) {
-  auto n = inner_->exec(sql, params);
+  auto n = step([&] { return inner_->exec(sql, params); });
   if (lose_answer_ && !in_transaction_) answer_lost();
   return n;
 }
@@ -44,7 +60,7 @@ void FaultyConnection::begin(store::TxMode mode) {
 }
 
 void FaultyConnection::commit() {
-  inner_->commit();
+  step([&] { inner_->commit(); });
   in_transaction_ = false;
   if (lose_answer_) answer_lost();
 }

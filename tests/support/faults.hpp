@@ -1,10 +1,11 @@
 #pragma once
 // Test support: faults at the store's seams, for the fault tests.
 //
-// * FaultyConnection wraps a real store::Connection and, when told, lets
-//   the next write reach the database and then loses its answer (the
-//   commit applied, the acknowledgement gone), as a server crash or a
-//   dropped connection does at the worst moment.
+// * FaultyConnection wraps a real store::Connection and, when told, fails
+//   the Nth statement or commit from now: refused (not applied, as a
+//   connection that broke before it was sent), or applied with its answer
+//   lost (the acknowledgement gone, as a server crash or a dropped
+//   connection leaves it at the worst moment).
 // * TcpProxy stands between a program and PostgreSQL on 127.0.0.1; it can
 //   freeze (the connections stay open, nothing is forwarded: a server
 //   stopped with SIGSTOP, a hung host) and thaw.
@@ -25,9 +26,23 @@ class FaultyConnection final : public store::Connection {
  public:
   explicit FaultyConnection(std::unique_ptr<store::Connection> inner) : inner_(std::move(inner)) {}
 
+  enum class Fault {
+    refused,      // not applied; fails with ExitCode::store
+    answer_lost,  // applied, then fails with ExitCode::store
+  };
   // The next commit (or statement outside a transaction) is applied, then
   // fails with ExitCode::store as if the connection had dropped.
   void lose_next_answer() { lose_answer_ = true; }
+  // The `n`th statement or commit from now (1: the next one) meets
+  // `fault`. A statement inside a transaction that fails takes the
+  // transaction with it (its Transaction rolls back), as on a real
+  // connection that broke.
+  void fail_at(int n, Fault fault) {
+    countdown_ = n;
+    fault_ = fault;
+  }
+  // Statements and commits sent through this connection so far.
+  int steps() const { return steps_; }
 
   store::Dialect dialect() const override { return inner_->dialect(); }
   store::Rows query(std::string_view sql, const store::Params& params) override;
@@ -36,13 +51,32 @@ class FaultyConnection final : public store::Connection {
   void begin(store::TxMode mode) override;
   void commit() override;
   void rollback() override;
+  void notify(std::string_view channel, const std::string& payload) override { inner_->notify(channel, payload); }
+  std::string row_lock(std::string_view clause) const override { return inner_->row_lock(clause); }
+  store::Value list(const std::vector<std::string>& items) const override { return inner_->list(items); }
+  std::string in_list(std::string_view column, int n) const override { return inner_->in_list(column, n); }
+  std::string batch(std::span<const store::BatchColumn> columns, int n, std::string_view alias) const override {
+    return inner_->batch(columns, n, alias);
+  }
+  void bind_batch(store::Params& params, std::span<const store::BatchColumn> columns,
+                  const store::BatchRows& rows) const override {
+    inner_->bind_batch(params, columns, rows);
+  }
+  void shift_clock(int64_t us) override { inner_->shift_clock(us); }
 
  private:
   void answer_lost();
+  // Counts a step; true when it is the one fail_at named.
+  bool fault_due();
+  template <class Step>
+  auto step(Step&& run);
 
   std::unique_ptr<store::Connection> inner_;
   bool in_transaction_ = false;
   bool lose_answer_ = false;
+  int steps_ = 0;
+  int countdown_ = 0;
+  Fault fault_ = Fault::refused;
 };
 
 class TcpProxy {
