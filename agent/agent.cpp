@@ -17,6 +17,8 @@
 
 #include "agent/incarnation.hpp"
 #include "agent/outcome.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/scheduler.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
@@ -71,7 +73,7 @@ Agent::Agent(Options opts)
   store::WorkerRegistration reg{opts_.name, util::host_name(), static_cast<int>(getpid()), opts_.queues,
                                 opts_.concurrency, JOBCTL_VERSION,
                                 duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
-  worker_id_ = store->register_worker(reg);
+  worker_id_ = store->agent().register_worker(reg);
   take_over(*store, runner_, opts_, worker_id_);  // this incarnation's lock; a dead earlier one's runs back
   store_ = std::make_unique<StoreThread>(std::move(store));
   metrics_.version = JOBCTL_VERSION;
@@ -151,7 +153,7 @@ void Agent::handle_signals() {
       log_event(LogLevel::info, "draining",
                 {{"running", std::to_string(running())},
                  {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
-      store_step("drain", [id = worker_id_](store::Store& s) { s.set_worker_state(id, model::WorkerState::draining); },
+      store_step("drain", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::draining); },
                  {});
       systemd_.stopping(fmt::format("draining: {} running", running()));
       next_lead_ = Clock::now();  // resign the scheduler lease at once
@@ -232,9 +234,9 @@ void Agent::report(const char* step, std::vector<store::Completion>& queue) {
       step,
       [batch, applied, completing](store::Store& s) {
         if (completing)
-          *applied = s.complete(*batch);
+          *applied = s.agent().complete(*batch);
         else
-          s.release(*batch);
+          s.agent().release(*batch);
       },
       [this, batch, applied, settle] {
         settle();
@@ -293,7 +295,7 @@ void Agent::heartbeat() {
   store_step(
       "heartbeat",
       [beat, id = worker_id_, state, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
-        beat->leases = s.heartbeat(id, state, lease);
+        beat->leases = s.agent().heartbeat(id, state, lease);
         beat->store_now = s.now();
         beat->at = Clock::now();
       },
@@ -351,7 +353,7 @@ void Agent::watch_clock(int64_t store_now_us, Clock::time_point at) {
   auto step = clock_watch_.observe(store_now_us, at);
   if (!step) return;
   health_.clock_stepped(*step, Clock::now());
-  store_step("clock_step", [id = worker_id_, us = *step](store::Store& s) { s.record_clock_step(id, us); }, {}, {},
+  store_step("clock_step", [id = worker_id_, us = *step](store::Store& s) { s.agent().record_clock_step(id, us); }, {}, {},
              Backoff::no);
 }
 
@@ -371,7 +373,7 @@ void Agent::rescue_if_safe(Clock::time_point now) {
       "rescue",
       [rescued, calm, seen = *seen, tolerance = clock_watch_.tolerance_us()](store::Store& s) {
         int64_t expected = seen.expected_at(Clock::now());
-        *rescued = s.rescue_expired(calm, expected - tolerance, expected + tolerance);
+        *rescued = s.agent().rescue_expired(calm, expected - tolerance, expected + tolerance);
       },
       [this, rescued] {
         if (*rescued == 0) return;
@@ -395,8 +397,8 @@ void Agent::claim_if_free(Clock::time_point now) {
       "claim",
       [got, want, id = worker_id_, queues = opts_.queues,
        lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
-        got->runs = s.claim(id, queues, want, lease);
-        if (static_cast<int>(got->runs.size()) < want) got->due_in = s.next_due_in(id, queues);
+        got->runs = s.agent().claim(id, queues, want, lease);
+        if (static_cast<int>(got->runs.size()) < want) got->due_in = s.agent().next_due_in(id, queues);
       },
       [this, got, want, now] { start_claimed(got->runs, want, got->due_in, now); },
       // The claim may have committed all the same: the next heartbeat reads
@@ -513,8 +515,8 @@ void Agent::shut_down() {
     flush_reports();
     store_->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
   } while ((!completions_.empty() || !releases_.empty()) && Clock::now() < settle_by);
-  if (epoch_) store_step("resign", [id = worker_id_](store::Store& s) { s.resign(id); }, {});
-  store_step("stop", [id = worker_id_](store::Store& s) { s.set_worker_state(id, model::WorkerState::gone); }, {});
+  if (epoch_) store_step("resign", [id = worker_id_](store::Store& s) { s.scheduler().resign(id); }, {});
+  store_step("stop", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::gone); }, {});
   bool recorded = store_->settle(std::max(settle_by, Clock::now() + std::chrono::seconds(1)));
   if (!recorded) store_->leave_after = std::chrono::milliseconds(0);  // it had its chance
   if (!recorded || !completions_.empty() || !releases_.empty())

@@ -22,6 +22,8 @@
 #include "agent/store_thread.hpp"
 #include "agent/systemd.hpp"
 #include "agent/webhook_runner.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/scheduler.hpp"
 #include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 

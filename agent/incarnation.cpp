@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/exec/supervisor.hpp"
+#include "common/store/agent.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
 #include "common/util/log.hpp"
@@ -55,7 +56,7 @@ void take_over_from(store::Store& store, const Options& opts, const std::string&
     case exec::Taken::yes:
       break;
   }
-  int runs = store.give_back_runs(
+  int runs = store.agent().give_back_runs(
       w.worker_id, fmt::format("the previous incarnation of agent {} (pid {}) died", opts.name, w.pid));
   unlink(path.c_str());
   fields.emplace_back("runs", std::to_string(runs));
@@ -81,7 +82,7 @@ std::string lock_directory() {
 void take_over(store::Store& store, Runner& runner, const Options& opts, const std::string& worker_id) {
   const std::string dir = lock_directory();
   runner.lock(lock_path(dir, worker_id));
-  for (const auto& w : store.incarnations(opts.name, util::host_name())) {
+  for (const auto& w : store.agent().incarnations(opts.name, util::host_name())) {
     if (w.worker_id == worker_id) continue;
     if (w.gone) sweep(lock_path(dir, w.worker_id));
     else if (!alive(w.pid)) take_over_from(store, opts, lock_path(dir, w.worker_id), w);

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "agent/runner.hpp"
-#include "common/store/store.hpp"
+#include "common/store/agent.hpp"
 
 namespace jobctl::agent {
 

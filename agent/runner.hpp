@@ -18,7 +18,7 @@
 #include "agent/options.hpp"
 #include "common/exec/output_tail.hpp"
 #include "common/exec/supervisor.hpp"
-#include "common/store/store.hpp"
+#include "common/store/agent.hpp"
 
 namespace jobctl::agent {
 

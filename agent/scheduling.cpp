@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "agent/agent.hpp"
+#include "common/store/admin.hpp"
+#include "common/store/scheduler.hpp"
 #include "common/util/log.hpp"
 
 namespace jobctl::agent {
@@ -30,7 +32,7 @@ void Agent::lead_if_due(Clock::time_point now) {
   if (!opts_.scheduler || now < next_lead_ || now < store_backoff_until_ || busy("lead")) return;
   if (phase_ != Phase::running) {
     if (epoch_)
-      store_step("resign", [id = worker_id_](store::Store& s) { s.resign(id); },
+      store_step("resign", [id = worker_id_](store::Store& s) { s.scheduler().resign(id); },
                  [this] {
                    log_event(LogLevel::info, "scheduler_resigned", {{"epoch", std::to_string(*epoch_)}});
                    epoch_.reset();
@@ -43,7 +45,7 @@ void Agent::lead_if_due(Clock::time_point now) {
   store_step(
       "lead",
       [granted, id = worker_id_, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
-        *granted = s.lead(id, lease);
+        *granted = s.scheduler().lead(id, lease);
       },
       [this, granted] {
         const auto& epoch = *granted;
@@ -73,8 +75,8 @@ void Agent::schedule_if_due(Clock::time_point now) {
   store_step(
       "schedule",
       [tick, settings, id = worker_id_, epoch = *epoch_](store::Store& s) {
-        tick->result = s.materialise(id, epoch, settings);
-        if (!tick->result.fenced) tick->overlap = s.enforce_overlap();
+        tick->result = s.scheduler().materialise(id, epoch, settings);
+        if (!tick->result.fenced) tick->overlap = s.scheduler().enforce_overlap();
       },
       [this, tick, now] { scheduled(tick->result, tick->overlap, now); }, {}, Backoff::no);
 }
@@ -112,7 +114,7 @@ void Agent::gc_if_due(Clock::time_point now) {
   store_step(
       "gc",
       [removed, age = duration_cast<microseconds>(opts_.gc_older_than).count()](store::Store& s) {
-        *removed = s.gc(age, kGcBatch, kGcBatchesPerPass);
+        *removed = s.admin().gc(age, kGcBatch, kGcBatchesPerPass);
       },
       [this, removed, now] {
         const auto& r = *removed;

@@ -21,7 +21,7 @@
 #include "agent/options.hpp"
 #include "agent/runner.hpp"
 #include "agent/secrets.hpp"
-#include "common/store/store.hpp"
+#include "common/store/agent.hpp"
 
 namespace jobctl::agent {
 

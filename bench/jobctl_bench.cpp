@@ -52,6 +52,9 @@
 
 #include "common/config/dsn.hpp"
 #include "common/dag/dag.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/dags.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/http_server.hpp"
@@ -246,7 +249,7 @@ void mode_webhook(const Args& a) {
   spec.command.webhook->url = server.url("/hook");
   spec.command.webhook->body = R"({"bench": true})";
   for (size_t done = 0; done < n; done += kSubmitBatch)
-    s->submit(std::vector<model::JobSpec>(std::min(kSubmitBatch, n - done), spec));
+    s->jobs().submit(std::vector<model::JobSpec>(std::min(kSubmitBatch, n - done), spec));
 
   auto d = drain_with_agent(c, agent_argv, a.at(3), limit_s);
 
@@ -295,7 +298,7 @@ void mode_dag(const Args& a) {
   store::DagSubmit d;
   d.document = doc.dump();
   d.definition = dag::parse(d.document);
-  auto submitted = s->submit_dag(d);
+  auto submitted = s->dags().submit_dag(d);
 
   int64_t start = monotonic_ns();
   pid_t agent = start_process(agent_argv, a.at(4));
@@ -371,7 +374,7 @@ void submit_true_jobs(store::Store& s, size_t n, const std::string& shape = "pla
       if (shape == "tenants") batch[i].tenant = fmt::format("tenant-{}", (done + i) % 100);
       if (shape == "keys") batch[i].concurrency_key = fmt::format("key-{}", (done + i) % 1000);
     }
-    s.submit(batch);
+    s.jobs().submit(batch);
   }
 }
 
@@ -380,7 +383,7 @@ void mode_claim(const Args& a) {
   double limit_s = number(a, 2, "LIMIT_S");
   auto s = open_store(a.at(0));
   std::string worker =
-      s->register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
+      s->agent().register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
                           JOBCTL_VERSION, kLeaseUs, {}});
   submit_true_jobs(*s, n, a.size() > 3 ? a[3] : "plain");
 
@@ -388,13 +391,13 @@ void mode_claim(const Args& a) {
   size_t completed = 0;
   for (size_t round = 0; round < n / kClaimBatch + 10 && seconds_since(start) < limit_s; ++round) {
     int64_t t0 = monotonic_ns();
-    auto runs = s->claim(worker, {"default"}, kClaimBatch, kLeaseUs);
+    auto runs = s->agent().claim(worker, {"default"}, kClaimBatch, kLeaseUs);
     int64_t t1 = monotonic_ns();
     claim_ns += t1 - t0;
     if (runs.empty()) break;
     std::vector<store::Completion> done;
     for (const auto& r : runs) done.push_back(store::completion_of(r, model::RunStatus::succeeded));
-    for (bool applied : s->complete(done)) completed += applied ? 1 : 0;
+    for (bool applied : s->agent().complete(done)) completed += applied ? 1 : 0;
     complete_ns += monotonic_ns() - t1;
   }
   double wall = seconds_since(start);
@@ -428,7 +431,7 @@ void mode_herd(const Args& a) {
   sc.cron = fmt::format("{} * * * *", minute);  // once an hour: one herd
   spec.schedule = sc;
   for (int64_t done = 0; done < n; done += static_cast<int64_t>(kSubmitBatch))
-    s->submit(std::vector<model::JobSpec>(std::min<size_t>(kSubmitBatch, static_cast<size_t>(n - done)), spec));
+    s->jobs().submit(std::vector<model::JobSpec>(std::min<size_t>(kSubmitBatch, static_cast<size_t>(n - done)), spec));
 
   std::vector<pid_t> pids;
   for (int i = 0; i < agents; ++i) pids.push_back(start_process(agent_argv, fmt::format("{}/herd-agent-{}.log", logdir, i)));

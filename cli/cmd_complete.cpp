@@ -15,6 +15,8 @@
 
 #include "cli/context.hpp"
 #include "common/config/dsn.hpp"
+#include "common/store/dags.hpp"
+#include "common/store/jobs.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -55,12 +57,12 @@ void print_ids(Context& ctx, const std::string& what) {
   auto dsn = config::resolve_dsn(ctx.db);
   if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return;
   if (what == "dag-runs") {
-    for (const auto& v : ctx.store().list_dag_runs(200)) std::printf("%s\n", v.id.c_str());
+    for (const auto& v : ctx.store().dags().list_dag_runs(200)) std::printf("%s\n", v.id.c_str());
     return;
   }
   store::JobFilter filter;
   filter.limit = 200;
-  for (const auto& v : ctx.store().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
+  for (const auto& v : ctx.store().jobs().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
 }
 
 }  // namespace

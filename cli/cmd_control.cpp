@@ -5,6 +5,8 @@
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
 #include "cli/waiting.hpp"
+#include "common/store/dead_letter.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 
 namespace jobctl::cli {
@@ -16,7 +18,7 @@ void register_cancel(CLI::App& app, Context& ctx) {
   cmd->add_option("id", *id, "Job id")->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
-    auto outcome = ctx.store().cancel(r.job.job.id);
+    auto outcome = ctx.store().jobs().cancel(r.job.job.id);
     const char* what = outcome == store::CancelOutcome::cancelled ? "cancelled" : "cancel requested";
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", what}});
     else std::fprintf(stderr, "job %s: %s%s\n", r.job.job.id.c_str(), what,
@@ -46,7 +48,7 @@ void register_retry(CLI::App& app, Context& ctx) {
   cmd->add_option("id", *id, "Job id")->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
-    std::string run = ctx.store().retry_job(r.job.job.id);
+    std::string run = ctx.store().dead_letter().retry_job(r.job.job.id);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
     else std::printf("%s\n", run.c_str());
   });
@@ -59,7 +61,7 @@ void register_pause(CLI::App& app, Context& ctx, bool pause) {
   cmd->add_option("id", *id, "Job id")->required();
   cmd->callback([id, pause, &ctx] {
     auto r = resolve_id(ctx, *id);
-    bool changed = ctx.store().set_paused(r.job.job.id, pause);
+    bool changed = ctx.store().jobs().set_paused(r.job.job.id, pause);
     const char* state = pause ? "paused" : "resumed";
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", state}, {"changed", changed}});
     else std::fprintf(stderr, "job %s %s%s\n", r.job.job.id.c_str(), changed ? "" : "was already ", state);

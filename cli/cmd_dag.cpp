@@ -11,6 +11,7 @@
 #include "cli/schedule_flags.hpp"
 #include "common/dag/dag.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -45,7 +46,7 @@ std::string counts_text(const std::map<std::string, int64_t>& counts) {
 }
 
 store::DagRunView require_run(Context& ctx, const std::string& id) {
-  return ctx.store().get_dag_run(normalize_id(id));
+  return ctx.store().dags().get_dag_run(normalize_id(id));
 }
 
 void add_submit(CLI::App& group, Context& ctx) {
@@ -80,7 +81,7 @@ void add_submit(CLI::App& group, Context& ctx) {
       model::validate(sc, d.definition.name);
       d.schedule = sc;
     }
-    auto r = ctx.store().submit_dag(d);
+    auto r = ctx.store().dags().submit_dag(d);
     if (ctx.output == "json") {
       print_json({{"dag_id", r.dag_id},
                   {"dag_run_id", r.dag_run_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.dag_run_id)},
@@ -133,7 +134,7 @@ void add_ls(CLI::App& group, Context& ctx) {
   auto* cmd = group.add_subcommand("ls", "List DAG runs, newest first");
   cmd->add_option("--limit", *limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([limit, &ctx] {
-    auto runs = ctx.store().list_dag_runs(*limit);
+    auto runs = ctx.store().dags().list_dag_runs(*limit);
     if (ctx.format() == OutputFormat::json) {
       print_json_list(runs, summary_json);
       return;
@@ -150,7 +151,7 @@ void add_control(CLI::App& group, Context& ctx) {
   auto* cancel = group.add_subcommand("cancel", "Cancel a DAG run: nodes not started are cancelled, running ones stopped");
   cancel->add_option("id", *id, "DAG run id (or DAG id: its newest run)")->required();
   cancel->callback([id, &ctx] {
-    int n = ctx.store().cancel_dag_run(normalize_id(*id));
+    int n = ctx.store().dags().cancel_dag_run(normalize_id(*id));
     if (ctx.output == "json") print_json({{"id", *id}, {"result", "cancelled"}, {"nodes", n}});
     else std::fprintf(stderr, "DAG run %s: %d nodes cancelled or asked to stop\n", id->c_str(), n);
   });
@@ -161,7 +162,7 @@ void add_control(CLI::App& group, Context& ctx) {
                                            : "Resume a paused DAG run");
     cmd->add_option("id", *pid, "DAG run id (or DAG id: its newest run)")->required();
     cmd->callback([pid, pause, &ctx] {
-      bool changed = ctx.store().set_dag_run_paused(normalize_id(*pid), pause);
+      bool changed = ctx.store().dags().set_dag_run_paused(normalize_id(*pid), pause);
       const char* state = pause ? "paused" : "resumed";
       if (ctx.output == "json") print_json({{"id", *pid}, {"result", state}, {"changed", changed}});
       else std::fprintf(stderr, "DAG run %s %s%s\n", pid->c_str(), changed ? "" : "was already ", state);
@@ -171,7 +172,7 @@ void add_control(CLI::App& group, Context& ctx) {
   auto* retry = group.add_subcommand("retry", "Run a finished DAG run's failed and cancelled nodes again, keeping successes");
   retry->add_option("id", *rid, "DAG run id (or DAG id: its newest run)")->required();
   retry->callback([rid, &ctx] {
-    int n = ctx.store().retry_dag_run(normalize_id(*rid));
+    int n = ctx.store().dags().retry_dag_run(normalize_id(*rid));
     if (ctx.output == "json") print_json({{"id", *rid}, {"result", "retried"}, {"nodes", n}});
     else std::fprintf(stderr, "DAG run %s: %d nodes to run again\n", rid->c_str(), n);
   });
@@ -188,7 +189,7 @@ void add_graph(CLI::App& group, Context& ctx) {
       return;
     }
     auto v = require_run(ctx, *id);
-    auto def = dag::parse(ctx.store().dag_document(v.dag_id));
+    auto def = dag::parse(ctx.store().dags().dag_document(v.dag_id));
     std::map<std::string, std::string> status;
     for (const auto& n : v.nodes) status[n.name] = std::string(model::to_string(n.run.status));
     std::vector<std::string> colours;

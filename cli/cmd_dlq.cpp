@@ -7,6 +7,8 @@
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/dead_letter.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -53,7 +55,7 @@ void register_ls(CLI::App& dlq, Context& ctx) {
   add_filter_flags(cmd, *f);
   cmd->add_option("--limit", f->limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto dead = ctx.store().dead_runs(to_filter(*f));
+    auto dead = ctx.store().dead_letter().dead_runs(to_filter(*f));
     if (ctx.format() == OutputFormat::json) {
       print_json_list(dead, [](const model::JobView& v) { return model::to_json(v); });
       return;
@@ -78,7 +80,7 @@ void register_show(CLI::App& dlq, Context& ctx) {
     auto r = resolve_id(ctx, *id);
     if (!r.run || r.run->status != model::RunStatus::dead)
       throw Error(ExitCode::invalid_state, fmt::format("{} is not a dead run", *id), "list them with `jobctl dlq ls`");
-    auto attempts = ctx.store().attempts(r.run->id);
+    auto attempts = ctx.store().jobs().attempts(r.run->id);
     if (ctx.format() == OutputFormat::json) {
       r.job.latest_run = r.run;
       auto j = model::to_json(r.job);
@@ -120,7 +122,7 @@ void register_replay(CLI::App& dlq, Context& ctx) {
   for (const char* name : {"--queue", "--since", "--until"}) cmd->get_option(name)->needs(all);
   cmd->callback([f, &ctx] {
     if (f->all) {
-      int n = ctx.store().replay_all(to_filter(f->filter));
+      int n = ctx.store().dead_letter().replay_all(to_filter(f->filter));
       if (ctx.output == "json") print_json({{"replayed", n}});
       else std::printf("replayed %d dead run%s\n", n, n == 1 ? "" : "s");
       return;
@@ -128,7 +130,7 @@ void register_replay(CLI::App& dlq, Context& ctx) {
     if (f->ids.empty()) throw usage_error("name the runs to replay, or pass --all", "e.g. jobctl dlq replay RUN_ID");
     std::vector<std::string> runs;
     for (const auto& id : f->ids) runs.push_back(dead_run_id(ctx, id));
-    auto fresh = ctx.store().replay(runs);
+    auto fresh = ctx.store().dead_letter().replay(runs);
     if (ctx.output == "json") {
       print_json({{"replayed", fresh.size()}, {"runs", fresh}});
       return;
@@ -143,7 +145,7 @@ void register_purge(CLI::App& dlq, Context& ctx) {
   auto* cmd = dlq.add_subcommand("purge", "Delete dead runs (and their attempts) older than a duration");
   cmd->add_option("--older-than", *older, "Age, e.g. 7d")->required();
   cmd->callback([older, &ctx] {
-    int n = ctx.store().purge_dead(util::parse_duration(*older, "--older-than").count());
+    int n = ctx.store().dead_letter().purge_dead(util::parse_duration(*older, "--older-than").count());
     if (ctx.output == "json") print_json({{"purged", n}});
     else std::printf("purged %d dead run%s\n", n, n == 1 ? "" : "s");
   });

@@ -6,6 +6,7 @@
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "common/store/admin.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 
@@ -24,7 +25,7 @@ void register_gc(CLI::App& app, Context& ctx) {
   cmd->add_option("--batch", f->batch, "Runs per transaction")->capture_default_str()->check(CLI::Range(1, 1000000));
   cmd->callback([f, &ctx] {
     auto older = util::parse_duration(f->older_than, "--older-than").count();
-    auto r = ctx.store().gc(older, f->batch);
+    auto r = ctx.store().admin().gc(older, f->batch);
     if (ctx.format() == OutputFormat::json) {
       print_json(nlohmann::json{{"runs", r.runs}, {"attempts", r.attempts}, {"jobs", r.jobs}, {"dag_runs", r.dag_runs},
                                 {"batches", r.batches}});

@@ -8,6 +8,8 @@
 #include "cli/context.hpp"
 #include "cli/health_tables.hpp"
 #include "cli/output.hpp"
+#include "common/store/admin.hpp"
+#include "common/store/queues.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 
@@ -51,7 +53,7 @@ std::map<std::string, int> agents_by_queue(const std::vector<model::Worker>& wor
 
 std::map<std::string, bool> paused_queues(store::Store& store) {
   std::map<std::string, bool> paused;
-  for (const auto& q : store.list_queues()) paused[q.name] = q.paused;
+  for (const auto& q : store.queues().list_queues()) paused[q.name] = q.paused;
   return paused;
 }
 
@@ -75,8 +77,8 @@ void run_stats(Context& ctx, const StatsFlags& f) {
   store::StatsFilter filter;
   if (!f.queue.empty()) filter.queue = f.queue;
   filter.window_us = window_of(f.since);
-  auto stats = ctx.store().stats(filter);
-  auto agents = agents_by_queue(ctx.store().list_workers());
+  auto stats = ctx.store().admin().stats(filter);
+  auto agents = agents_by_queue(ctx.store().admin().list_workers());
   auto paused = paused_queues(ctx.store());
 
   if (ctx.format() == OutputFormat::json) {
@@ -152,7 +154,7 @@ std::vector<std::string> breaches(Context& ctx, const CheckFlags& f) {
   store::StatsFilter filter;
   if (!f.queue.empty()) filter.queue = f.queue;
   filter.window_us = window_of(f.since);
-  auto stats = ctx.store().stats(filter);
+  auto stats = ctx.store().admin().stats(filter);
   std::vector<std::string> out;
   if (f.max_dlq) {
     int64_t dlq = 0;
@@ -176,7 +178,7 @@ std::vector<std::string> breaches(Context& ctx, const CheckFlags& f) {
   }
   if (f.min_workers) {
     int live = 0;
-    for (const auto& w : ctx.store().list_workers())
+    for (const auto& w : ctx.store().admin().list_workers())
       if (w.state == model::WorkerState::active &&
           (f.queue.empty() || std::find(w.queues.begin(), w.queues.end(), f.queue) != w.queues.end()))
         ++live;
@@ -190,7 +192,7 @@ std::vector<std::string> breaches(Context& ctx, const CheckFlags& f) {
 }  // namespace
 
 void run_doctor(Context& ctx) {
-  auto findings = ctx.store(Context::Schema::any).doctor();
+  auto findings = ctx.store(Context::Schema::any).admin().doctor();
   auto level = [](store::Finding::Level l) {
     return l == store::Finding::Level::ok ? "ok" : l == store::Finding::Level::warn ? "warn" : "FAIL";
   };

@@ -3,6 +3,7 @@
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "common/store/admin.hpp"
 #include "common/store/migrations.hpp"
 
 namespace jobctl::cli {
@@ -11,8 +12,8 @@ void register_init(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("init", "Create or upgrade the store's schema (idempotent)");
   cmd->callback([&ctx] {
     auto& s = ctx.store(Context::Schema::any);
-    int applied = s.migrate();
-    int version = s.schema_version();
+    int applied = s.admin().migrate();
+    int version = s.admin().schema_version();
     if (ctx.format() == OutputFormat::json) {
       print_json({{"schema_version", version}, {"applied", applied}});
       return;

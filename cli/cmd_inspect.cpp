@@ -8,6 +8,8 @@
 #include "cli/resolve.hpp"
 #include "cli/waiting.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/admin.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -38,7 +40,7 @@ class WaitingReasons {
   std::string operator()(const model::Job& job, const model::Run& run) {
     const auto& target = job.spec.target;
     if (run.status != model::RunStatus::pending || (target.empty() && run.pinned_to.empty())) return "";
-    if (!workers_) workers_ = ctx_.store().list_workers();
+    if (!workers_) workers_ = ctx_.store().admin().list_workers();
     for (const auto& w : *workers_)
       if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels) &&
           (run.pinned_to.empty() || run.pinned_to == w.name))
@@ -158,7 +160,7 @@ void register_get(CLI::App& app, Context& ctx) {
 }
 
 void list_stuck(Context& ctx, int64_t after_us, int limit, const std::string& queue) {
-  auto stuck = ctx.store().stuck_runs(after_us, limit, queue.empty() ? std::nullopt : std::optional(queue));
+  auto stuck = ctx.store().admin().stuck_runs(after_us, limit, queue.empty() ? std::nullopt : std::optional(queue));
   if (ctx.format() == OutputFormat::json) {
     print_json_list(stuck, [](const store::StuckRun& s) {
       auto j = model::to_json(s.view);
@@ -210,7 +212,7 @@ void register_ls(CLI::App& app, Context& ctx) {
     if (!f->status.empty()) filter.status = model::parse_run_status(f->status);
     if (!f->queue.empty()) filter.queue = f->queue;
     filter.limit = f->limit;
-    auto jobs = ctx.store().list_jobs(filter);
+    auto jobs = ctx.store().jobs().list_jobs(filter);
     WaitingReasons waiting(ctx);
     if (ctx.format() == OutputFormat::json) {
       print_json_list(jobs, [&](const model::JobView& v) { return with_waiting(v, waiting(v)); });
@@ -238,10 +240,10 @@ void register_runs(CLI::App& app, Context& ctx) {
     auto r = resolve_id(ctx, *id);
     std::vector<model::Run> runs;
     if (r.named_run) runs.push_back(*r.run);
-    else runs = ctx.store().runs_of(r.job.job.id);
+    else runs = ctx.store().jobs().runs_of(r.job.job.id);
     std::vector<model::Attempt> attempts;
     for (const auto& run : runs)
-      for (auto& a : ctx.store().attempts(run.id)) attempts.push_back(std::move(a));
+      for (auto& a : ctx.store().jobs().attempts(run.id)) attempts.push_back(std::move(a));
     if (ctx.format() == OutputFormat::json) {
       print_json_list(attempts, [](const model::Attempt& a) { return model::to_json(a, false); });
       return;
@@ -272,7 +274,7 @@ void register_logs(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     auto r = resolve_id(ctx, f->id);
     if (!r.run) throw Error(ExitCode::invalid_state, fmt::format("job {} has no run yet", r.job.job.id));
-    auto attempts = ctx.store().attempts(r.run->id);
+    auto attempts = ctx.store().jobs().attempts(r.run->id);
     if (attempts.empty())
       throw Error(ExitCode::invalid_state, fmt::format("run {} has not started yet ({})", r.run->id,
                                                        model::to_string(r.run->status)),

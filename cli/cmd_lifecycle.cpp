@@ -11,6 +11,7 @@
 #include "cli/retry_flags.hpp"
 #include "cli/schedule_flags.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -80,7 +81,7 @@ void register_update(CLI::App& app, Context& ctx) {
     if (nothing_given(update))
       throw usage_error("nothing to update", "give a flag to change, e.g. --priority high, or a new command after --");
     auto r = resolve_id(ctx, f->id);
-    auto result = ctx.store().update_job(r.job.job.id, update);
+    auto result = ctx.store().jobs().update_job(r.job.job.id, update);
     if (ctx.output == "json") {
       print_json({{"id", r.job.job.id}, {"version", result.version}, {"changed", result.changed},
                   {"dropped", result.dropped}});
@@ -109,7 +110,7 @@ void register_delete(CLI::App& app, Context& ctx) {
               "`jobctl restore ID` undoes it.");
   cmd->callback([f, &ctx] {
     auto r = resolve_id(ctx, f->id);
-    int n = ctx.store().delete_job(r.job.job.id,
+    int n = ctx.store().jobs().delete_job(r.job.job.id,
                                    f->cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", n}});
     else std::fprintf(stderr, "job %s deleted (%d runs cancelled)\n", r.job.job.id.c_str(), n);
@@ -123,7 +124,7 @@ void register_restore(CLI::App& app, Context& ctx) {
   cmd->footer("Runs the delete cancelled stay cancelled: `jobctl retry ID` runs a one-off job again.");
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
-    ctx.store().restore_job(r.job.job.id);
+    ctx.store().jobs().restore_job(r.job.job.id);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "restored"}});
     else std::fprintf(stderr, "job %s restored\n", r.job.job.id.c_str());
   });
@@ -156,7 +157,7 @@ void register_history(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->callback([f, &ctx] {
     auto r = resolve_id(ctx, f->id);
-    auto events = ctx.store().history(r.job.job.id, f->limit);
+    auto events = ctx.store().jobs().history(r.job.job.id, f->limit);
     if (ctx.format() == OutputFormat::json) {
       print_json_list(events, [](const model::JobEvent& e) { return model::to_json(e); });
       return;

@@ -8,6 +8,7 @@
 
 #include "cli/context.hpp"
 #include "cli/read_input.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::cli {
@@ -75,7 +76,7 @@ void register_progress(CLI::App& app, Context& ctx) {
     } catch (const std::logic_error&) {
       throw usage_error("JOB_FENCE_TOKEN is not a number", "jobagent sets it: do not override it with --env");
     }
-    ctx.store().report_progress(run, fence, value, f->message, checkpoint);
+    ctx.store().jobs().report_progress(run, fence, value, f->message, checkpoint);
   });
 }
 

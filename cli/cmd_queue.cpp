@@ -8,6 +8,7 @@
 #include "cli/output.hpp"
 #include "cli/retry_flags.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/queues.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::cli {
@@ -88,8 +89,8 @@ void register_set(CLI::App& queue, Context& ctx) {
     probe.command.argv = {"true"};
     model::validate(probe);
     if (!given.empty() || f->clear)
-      ctx.store().set_queue_defaults(f->name, given, f->clear ? store::Store::Clear::yes : store::Store::Clear::no);
-    if (!limits.empty()) ctx.store().set_queue_limits(f->name, limits);
+      ctx.store().queues().set_queue_defaults(f->name, given, f->clear ? store::Queues::Clear::yes : store::Queues::Clear::no);
+    if (!limits.empty()) ctx.store().queues().set_queue_limits(f->name, limits);
     std::fprintf(stderr, "queue %s: updated\n", f->name.c_str());
   });
 }
@@ -97,7 +98,7 @@ void register_set(CLI::App& queue, Context& ctx) {
 void register_ls(CLI::App& queue, Context& ctx) {
   auto* cmd = queue.add_subcommand("ls", "List queues: runs pending, running, dead, limits and retry defaults");
   cmd->callback([&ctx] {
-    auto queues = ctx.store().list_queues();
+    auto queues = ctx.store().queues().list_queues();
     if (ctx.format() == OutputFormat::json) {
       print_json_list(queues, [](const store::QueueInfo& q) {
         auto limit = [](auto v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -127,7 +128,7 @@ void register_pause(CLI::App& queue, Context& ctx, bool pause) {
                     : queue.add_subcommand("resume", "Resume a paused queue");
   cmd->add_option("queue", *name, "Queue name")->required();
   cmd->callback([name, pause, &ctx] {
-    bool changed = ctx.store().set_queue_paused(*name, pause);
+    bool changed = ctx.store().queues().set_queue_paused(*name, pause);
     const char* state = pause ? "paused" : "resumed";
     if (ctx.output == "json") print_json({{"queue", *name}, {"result", state}, {"changed", changed}});
     else std::fprintf(stderr, "queue %s %s%s\n", name->c_str(), changed ? "" : "was already ", state);

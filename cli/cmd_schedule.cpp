@@ -10,6 +10,7 @@
 #include "common/cron/cron.hpp"
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/schedules.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -94,7 +95,7 @@ void register_schedules_ls(CLI::App& app, Context& ctx) {
   group->require_subcommand(1);
   auto* cmd = group->add_subcommand("ls", "List schedules with their expression, zone, next fire and last run");
   cmd->callback([&ctx] {
-    auto schedules = ctx.store().list_schedules();
+    auto schedules = ctx.store().schedules().list_schedules();
     if (ctx.format() == OutputFormat::json) {
       print_json_list(schedules, [](const store::ScheduleView& v) {
         return model::to_json(model::JobView{v.job, v.last_run});
@@ -125,7 +126,7 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
   cmd->add_option("--limit", f->limit, "How many, newest first")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
     auto r = resolve_id(ctx, f->id);
-    auto runs = ctx.store().schedule_runs(r.job.job.id, f->limit);
+    auto runs = ctx.store().schedules().schedule_runs(r.job.job.id, f->limit);
     if (ctx.format() == OutputFormat::json) {
       print_json_list(runs, [](const model::Run& run) { return model::to_json(run); });
       return;
@@ -154,7 +155,7 @@ void register_schedule_trigger(CLI::App& group, Context& ctx) {
   cmd->add_flag("--force", f->force, "Start it even if the overlap policy would skip it or make it wait");
   cmd->callback([f, &ctx] {
     auto r = resolve_id(ctx, f->id);
-    std::string run = ctx.store().trigger(r.job.job.id, f->force);
+    std::string run = ctx.store().schedules().trigger(r.job.job.id, f->force);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
     else std::printf("%s\n", run.c_str());
   });
@@ -174,7 +175,7 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
     int64_t from = util::parse_at(f->from, f->tz, "--from", util::OwnOffset::wins);
     int64_t to = util::parse_at(f->to, f->tz, "--to", util::OwnOffset::wins);
     auto r = resolve_id(ctx, f->id);
-    auto result = ctx.store().backfill(r.job.job.id, from, to);
+    auto result = ctx.store().schedules().backfill(r.job.job.id, from, to);
     if (ctx.output == "json") {
       print_json({{"id", r.job.job.id}, {"occurrences", result.occurrences}, {"created", result.created}});
       return;

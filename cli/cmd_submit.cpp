@@ -22,6 +22,7 @@
 #include "cli/schedule_flags.hpp"
 #include "cli/waiting.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
 
@@ -146,7 +147,7 @@ void report(Context& ctx, const std::vector<store::SubmitResult>& results, const
     for (const auto& id : ids) std::printf("%s\n", id.c_str());
     return;
   }
-  auto views = ctx.store().get_jobs(ids);  // one query, however large the batch
+  auto views = ctx.store().jobs().get_jobs(ids);  // one query, however large the batch
   if (views.size() == 1) print_json(model::to_json(views[0]));
   else print_json_list(views, [](const model::JobView& v) { return model::to_json(v); });
 }
@@ -202,7 +203,7 @@ void register_submit(CLI::App& app, Context& ctx) {
     std::vector<model::JobSpec> specs;
     if (!f->file.empty()) specs = specs_from_file(f->file);
     else specs.push_back(spec_from_flags(*f));
-    auto results = ctx.store().submit(specs);
+    auto results = ctx.store().jobs().submit(specs);
     report(ctx, results, specs);
     if (f->wait) {
       std::fflush(stdout);

@@ -13,6 +13,7 @@
 #include "cli/context.hpp"
 #include "cli/health_tables.hpp"
 #include "cli/output.hpp"
+#include "common/store/admin.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -72,10 +73,10 @@ struct TopFlags {
 void draw(Context& ctx, const TopFlags& f, int64_t window_us) {
   store::StatsFilter filter;
   filter.window_us = window_us;
-  auto stats = ctx.store().stats(filter);
-  auto workers = ctx.store().list_workers();
+  auto stats = ctx.store().admin().stats(filter);
+  auto workers = ctx.store().admin().list_workers();
   auto paused = paused_queues(ctx.store());
-  auto failures = ctx.store().recent_failures(8, window_us);
+  auto failures = ctx.store().admin().recent_failures(8, window_us);
   int64_t now = util::now_micros();
   std::printf("jobctl top  %s  (every %s%s)\n\n", util::format_time(now).c_str(), f.interval.c_str(),
               f.once ? "" : "; q quits");

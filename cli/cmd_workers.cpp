@@ -3,6 +3,7 @@
 #include "cli/health_tables.hpp"
 #include "cli/output.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/admin.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -12,7 +13,7 @@ void register_workers(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("workers", "List agents: name, host, queues, slots, heartbeat, state, scheduler leader");
   cmd->add_flag("--all", *all, "Include agents that are gone");
   cmd->callback([all, &ctx] {
-    auto workers = ctx.store().list_workers();
+    auto workers = ctx.store().admin().list_workers();
     std::erase_if(workers, [&](const model::Worker& w) { return !*all && w.state == model::WorkerState::gone; });
     if (ctx.format() == OutputFormat::json) {
       print_json_list(workers, [](const model::Worker& w) { return model::to_json(w); });

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "common/store/admin.hpp"
+#include "common/store/queues.hpp"
 #include "common/store/store.hpp"
 
 namespace jobctl::cli {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
 
@@ -18,8 +19,8 @@ std::string normalize_id(const std::string& raw) {
 Resolved resolve_id(Context& ctx, const std::string& raw) {
   const std::string id = normalize_id(raw);
   auto& store = ctx.store();
-  if (auto job = store.get_job(id)) return Resolved{*job, job->latest_run, false};
-  if (auto run = store.get_run(id)) return Resolved{*store.get_job(run->job_id), run, true};
+  if (auto job = store.jobs().get_job(id)) return Resolved{*job, job->latest_run, false};
+  if (auto run = store.jobs().get_run(id)) return Resolved{*store.jobs().get_job(run->job_id), run, true};
   throw Error(ExitCode::not_found, fmt::format("no job or run with id '{}'", raw), "list jobs with `jobctl ls`");
 }
 

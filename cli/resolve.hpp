@@ -1,8 +1,10 @@
 #pragma once
 // Turning an id typed by a user into a job or a run.
+#include <optional>
 #include <string>
 
 #include "cli/context.hpp"
+#include "common/model/job.hpp"
 
 namespace jobctl::cli {
 

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/store/store.hpp"
+#include "common/store/jobs.hpp"
 
 namespace jobctl::cli {
 

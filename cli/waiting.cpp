@@ -12,6 +12,7 @@
 
 #include "cli/output.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::cli {
@@ -20,7 +21,7 @@ std::vector<model::Run> per_agent_runs(Context& ctx, const model::JobView& view)
   if (!view.job.spec.fan_out || !view.latest_run) return {};
   const auto& latest = *view.latest_run;
   std::map<std::string, model::Run> newest;  // runs_of is oldest first
-  for (auto& run : ctx.store().runs_of(view.job.id)) {
+  for (auto& run : ctx.store().jobs().runs_of(view.job.id)) {
     if (run.pinned_to.empty()) continue;
     if (latest.occurrence && run.occurrence && *run.occurrence != *latest.occurrence) continue;
     newest[run.pinned_to] = std::move(run);
@@ -78,7 +79,7 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
   auto pause = std::chrono::milliseconds(20);
   ProgressLine progress;
   for (;;) {
-    auto view = ctx.store().get_job(job_id);
+    auto view = ctx.store().jobs().get_job(job_id);
     if (!view) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
     auto runs = awaited(ctx, *view);
     if (runs.size() == 1) progress.show(runs[0]);

@@ -32,9 +32,10 @@
 #include <map>
 #include <set>
 
+#include "common/store/agent.hpp"
 #include "common/store/dag_progress.hpp"
+#include "common/store/internal.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 
 namespace jobctl::store {
 namespace {
@@ -307,13 +308,13 @@ void account(Connection& conn, const std::vector<ClaimedRun>& claimed) {
 
 }  // namespace
 
-std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
+std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
                                      int64_t lease_us) {
   std::vector<ClaimedRun> out;
   if (limit <= 0 || queues.empty()) return out;
   Transaction tx(*conn_, TxMode::write);
   Params params{worker_id, lease_us, conn_->list(queues), int64_t{limit}};
-  if (dialect() == Dialect::postgres) {
+  if (conn_->dialect() == Dialect::postgres) {
     std::vector<std::string> groups, limited_queues;
     for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues)}))
       (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));
@@ -360,7 +361,7 @@ std::vector<ClaimedRun> Store::claim(const std::string& worker_id, const std::ve
   return out;
 }
 
-std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const std::vector<std::string>& queues) {
+std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const std::vector<std::string>& queues) {
   // The earliest due time per queue of the runs this worker could claim
   // once due: runs whose group or whose tenant is at its limit wait for a
   // completion (which wakes the agents), not for a time.
@@ -373,13 +374,13 @@ std::optional<int64_t> Store::next_due_in(const std::string& worker_id, const st
                   "OR (x.tenant_max_concurrent > 0 AND (SELECT count(*) FROM runs o WHERE o.queue = x.name "
                   "AND o.tenant = r.tenant AND o.status = 'running') >= x.tenant_max_concurrent))) "
                   "GROUP BY r.queue",
-                  conn_->in_list("r.queue", 2), job_held(dialect(), 1), pinned_ok(1), kGroupRunning),
+                  conn_->in_list("r.queue", 2), job_held(conn_->dialect(), 1), pinned_ok(1), kGroupRunning),
       {worker_id, conn_->list(queues)});
   if (due.empty()) return std::nullopt;
   // A rate-limited queue is due no sooner than its next token.
   std::map<std::string, int64_t> token_wait;
   for (const auto& row : conn_->query(fmt::format("SELECT x.name, x.rate, {} FROM queues x WHERE x.rate > 0 AND {}",
-                                                  tokens_now(dialect()), conn_->in_list("x.name", 1)),
+                                                  tokens_now(conn_->dialect()), conn_->in_list("x.name", 1)),
                                       {conn_->list(queues)})) {
     double rate = std::stod(row.text(1)), have = std::stod(row.text(2));
     if (have < 1.0) token_wait[row.text(0)] = static_cast<int64_t>(std::ceil((1.0 - have) / rate * 1e6));

@@ -25,9 +25,12 @@
 #include <set>
 
 #include "common/model/job_json.hpp"
+#include "common/store/admin.hpp"
+#include "common/store/agent.hpp"
 #include "common/store/dag_progress.hpp"
+#include "common/store/internal.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
@@ -155,7 +158,7 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
 
 }  // namespace
 
-std::string Store::register_worker(const WorkerRegistration& w) {
+std::string Agent::register_worker(const WorkerRegistration& w) {
   std::string id = util::new_ulid();
   std::string queues;
   for (const auto& q : w.queues) queues += (queues.empty() ? "" : ",") + q;
@@ -167,12 +170,12 @@ std::string Store::register_worker(const WorkerRegistration& w) {
   return id;
 }
 
-void Store::set_worker_state(const std::string& worker_id, model::WorkerState state) {
+void Agent::set_worker_state(const std::string& worker_id, model::WorkerState state) {
   conn_->exec("UPDATE workers SET state = $2, heartbeat_at = NOW_US WHERE id = $1",
               {worker_id, std::string(model::to_string(state))});
 }
 
-std::vector<model::Worker> Store::list_workers() {
+std::vector<model::Worker> Admin::list_workers() {
   auto rows = conn_->query(
       // An agent that stopped heartbeating is gone, whether or not a live
       // agent has marked it so yet (rescue does, and takes its runs).
@@ -206,7 +209,7 @@ std::vector<model::Worker> Store::list_workers() {
   return out;
 }
 
-std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us) {
+std::vector<LeaseState> Agent::heartbeat(const std::string& worker_id, model::WorkerState state, int64_t lease_us) {
   Transaction tx(*conn_, TxMode::write);
   conn_->exec("UPDATE workers SET heartbeat_at = NOW_US, state = $2 WHERE id = $1",
               {worker_id, std::string(model::to_string(state))});
@@ -221,11 +224,11 @@ std::vector<LeaseState> Store::heartbeat(const std::string& worker_id, model::Wo
   return out;
 }
 
-void Store::record_clock_step(const std::string& worker_id, int64_t step_us) {
+void Agent::record_clock_step(const std::string& worker_id, int64_t step_us) {
   conn_->exec("UPDATE workers SET clock_step_us = $2, clock_step_at = NOW_US WHERE id = $1", {worker_id, step_us});
 }
 
-std::vector<bool> Store::complete(const std::vector<Completion>& done) {
+std::vector<bool> Agent::complete(const std::vector<Completion>& done) {
   std::vector<bool> applied;
   if (done.empty()) return applied;
   const bool more = std::any_of(done.begin(), done.end(), [](const Completion& d) {
@@ -234,9 +237,9 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
   // PostgreSQL records a batch in one statement, alone when no DAG node
   // and no notification is in it; a DAG node's end moves its DAG run on,
   // and a notification is written, in the same transaction.
-  if (dialect() == Dialect::postgres && !more) return complete_postgres(*conn_, done);
+  if (conn_->dialect() == Dialect::postgres && !more) return complete_postgres(*conn_, done);
   Transaction tx(*conn_, TxMode::write);
-  if (dialect() == Dialect::postgres) {
+  if (conn_->dialect() == Dialect::postgres) {
     applied = complete_postgres(*conn_, done);
   } else {
     for (const auto& d : done) {
@@ -257,12 +260,12 @@ std::vector<bool> Store::complete(const std::vector<Completion>& done) {
     advance_dag(*conn_, done[i].dag_run_id, done[i].job_id, done[i].status);
     notifications.insert(notifications.end(), done[i].notifications.begin(), done[i].notifications.end());
   }
-  write_notifications(std::move(notifications));
+  write_notifications(*conn_, actor_, std::move(notifications));
   tx.commit();
   return applied;
 }
 
-void Store::report_progress(const std::string& run_id, int64_t fence, double progress, const std::string& message,
+void Jobs::report_progress(const std::string& run_id, int64_t fence, double progress, const std::string& message,
                             const std::optional<std::string>& checkpoint) {
   int64_t n = conn_->exec(
       "UPDATE runs SET progress = $3, progress_message = $4, progress_at = NOW_US, "
@@ -280,15 +283,15 @@ void Store::report_progress(const std::string& run_id, int64_t fence, double pro
               "jobctl progress runs inside the job's own attempt (JOB_RUN_ID, JOB_FENCE_TOKEN)");
 }
 
-void Store::write_notifications(std::vector<model::JobSpec> specs) {
+void write_notifications(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs) {
   if (specs.empty()) return;
   std::vector<std::string> ids;
-  for (const auto& r : write_jobs(std::move(specs), FirstRun::yes)) ids.push_back(r.job_id);
-  conn_->exec("UPDATE jobs SET kind = 'notification' WHERE " + conn_->in_list("id", 1),
-              {conn_->list(ids)});
+  for (const auto& r : write_jobs(c, actor, std::move(specs), FirstRun::yes)) ids.push_back(r.job_id);
+  c.exec("UPDATE jobs SET kind = 'notification' WHERE " + c.in_list("id", 1),
+              {c.list(ids)});
 }
 
-void Store::release(const std::vector<Completion>& runs) {
+void Agent::release(const std::vector<Completion>& runs) {
   if (runs.empty()) return;
   Transaction tx(*conn_, TxMode::write);
   for (const auto& d : runs) {
@@ -301,7 +304,7 @@ void Store::release(const std::vector<Completion>& runs) {
   tx.commit();
 }
 
-int Store::rescue_expired(int64_t calm_us, int64_t clock_from_us, int64_t clock_to_us) {
+int Agent::rescue_expired(int64_t calm_us, int64_t clock_from_us, int64_t clock_to_us) {
   const Params params{calm_us, clock_from_us, clock_to_us};
   const char* clock_as_expected = "NOW_US BETWEEN $2 AND $3";
   const std::string stale_workers = fmt::format(
@@ -318,7 +321,7 @@ int Store::rescue_expired(int64_t calm_us, int64_t clock_from_us, int64_t clock_
   if (!anything) return 0;
 
   Transaction tx(*conn_, TxMode::write);
-  int n = lose_runs(fmt::format("r.status = 'running' AND r.lease_expires_at < NOW_US AND COALESCE(w.lease_us, 0) "
+  int n = lose_runs(*conn_, actor_, fmt::format("r.status = 'running' AND r.lease_expires_at < NOW_US AND COALESCE(w.lease_us, 0) "
                                 "<= $1 AND {}",
                                 clock_as_expected),
                     params, [](const std::string& worker) {
@@ -329,7 +332,7 @@ int Store::rescue_expired(int64_t calm_us, int64_t clock_from_us, int64_t clock_
   return n;
 }
 
-std::vector<Incarnation> Store::incarnations(const std::string& name, const std::string& host) {
+std::vector<Incarnation> Agent::incarnations(const std::string& name, const std::string& host) {
   std::vector<Incarnation> out;
   for (const auto& row : conn_->query("SELECT id, pid, state FROM workers WHERE name = $1 AND host = $2 "
                                       "ORDER BY started_at, id",
@@ -338,21 +341,21 @@ std::vector<Incarnation> Store::incarnations(const std::string& name, const std:
   return out;
 }
 
-int Store::give_back_runs(const std::string& worker_id, const std::string& why) {
+int Agent::give_back_runs(const std::string& worker_id, const std::string& why) {
   Transaction tx(*conn_, TxMode::write);
-  int n = lose_runs("r.status = 'running' AND r.lease_owner = $1", {worker_id},
+  int n = lose_runs(*conn_, actor_, "r.status = 'running' AND r.lease_owner = $1", {worker_id},
                     [&](const std::string&) { return why; });
   conn_->exec("UPDATE workers SET state = 'gone' WHERE id = $1", {worker_id});
   tx.commit();
   return n;
 }
 
-int Store::lose_runs(const std::string& where, const Params& params,
+int lose_runs(Connection& c, const std::string& actor, const std::string& where, const Params& params,
                      const std::function<std::string(const std::string&)>& why_for) {
   // PostgreSQL: runs another rescuer holds are left to it, and so are the
   // runs of a job someone is changing (a delete among them): next time.
-  std::string lock = conn_->row_lock("FOR UPDATE OF r SKIP LOCKED FOR SHARE OF j SKIP LOCKED");
-  auto lost = conn_->query(
+  std::string lock = c.row_lock("FOR UPDATE OF r SKIP LOCKED FOR SHARE OF j SKIP LOCKED");
+  auto lost = c.query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
       "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END, "
       "CASE WHEN j.deleted_at IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
@@ -374,24 +377,24 @@ int Store::lose_runs(const std::string& where, const Params& params,
       status = "cancelled";
       run_error = kDeletedError;
     }
-    conn_->exec("UPDATE runs SET status = $2, lease_owner = NULL, lease_expires_at = NULL, "
+    c.exec("UPDATE runs SET status = $2, lease_owner = NULL, lease_expires_at = NULL, "
                 "available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "
                 "WHERE id = $1",
                 {row.text(0), status, run_error});
-    conn_->exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
+    c.exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
                 "WHERE run_id = $1 AND attempt = $2 AND finished_at IS NULL",
                 {row.text(0), row.i64(1), why});
-    if (status == "pending") wake_queue(*conn_, row.text(2));
-    if (status != "pending") advance_dag(*conn_, row.text(7), row.text(8), model::parse_run_status(status));
+    if (status == "pending") wake_queue(c, row.text(2));
+    if (status != "pending") advance_dag(c, row.text(7), row.text(8), model::parse_run_status(status));
     // A lost attempt is a failed one: --notify hears of it as the agent's
     // own failures are heard of. (The job is read only when it asks.)
     if (row.i64(9) == 0) continue;
-    auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {row.text(8)});
+    auto job = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {row.text(8)});
     if (!job.empty()) {
       model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
                                      static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,
                                      std::nullopt, 0};
-      write_notifications(model::notification_jobs(job_from_row(job[0]).spec, facts, true));
+      write_notifications(c, actor, model::notification_jobs(job_from_row(job[0]).spec, facts, true));
     }
   }
   return static_cast<int>(lost.size());

@@ -17,8 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cron/plan.hpp"
+#include "common/store/dags.hpp"
+#include "common/store/internal.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
@@ -138,7 +139,7 @@ std::map<std::string, std::string> parent_results(Connection& c, const std::stri
   return out;
 }
 
-DagSubmitResult Store::submit_dag(const DagSubmit& d) {
+DagSubmitResult Dags::submit_dag(const DagSubmit& d) {
   // One transaction around the whole: the nodes' jobs, the graph, and the
   // first DAG run.
   Transaction tx(*conn_, TxMode::write);
@@ -148,7 +149,7 @@ DagSubmitResult Store::submit_dag(const DagSubmit& d) {
               {result.dag_id, d.definition.name, d.document, std::string(dag::to_string(d.on_failure))});
   std::vector<model::JobSpec> specs;
   for (const auto& n : d.definition.nodes) specs.push_back(n.spec);
-  auto jobs = insert_node_jobs(specs);
+  auto jobs = insert_node_jobs(*conn_, actor_, specs);
   std::map<std::string, std::string> job_of;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const auto& n = d.definition.nodes[i];
@@ -169,40 +170,40 @@ DagSubmitResult Store::submit_dag(const DagSubmit& d) {
     fire.command.argv = {"jobctl", "dag", "run", result.dag_id};
     fire.schedule = d.schedule;
     fire.schedule->overlap = model::Overlap::allow;
-    result.schedule_job_id = insert_node_jobs({fire}).at(0);
+    result.schedule_job_id = insert_node_jobs(*conn_, actor_, {fire}).at(0);
     conn_->exec("UPDATE jobs SET dag_id = $2, kind = 'dag' WHERE id = $1", {result.schedule_job_id, result.dag_id});
   } else {
-    result.dag_run_id = start_dag_run(result.dag_id, std::nullopt, std::nullopt);
+    result.dag_run_id = start_dag_run(*conn_, result.dag_id, std::nullopt, std::nullopt);
   }
   tx.commit();
   return result;
 }
 
-std::string Store::start_dag_run(const std::string& dag_id, std::optional<int64_t> occurrence,
+std::string start_dag_run(Connection& c, const std::string& dag_id, std::optional<int64_t> occurrence,
                                  std::optional<int64_t> at) {
   const std::string id = util::new_ulid();
-  auto inserted = conn_->exec(
+  auto inserted = c.exec(
       "INSERT INTO dag_runs (id, dag_id, on_failure, occurrence, created_at) "
       "SELECT $1, d.id, d.on_failure, $3, NOW_US FROM dags d WHERE d.id = $2 ON CONFLICT DO NOTHING",
       {id, dag_id, occurrence ? Value(*occurrence) : Value(nullptr)});
   if (inserted == 0) return "";  // this occurrence has its DAG run already
-  const int64_t due = at.value_or(now());
+  const int64_t due = at.value_or(now_us(c));
   const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
-  auto nodes = conn_->query(
+  auto nodes = c.query(
       "SELECT n.name, n.job_id, (SELECT count(*) FROM dag_edges e WHERE e.child = n.job_id) FROM dag_nodes n "
       "WHERE n.dag_id = $1 ORDER BY n.position",
       {dag_id});
   for (const auto& n : nodes)
-    conn_->exec(insert, {util::new_ulid(), id, n.text(0), n.i64(2), due, int64_t{0}, n.text(1)});
-  notify(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {id}));
+    c.exec(insert, {util::new_ulid(), id, n.text(0), n.i64(2), due, int64_t{0}, n.text(1)});
+  notify(c, c.query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {id}));
   return id;
 }
 
-std::string Store::resolve_dag_run(const std::string& id) {
-  if (!conn_->query("SELECT 1 FROM dag_runs WHERE id = $1", {id}).empty()) return id;
-  auto newest = conn_->query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {id});
+std::string resolve_dag_run(Connection& c, const std::string& id) {
+  if (!c.query("SELECT 1 FROM dag_runs WHERE id = $1", {id}).empty()) return id;
+  auto newest = c.query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {id});
   if (!newest.empty() && !newest[0].is_null(0)) return newest[0].text(0);
-  if (!conn_->query("SELECT 1 FROM dags WHERE id = $1", {id}).empty())
+  if (!c.query("SELECT 1 FROM dags WHERE id = $1", {id}).empty())
     throw Error(ExitCode::not_found, fmt::format("DAG {} has no run yet", id),
                 "a scheduled DAG's first run starts at its first occurrence (`jobctl schedules ls`)");
   throw Error(ExitCode::not_found, fmt::format("no DAG run or DAG with id '{}'", id), "list them with `jobctl dag ls`");
@@ -233,8 +234,8 @@ DagRunView dag_run_from_row(Connection& c, const Row& row) {
 
 }  // namespace
 
-DagRunView Store::get_dag_run(const std::string& id) {
-  const std::string run_id = resolve_dag_run(id);
+DagRunView Dags::get_dag_run(const std::string& id) {
+  const std::string run_id = resolve_dag_run(*conn_, id);
   DagRunView v = dag_run_from_row(*conn_, conn_->query(std::string(kDagRunSelect) + "WHERE r.id = $1", {run_id}).at(0));
   std::map<std::string, std::vector<std::string>> parents;
   for (const auto& row : conn_->query("SELECT c.name, p.name FROM dag_edges e JOIN dag_nodes c ON c.job_id = e.child "
@@ -251,16 +252,16 @@ DagRunView Store::get_dag_run(const std::string& id) {
   return v;
 }
 
-std::vector<DagRunView> Store::list_dag_runs(int limit) {
+std::vector<DagRunView> Dags::list_dag_runs(int limit) {
   std::vector<DagRunView> out;
   for (const auto& row : conn_->query(std::string(kDagRunSelect) + "ORDER BY r.id DESC LIMIT $1", {int64_t{limit}}))
     out.push_back(dag_run_from_row(*conn_, row));
   return out;
 }
 
-int Store::cancel_dag_run(const std::string& id) {
+int Dags::cancel_dag_run(const std::string& id) {
   Transaction tx(*conn_, TxMode::write);
-  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(id));
+  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(*conn_, id));
   auto counts = node_counts(*conn_, run_id);
   if (counts["running"] + counts["pending"] + counts["blocked"] == 0)
     throw Error(ExitCode::invalid_state, fmt::format("DAG run {} has finished; there is nothing to cancel", run_id),
@@ -278,9 +279,9 @@ int Store::cancel_dag_run(const std::string& id) {
   return static_cast<int>(n + static_cast<int64_t>(asked.size()));
 }
 
-bool Store::set_dag_run_paused(const std::string& id, bool paused) {
+bool Dags::set_dag_run_paused(const std::string& id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
-  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(id));
+  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(*conn_, id));
   if (conn_->exec("UPDATE dag_runs SET paused = $2 WHERE id = $1 AND paused <> $2", {run_id, int64_t{paused}}) == 0)
     return false;
   if (paused) {
@@ -296,9 +297,9 @@ bool Store::set_dag_run_paused(const std::string& id, bool paused) {
   return true;
 }
 
-int Store::retry_dag_run(const std::string& id) {
+int Dags::retry_dag_run(const std::string& id) {
   Transaction tx(*conn_, TxMode::write);
-  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(id));
+  const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(*conn_, id));
   auto counts = node_counts(*conn_, run_id);
   if (counts["running"] + counts["pending"] + counts["blocked"] > 0)
     throw Error(ExitCode::invalid_state, fmt::format("DAG run {} still has nodes waiting or running", run_id),
@@ -323,7 +324,7 @@ int Store::retry_dag_run(const std::string& id) {
   conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE dag_run_id = $1 AND status = 'dead' AND replayed_at IS NULL",
               {run_id});
   const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
-  const int64_t due = now();
+  const int64_t due = now_us(*conn_);
   int n = 0;
   for (const auto& row : latest) {
     if (done.count(row.text(0))) continue;
@@ -335,7 +336,7 @@ int Store::retry_dag_run(const std::string& id) {
   return n;
 }
 
-std::string Store::dag_document(const std::string& dag_id) {
+std::string Dags::dag_document(const std::string& dag_id) {
   auto rows = conn_->query("SELECT definition FROM dags WHERE id = $1", {dag_id});
   if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no DAG with id '{}'", dag_id));
   return rows[0].text(0);

@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/store/dead_letter.hpp"
+#include "common/store/internal.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
@@ -25,25 +27,25 @@ Params dead_params(const DeadFilter& f) {
 
 }  // namespace
 
-bool Store::set_paused(const std::string& job_id, bool paused) {
+bool Jobs::set_paused(const std::string& job_id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
   auto rows = conn_->query("SELECT paused, deleted_at, queue FROM jobs WHERE id = $1", {job_id});
   if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
-  if (!rows[0].is_null(1)) require_not_deleted(job_id, paused ? "paused" : "resumed");
+  if (!rows[0].is_null(1)) require_not_deleted(*conn_, job_id, paused ? "paused" : "resumed");
   if ((rows[0].i64(0) != 0) == paused) return false;
   // A paused schedule leaves the leader's scan (next_fire_at NULL); resume
   // starts it again from now.
   conn_->exec("UPDATE jobs SET paused = $2, updated_at = NOW_US, "
               "next_fire_at = CASE WHEN $2 = 1 THEN NULL ELSE next_fire_at END WHERE id = $1",
               {job_id, int64_t{paused ? 1 : 0}});
-  if (!paused) restart_schedule(job_id);
+  if (!paused) restart_schedule(*conn_, job_id);
   if (!paused) wake_queue(*conn_, rows[0].text(2));
-  audit(job_id, paused ? "pause" : "resume");
+  audit(*conn_, actor_, job_id, paused ? "pause" : "resume");
   tx.commit();
   return true;
 }
 
-std::vector<model::JobView> Store::dead_runs(const DeadFilter& filter) {
+std::vector<model::JobView> DeadLetter::dead_runs(const DeadFilter& filter) {
   std::string sql = fmt::format("SELECT {}, {} FROM runs r JOIN jobs j ON j.id = r.job_id WHERE {} "
                                 "ORDER BY r.finished_at DESC, r.id DESC LIMIT $4",
                                 kJobColumns, kRunColumns, kDeadWhere);
@@ -53,22 +55,22 @@ std::vector<model::JobView> Store::dead_runs(const DeadFilter& filter) {
   return out;
 }
 
-std::string Store::rerun(const std::string& run_id, const char* action) {
+std::string rerun(Connection& c, const std::string& actor, const std::string& run_id, const char* action) {
   // A DAG node runs again only with its DAG run, behind its parents.
-  auto dag = conn_->query("SELECT dag_run_id FROM runs WHERE id = $1 AND dag_run_id IS NOT NULL", {run_id});
+  auto dag = c.query("SELECT dag_run_id FROM runs WHERE id = $1 AND dag_run_id IS NOT NULL", {run_id});
   if (!dag.empty())
     throw Error(ExitCode::invalid_state,
                 fmt::format("run {} is a node of DAG run {}: it is not run again on its own", run_id, dag[0].text(0)),
                 fmt::format("`jobctl dag retry {}` runs its failed and cancelled nodes again", dag[0].text(0)));
   // The old run and its job, locked: a concurrent `jobctl gc` either
   // removed them already (not found) or waits, and then finds the new run.
-  if (conn_->query("SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" + conn_->row_lock("FOR UPDATE OF r, j"),
+  if (c.query("SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" + c.row_lock("FOR UPDATE OF r, j"),
                    {run_id})
           .empty())
     throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
-  auto rows = conn_->query(
+  auto rows = c.query(
       fmt::format("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of, "
                   "job_version, tenant, group_key, group_max, pinned_to) "
                   "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id, j.version, j.tenant, {}, "
@@ -76,13 +78,13 @@ std::string Store::rerun(const std::string& run_id, const char* action) {
                   "RETURNING queue, job_id",
                   kGroupOfJob),
       {run_id, fresh});
-  conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
-  wake_queue(*conn_, rows.at(0).text(0));
-  audit(rows.at(0).text(1), action, nlohmann::json{{"run", fresh}, {"of", run_id}}.dump());
+  c.exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
+  wake_queue(c, rows.at(0).text(0));
+  audit(c, actor, rows.at(0).text(1), action, nlohmann::json{{"run", fresh}, {"of", run_id}}.dump());
   return fresh;
 }
 
-std::vector<std::string> Store::replay(const std::vector<std::string>& dead_run_ids) {
+std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead_run_ids) {
   Transaction tx(*conn_, TxMode::write);
   std::vector<std::string> fresh;
   for (const auto& id : dead_run_ids) {
@@ -93,14 +95,14 @@ std::vector<std::string> Store::replay(const std::vector<std::string>& dead_run_
                   "list the dead-letter queue with `jobctl dlq ls`");
     if (!rows[0].is_null(1))
       throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id));
-    require_not_deleted(rows[0].text(2), "replayed");
-    fresh.push_back(rerun(id, "replay"));
+    require_not_deleted(*conn_, rows[0].text(2), "replayed");
+    fresh.push_back(rerun(*conn_, actor_, id, "replay"));
   }
   tx.commit();
   return fresh;
 }
 
-int Store::replay_all(const DeadFilter& filter) {
+int DeadLetter::replay_all(const DeadFilter& filter) {
   Transaction tx(*conn_, TxMode::write);
   DeadFilter all = filter;
   all.limit = 1'000'000'000;
@@ -109,12 +111,12 @@ int Store::replay_all(const DeadFilter& filter) {
                                        "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL LIMIT $4",
                                        kDeadWhere),
                            dead_params(all));
-  for (const auto& row : rows) rerun(row.text(0), "replay");
+  for (const auto& row : rows) rerun(*conn_, actor_, row.text(0), "replay");
   tx.commit();
   return static_cast<int>(rows.size());
 }
 
-int Store::purge_dead(int64_t older_than_us) {
+int DeadLetter::purge_dead(int64_t older_than_us) {
   Transaction tx(*conn_, TxMode::write);
   // A DAG node's runs stay: its DAG run's status and retry read them.
   const char* doomed = "SELECT id FROM runs WHERE status = 'dead' AND replayed_at IS NULL AND finished_at < NOW_US - $1 "
@@ -125,15 +127,15 @@ int Store::purge_dead(int64_t older_than_us) {
   return static_cast<int>(n);
 }
 
-std::string Store::retry_job(const std::string& job_id) {
+std::string DeadLetter::retry_job(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
-  const auto [run_id, status] = latest_run_for(job_id, "retry");
-  require_not_deleted(job_id, "retried");
+  const auto [run_id, status] = latest_run_for(*conn_, job_id, "retry");
+  require_not_deleted(*conn_, job_id, "retried");
   using model::RunStatus;
   if (status != RunStatus::dead && status != RunStatus::failed && status != RunStatus::cancelled)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
                                                      job_id, model::to_string(status)));
-  std::string fresh = rerun(run_id, "retry");
+  std::string fresh = rerun(*conn_, actor_, run_id, "retry");
   tx.commit();
   return fresh;
 }

@@ -8,8 +8,9 @@
 
 #include <cstdlib>
 
+#include "common/store/admin.hpp"
+#include "common/store/internal.hpp"
 #include "common/store/migrations.hpp"
-#include "common/store/store.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::store {
@@ -111,9 +112,9 @@ void sqlite_findings(Connection& c, std::vector<Finding>& out) {
 
 }  // namespace
 
-std::vector<Finding> Store::doctor() {
+std::vector<Finding> Admin::doctor() {
   std::vector<Finding> out;
-  int version = schema_version();
+  int version = store::schema_version(*conn_);
   if (version == 0)
     out.push_back(bad("schema", "no jobctl schema in this store", "run `jobctl init`"));
   else if (version == kSchemaVersion)
@@ -125,7 +126,7 @@ std::vector<Finding> Store::doctor() {
     out.push_back(bad("schema", fmt::format("version {}, newer than this build ({})", version, kSchemaVersion),
                       "upgrade jobctl and jobagent"));
   int64_t before = util::now_micros();
-  int64_t store = now();
+  int64_t store = now_us(*conn_);
   int64_t after = util::now_micros();
   int64_t skew = store - (before + after) / 2;
   std::string detail = fmt::format("the store's clock is {:+.3f} s from this host's", static_cast<double>(skew) / 1e6);
@@ -141,7 +142,7 @@ std::vector<Finding> Store::doctor() {
   if (int64_t n = stale.empty() ? 0 : stale.at(0).i64(0); n > 0)
     out.push_back(warn("agents", fmt::format("{} agents stopped heartbeating but are not marked gone yet", n),
                        "a live agent marks them gone and rescues their runs within a lease: is any agent running?"));
-  if (dialect() == Dialect::postgres) postgres_findings(*conn_, out);
+  if (conn_->dialect() == Dialect::postgres) postgres_findings(*conn_, out);
   else sqlite_findings(*conn_, out);
   return out;
 }

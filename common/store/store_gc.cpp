@@ -13,8 +13,9 @@
 
 #include <set>
 
+#include "common/store/admin.hpp"
+#include "common/store/internal.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::store {
@@ -34,10 +35,10 @@ constexpr const char* kDoneDagRuns =
 
 }  // namespace
 
-GcResult Store::gc(int64_t older_than_us, int batch, int64_t max_batches) {
+GcResult Admin::gc(int64_t older_than_us, int batch, int64_t max_batches) {
   GcResult total;
   if (older_than_us <= 0) throw usage_error("--older-than must be longer than 0s", "e.g. --older-than 30d");
-  const int64_t cutoff = now() - older_than_us;
+  const int64_t cutoff = now_us(*conn_) - older_than_us;
   // PostgreSQL: the rows to delete are locked as they are chosen, and ones
   // another transaction holds are left for next time. A replay (which locks
   // the run it replays) and a `dag retry` (which locks its DAG run) thus

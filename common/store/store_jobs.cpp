@@ -10,9 +10,10 @@
 #include "common/model/job_json.hpp"
 #include "common/store/dag_progress.hpp"
 #include "common/store/fan_out.hpp"
+#include "common/store/internal.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
@@ -163,35 +164,35 @@ std::map<std::string, SubmitResult> existing_keys(Connection& c, const std::set<
 
 }  // namespace
 
-std::vector<SubmitResult> Store::submit(const std::vector<model::JobSpec>& specs) {
+std::vector<SubmitResult> Jobs::submit(const std::vector<model::JobSpec>& specs) {
   // A concurrent submit with the same idempotency key can win the race
   // between our lookup and our insert; the retry then finds its job.
   for (int tries = 0;; ++tries) {
     try {
-      return insert_jobs(specs);
+      return insert_jobs(*conn_, actor_, specs);
     } catch (const UniqueViolation& e) {
       if (tries == 2) throw Error(ExitCode::internal, fmt::format("submit kept conflicting: {}", e.what()));
     }
   }
 }
 
-std::vector<SubmitResult> Store::insert_jobs(std::vector<model::JobSpec> specs) {
-  Transaction tx(*conn_, TxMode::write);
-  auto results = write_jobs(std::move(specs), FirstRun::yes);
+std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs) {
+  Transaction tx(c, TxMode::write);
+  auto results = write_jobs(c, actor, std::move(specs), FirstRun::yes);
   tx.commit();
   return results;
 }
 
-std::vector<std::string> Store::insert_node_jobs(std::vector<model::JobSpec> specs) {
+std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs) {
   std::vector<std::string> ids;
-  for (const auto& r : write_jobs(std::move(specs), FirstRun::no)) ids.push_back(r.job_id);
+  for (const auto& r : write_jobs(c, actor, std::move(specs), FirstRun::no)) ids.push_back(r.job_id);
   return ids;
 }
 
-std::vector<SubmitResult> Store::write_jobs(std::vector<model::JobSpec> specs, FirstRun first_run) {
+std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs, FirstRun first_run) {
   std::set<std::string> spec_queues;
   for (const auto& s : specs) spec_queues.insert(s.queue);
-  auto defaults = queue_defaults(spec_queues);
+  auto defaults = queue_defaults(c, spec_queues);
   for (auto& s : specs) {
     model::RetryOverrides policy = defaults[s.queue];
     policy.merge(s.retry_given);
@@ -202,7 +203,7 @@ std::vector<SubmitResult> Store::write_jobs(std::vector<model::JobSpec> specs, F
   std::set<std::string> keys;
   for (const auto& s : specs)
     if (!s.idempotency_key.empty()) keys.insert(s.idempotency_key);
-  auto known = existing_keys(*conn_, keys);
+  auto known = existing_keys(c, keys);
 
   std::vector<SubmitResult> results;
   std::vector<NewRow> fresh;
@@ -224,22 +225,22 @@ std::vector<SubmitResult> Store::write_jobs(std::vector<model::JobSpec> specs, F
     queues.insert(s.queue);
     fresh.push_back(std::move(row));
   }
-  insert_jobs_and_runs(*conn_, fresh, actor_);
+  insert_jobs_and_runs(c, fresh, actor);
   std::vector<std::pair<std::string, const model::JobSpec*>> schedules;
   for (const auto& r : fresh)
     if (r.spec->schedule) schedules.emplace_back(r.job_id, r.spec);
-  start_schedules(schedules);
+  start_schedules(c, schedules);
   for (size_t i = 0, f = 0; i < results.size(); ++i) {
     if (results[i].existed) continue;
     const auto& r = fresh[f++];
     if (r.spec->fan_out && !r.spec->schedule && first_run == FirstRun::yes)
-      results[i].run_id = insert_fan_out(*conn_, r);
+      results[i].run_id = insert_fan_out(c, r);
   }
   std::set<std::string> tenants;
   for (const auto& r : fresh)
     if (!r.spec->tenant.empty()) tenants.insert(r.spec->tenant);
-  for (const auto& t : tenants) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
-  for (const auto& q : queues) wake_queue(*conn_, q);
+  for (const auto& t : tenants) c.exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
+  for (const auto& q : queues) wake_queue(c, q);
   return results;
 }
 
@@ -258,13 +259,13 @@ model::JobView view_from_row(const Row& row) {
 
 }  // namespace
 
-std::optional<model::JobView> Store::get_job(const std::string& job_id) {
+std::optional<model::JobView> Jobs::get_job(const std::string& job_id) {
   auto views = get_jobs({job_id});
   if (views.empty()) return std::nullopt;
   return std::move(views[0]);
 }
 
-std::vector<model::JobView> Store::get_jobs(const std::vector<std::string>& job_ids) {
+std::vector<model::JobView> Jobs::get_jobs(const std::vector<std::string>& job_ids) {
   std::string sql = fmt::format("SELECT {}, {} {} WHERE {}", kJobColumns, kRunColumns, kJobsWithLatestRun,
                                 conn_->in_list("j.id", 1));
   std::map<std::string, model::JobView> found;
@@ -278,7 +279,7 @@ std::vector<model::JobView> Store::get_jobs(const std::vector<std::string>& job_
   return out;
 }
 
-std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
+std::vector<model::JobView> Jobs::list_jobs(const JobFilter& filter) {
   std::string sql = fmt::format(
       "SELECT {}, {} {} "
       "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
@@ -294,20 +295,20 @@ std::vector<model::JobView> Store::list_jobs(const JobFilter& filter) {
   return out;
 }
 
-std::optional<model::Run> Store::get_run(const std::string& run_id) {
+std::optional<model::Run> Jobs::get_run(const std::string& run_id) {
   auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.id = $1", kRunColumns), {run_id});
   if (rows.empty()) return std::nullopt;
   return run_from_row(rows[0]);
 }
 
-std::vector<model::Run> Store::runs_of(const std::string& job_id) {
+std::vector<model::Run> Jobs::runs_of(const std::string& job_id) {
   auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 ORDER BY r.id", kRunColumns), {job_id});
   std::vector<model::Run> out;
   for (const auto& row : rows) out.push_back(run_from_row(row));
   return out;
 }
 
-std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
+std::vector<model::Attempt> Jobs::attempts(const std::string& run_id) {
   auto rows = conn_->query(
       "SELECT a.run_id, a.attempt, a.worker_id, COALESCE(w.name, ''), a.started_at, a.finished_at, a.outcome, "
       "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version, a.http_status, a.timings "
@@ -336,19 +337,19 @@ std::vector<model::Attempt> Store::attempts(const std::string& run_id) {
   return out;
 }
 
-std::pair<std::string, model::RunStatus> Store::latest_run_for(const std::string& job_id, const char* action) {
-  auto rows = conn_->query(std::string("SELECT r.id, r.status FROM runs r WHERE r.id = ") + latest_run_of("$1"), {job_id});
+std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std::string& job_id, const char* action) {
+  auto rows = c.query(std::string("SELECT r.id, r.status FROM runs r WHERE r.id = ") + latest_run_of("$1"), {job_id});
   if (rows.empty()) {
-    if (conn_->query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
+    if (c.query("SELECT 1 FROM jobs WHERE id = $1", {job_id}).empty())
       throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
     throw Error(ExitCode::invalid_state, fmt::format("job {} has no run to {}", job_id, action));
   }
   return {rows[0].text(0), model::parse_run_status(rows[0].text(1))};
 }
 
-CancelOutcome Store::cancel(const std::string& job_id) {
+CancelOutcome Jobs::cancel(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
-  const auto [run_id, status] = latest_run_for(job_id, "cancel");
+  const auto [run_id, status] = latest_run_for(*conn_, job_id, "cancel");
   CancelOutcome outcome;
   if (status == model::RunStatus::pending || status == model::RunStatus::blocked) {
     auto dag = conn_->query("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
@@ -359,12 +360,12 @@ CancelOutcome Store::cancel(const std::string& job_id) {
                   "look at it with `jobctl get`, and cancel again if it still runs");
     advance_dag(*conn_, dag[0].text(0), job_id, model::RunStatus::cancelled);
     outcome = CancelOutcome::cancelled;
-    audit(job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
+    audit(*conn_, actor_, job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
   } else if (status == model::RunStatus::running) {
     conn_->exec("UPDATE runs SET cancel_requested = 1 WHERE id = $1", {run_id});
     wake_cancel(*conn_, run_id);
     outcome = CancelOutcome::requested;
-    audit(job_id, "cancel", nlohmann::json{{"run", run_id}, {"running", true}}.dump());
+    audit(*conn_, actor_, job_id, "cancel", nlohmann::json{{"run", run_id}, {"running", true}}.dump());
   } else {
     throw Error(ExitCode::invalid_state,
                 fmt::format("job {} already finished ({}); there is nothing to cancel", job_id, model::to_string(status)));

@@ -15,8 +15,9 @@
 
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/internal.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
@@ -139,22 +140,22 @@ bool timing_changed(const json& changes, const model::Job& before, const model::
 
 }  // namespace
 
-void Store::audit(const std::string& job_id, const char* action, const std::string& details) {
-  conn_->exec("INSERT INTO job_events (id, job_id, at, action, actor, version, details) "
+void audit(Connection& c, const std::string& actor, const std::string& job_id, const char* action, const std::string& details) {
+  c.exec("INSERT INTO job_events (id, job_id, at, action, actor, version, details) "
               "SELECT $1, id, NOW_US, $3, $4, version, $5 FROM jobs WHERE id = $2",
-              {util::new_ulid(), job_id, std::string(action), actor_, details});
+              {util::new_ulid(), job_id, std::string(action), actor, details});
 }
 
-void Store::require_not_deleted(const std::string& job_id, const char* action) {
-  auto rows = conn_->query("SELECT deleted_at FROM jobs WHERE id = $1", {job_id});
+void require_not_deleted(Connection& c, const std::string& job_id, const char* action) {
+  auto rows = c.query("SELECT deleted_at FROM jobs WHERE id = $1", {job_id});
   if (!rows.empty() && !rows[0].is_null(0)) throw deleted_error(job_id, action);
 }
 
-void Store::refuse_deleted(const model::Job& job, const char* action) {
+void refuse_deleted(const model::Job& job, const char* action) {
   if (job.deleted_at) throw deleted_error(job.id, action);
 }
 
-UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
+UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
   Transaction tx(*conn_, TxMode::write);
   auto job = locked_job(*conn_, job_id);
   refuse_deleted(job, "updated");
@@ -177,7 +178,7 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
         "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $3 "
         "WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND job_version < $2",
         {job_id, int64_t{next.version}, fmt::format("dropped: the schedule changed (version {})", next.version)}));
-    int64_t now = this->now();
+    int64_t now = now_us(*conn_);
     next.schedule_anchor = now;
     next.next_fire_at = cron::next_occurrence(next, now);
   }
@@ -227,13 +228,13 @@ UpdateResult Store::update_job(const std::string& job_id, const JobUpdate& u) {
               "AND (occurrence IS NULL OR NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id "
               "AND o.job_version = $2 AND o.occurrence = runs.occurrence))",
               {job_id, int64_t{next.version}});
-  audit(job_id, "update", changes.dump());
+  audit(*conn_, actor_, job_id, "update", changes.dump());
   wake_queue(*conn_, s.queue);
   tx.commit();
   return result;
 }
 
-int Store::delete_job(const std::string& job_id, CancelRunning cancel_running) {
+int Jobs::delete_job(const std::string& job_id, CancelRunning cancel_running) {
   Transaction tx(*conn_, TxMode::write);
   auto job = locked_job(*conn_, job_id);
   if (job.kind == "node")
@@ -262,23 +263,23 @@ int Store::delete_job(const std::string& job_id, CancelRunning cancel_running) {
     stopping = rows.size();
     for (const auto& row : rows) wake_cancel(*conn_, row.text(0));
   }
-  audit(job_id, "delete", json{{"cancelled", cancelled}, {"stopping", stopping}}.dump());
+  audit(*conn_, actor_, job_id, "delete", json{{"cancelled", cancelled}, {"stopping", stopping}}.dump());
   tx.commit();
   return static_cast<int>(cancelled + static_cast<int64_t>(stopping));
 }
 
-void Store::restore_job(const std::string& job_id) {
+void Jobs::restore_job(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
   auto job = locked_job(*conn_, job_id);
   if (!job.deleted_at)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is not deleted: there is nothing to restore", job_id));
   conn_->exec("UPDATE jobs SET deleted_at = NULL, updated_at = NOW_US WHERE id = $1", {job_id});
-  restart_schedule(job_id);
-  audit(job_id, "restore");
+  restart_schedule(*conn_, job_id);
+  audit(*conn_, actor_, job_id, "restore");
   tx.commit();
 }
 
-std::vector<model::JobEvent> Store::history(const std::string& job_id, int limit) {
+std::vector<model::JobEvent> Jobs::history(const std::string& job_id, int limit) {
   auto job = conn_->query("SELECT created_at, created_by FROM jobs WHERE id = $1", {job_id});
   if (job.empty())
     throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");

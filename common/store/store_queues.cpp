@@ -1,8 +1,9 @@
 // Store: queues and their retry-policy defaults.
 #include <fmt/format.h>
 
+#include "common/store/internal.hpp"
+#include "common/store/queues.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 
@@ -34,21 +35,21 @@ Value opt_value(const std::optional<T>& v) {
 
 }  // namespace
 
-std::map<std::string, model::RetryOverrides> Store::queue_defaults(const std::set<std::string>& queues) {
+std::map<std::string, model::RetryOverrides> queue_defaults(Connection& c, const std::set<std::string>& queues) {
   std::map<std::string, model::RetryOverrides> out;
   if (queues.empty()) return out;
   std::vector<std::string> list(queues.begin(), queues.end());
-  auto rows = conn_->query(fmt::format("SELECT {} FROM queues q WHERE {}", kDefaultColumns,
-                                       conn_->in_list("q.name", 1)),
-                           {conn_->list(list)});
+  auto rows = c.query(fmt::format("SELECT {} FROM queues q WHERE {}", kDefaultColumns,
+                                       c.in_list("q.name", 1)),
+                           {c.list(list)});
   for (const auto& row : rows) out[row.text(0)] = defaults_from_row(row);
   return out;
 }
 
-void Store::set_queue_defaults(const std::string& queue, const model::RetryOverrides& given, Clear clear) {
+void Queues::set_queue_defaults(const std::string& queue, const model::RetryOverrides& given, Clear clear) {
   Transaction tx(*conn_, TxMode::write);
   model::RetryOverrides merged;
-  if (clear == Clear::no) merged = queue_defaults({queue})[queue];
+  if (clear == Clear::no) merged = queue_defaults(*conn_, {queue})[queue];
   merged.merge(given);
   model::validate(merged.resolve());
   // An upsert, so that the queue keeps what else it has (paused).
@@ -68,7 +69,7 @@ void Store::set_queue_defaults(const std::string& queue, const model::RetryOverr
   tx.commit();
 }
 
-std::vector<QueueInfo> Store::list_queues() {
+std::vector<QueueInfo> Queues::list_queues() {
   std::map<std::string, QueueInfo> by_name;
   for (const auto& row : conn_->query(fmt::format(
            "SELECT {}, q.paused, q.max_concurrent, q.rate, q.tenant_max_concurrent FROM queues q", kDefaultColumns)))
@@ -99,7 +100,7 @@ std::vector<QueueInfo> Store::list_queues() {
   return out;
 }
 
-void Store::set_queue_limits(const std::string& queue, const QueueLimits& limits) {
+void Queues::set_queue_limits(const std::string& queue, const QueueLimits& limits) {
   if ((limits.max_concurrent && *limits.max_concurrent < 0) || (limits.rate && !(*limits.rate >= 0)) ||
       (limits.tenant_max_concurrent && *limits.tenant_max_concurrent < 0))
     throw usage_error("a queue limit must not be negative", "0 removes the limit");
@@ -121,7 +122,7 @@ void Store::set_queue_limits(const std::string& queue, const QueueLimits& limits
   tx.commit();
 }
 
-bool Store::set_queue_paused(const std::string& queue, bool paused) {
+bool Queues::set_queue_paused(const std::string& queue, bool paused) {
   Transaction tx(*conn_, TxMode::write);
   auto rows = conn_->query("SELECT paused FROM queues WHERE name = $1", {queue});
   if (!rows.empty() && (rows[0].i64(0) != 0) == paused) return false;

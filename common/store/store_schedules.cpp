@@ -16,9 +16,11 @@
 
 #include "common/cron/plan.hpp"
 #include "common/store/fan_out.hpp"
+#include "common/store/internal.hpp"
 #include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
+#include "common/store/scheduler.hpp"
+#include "common/store/schedules.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
@@ -114,16 +116,16 @@ void notify_queue(Connection& c, const std::string& queue) {
 
 // --- submit ------------------------------------------------------------------
 
-void Store::start_schedules(const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs) {
+void start_schedules(Connection& c, const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs) {
   if (jobs.empty()) return;
-  int64_t now = this->now();
+  int64_t now = now_us(c);
   for (const auto& [id, spec] : jobs) {
     const auto& s = *spec->schedule;
     model::Job job;
     job.id = id;
     job.spec = *spec;
     job.schedule_anchor = now;
-    conn_->exec(
+    c.exec(
         "UPDATE jobs SET cron = $2, tz = $3, misfire = $4, catchup_window_us = $5, overlap = $6, "
         "max_concurrent = $7, jitter_us = $8, schedule_anchor = $9, next_fire_at = $10 WHERE id = $1",
         {id, s.cron, s.tz, std::string(model::to_string(s.misfire)), s.catchup_window_us,
@@ -134,7 +136,7 @@ void Store::start_schedules(const std::vector<std::pair<std::string, const model
 
 // --- the leader ----------------------------------------------------------------
 
-std::optional<int64_t> Store::lead(const std::string& worker_id, int64_t lease_us) {
+std::optional<int64_t> Scheduler::lead(const std::string& worker_id, int64_t lease_us) {
   auto rows = conn_->query(
       "UPDATE scheduler_lease SET epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, holder = $1, "
       "expires_at = NOW_US + $2 WHERE id = 1 AND (holder = $1 OR holder IS NULL OR expires_at <= NOW_US) "
@@ -144,11 +146,11 @@ std::optional<int64_t> Store::lead(const std::string& worker_id, int64_t lease_u
   return rows[0].i64(0);
 }
 
-void Store::resign(const std::string& worker_id) {
+void Scheduler::resign(const std::string& worker_id) {
   conn_->exec("UPDATE scheduler_lease SET expires_at = 0 WHERE id = 1 AND holder = $1", {worker_id});
 }
 
-MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& s) {
+MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& s) {
   MaterialiseResult result;
   Transaction tx(*conn_, TxMode::write);
   auto held = conn_->query(std::string("SELECT NOW_US FROM scheduler_lease WHERE id = 1 AND holder = $1 AND "
@@ -181,7 +183,7 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
       if (job.kind == "dag") {
         // A scheduled DAG: each occurrence is a DAG run, made once.
         for (int64_t at : plan.fire)
-          if (!start_dag_run(job.dag_id, at, at + jitter_of(job.id, at, sc.jitter_us)).empty()) ++result.runs;
+          if (!start_dag_run(*conn_, job.dag_id, at, at + jitter_of(job.id, at, sc.jitter_us)).empty()) ++result.runs;
       } else {
         std::vector<std::string> agents;
         if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out);
@@ -217,7 +219,7 @@ MaterialiseResult Store::materialise(const std::string& worker_id, int64_t epoch
   return result;
 }
 
-int Store::enforce_overlap() {
+int Scheduler::enforce_overlap() {
   // The due occurrences of jobs at their limit that must not wait: all of
   // them under skip; under buffer-one, all but the earliest. Only a live
   // lease counts as running: a run whose agent died, or that nobody could
@@ -272,7 +274,7 @@ int Store::enforce_overlap() {
 
 // --- jobctl ----------------------------------------------------------------------
 
-std::vector<ScheduleView> Store::list_schedules() {
+std::vector<ScheduleView> Schedules::list_schedules() {
   auto rows = conn_->query(fmt::format(
       "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(x.id) FROM runs x WHERE x.job_id = j.id "
       "AND x.available_at <= NOW_US) WHERE j.cron IS NOT NULL AND j.deleted_at IS NULL "
@@ -287,7 +289,7 @@ std::vector<ScheduleView> Store::list_schedules() {
   return out;
 }
 
-std::vector<model::Run> Store::schedule_runs(const std::string& job_id, int limit) {
+std::vector<model::Run> Schedules::schedule_runs(const std::string& job_id, int limit) {
   schedule_job(*conn_, job_id, false);
   auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 AND r.available_at <= NOW_US "
                                        "ORDER BY r.id DESC LIMIT $2",
@@ -298,14 +300,14 @@ std::vector<model::Run> Store::schedule_runs(const std::string& job_id, int limi
   return out;
 }
 
-std::string Store::trigger(const std::string& job_id, bool force) {
+std::string Schedules::trigger(const std::string& job_id, bool force) {
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
   refuse_deleted(job, "triggered");
   if (job.kind == "dag") {
     // A scheduled DAG's trigger is a DAG run now.
-    auto dag_run = start_dag_run(job.dag_id, std::nullopt, std::nullopt);
-    audit(job_id, "trigger", nlohmann::json{{"dag_run", dag_run}, {"force", force}}.dump());
+    auto dag_run = start_dag_run(*conn_, job.dag_id, std::nullopt, std::nullopt);
+    audit(*conn_, actor_, job_id, "trigger", nlohmann::json{{"dag_run", dag_run}, {"force", force}}.dump());
     tx.commit();
     return dag_run;
   }
@@ -325,7 +327,7 @@ std::string Store::trigger(const std::string& job_id, bool force) {
                               job_id, running, limit, model::to_string(overlap)),
                   "wait for it, or add --force to start one now regardless");
   }
-  auto run = occurrence_run(job, now(), "trigger");
+  auto run = occurrence_run(job, now_us(*conn_), "trigger");
   if (force) {
     // A forced run carries no occurrence and no group, so the overlap
     // rules and the limit do not hold it.
@@ -340,12 +342,12 @@ std::string Store::trigger(const std::string& job_id, bool force) {
     throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then trigger");
   insert_runs(*conn_, runs);
   notify_queue(*conn_, job.spec.queue);
-  audit(job_id, "trigger", nlohmann::json{{"run", runs[0].id}, {"force", force}}.dump());
+  audit(*conn_, actor_, job_id, "trigger", nlohmann::json{{"run", runs[0].id}, {"force", force}}.dump());
   tx.commit();
   return runs[0].id;
 }
 
-BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64_t to_us) {
+BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, int64_t to_us) {
   if (to_us < from_us) throw usage_error("--to is before --from", "give the earlier time as --from");
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
@@ -376,7 +378,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
                         "backfill a shorter span at a time");
     if (job.kind == "dag") {
       // A scheduled DAG's occurrence is a DAG run, made once.
-      if (!start_dag_run(job.dag_id, *t, *t).empty()) ++dag_runs;
+      if (!start_dag_run(*conn_, job.dag_id, *t, *t).empty()) ++dag_runs;
       continue;
     }
     if (taken.count(*t)) continue;
@@ -387,7 +389,7 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
   result.occurrences = occurrences;
   result.created = insert_runs(*conn_, runs) + dag_runs;
   if (result.created > 0) notify_queue(*conn_, job.spec.queue);
-  audit(job_id, "backfill",
+  audit(*conn_, actor_, job_id, "backfill",
         nlohmann::json{{"from", util::format_time(from_us)}, {"to", util::format_time(to_us)},
                        {"occurrences", result.occurrences}, {"created", result.created}}
             .dump());
@@ -395,17 +397,17 @@ BackfillResult Store::backfill(const std::string& job_id, int64_t from_us, int64
   return result;
 }
 
-void Store::restart_schedule(const std::string& job_id) {
-  auto rows = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {job_id});
+void restart_schedule(Connection& c, const std::string& job_id) {
+  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {job_id});
   if (rows.empty()) return;
   auto job = job_from_row(rows[0]);
   if (!job.spec.schedule) return;
   // Resume continues from now: what came due while paused is not run.
-  conn_->exec(
+  c.exec(
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = 'paused when it came due' "
       "WHERE job_id = $1 AND status = 'pending' AND origin = 'schedule' AND available_at <= NOW_US",
       {job_id});
-  conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, opt_value(cron::next_occurrence(job, now()))});
+  c.exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, opt_value(cron::next_occurrence(job, now_us(c)))});
 }
 
 }  // namespace jobctl::store

@@ -10,8 +10,9 @@
 #include <algorithm>
 #include <map>
 
+#include "common/store/admin.hpp"
+#include "common/store/internal.hpp"
 #include "common/store/rows.hpp"
-#include "common/store/store.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/percentile.hpp"
 
@@ -30,7 +31,7 @@ Percentiles percentiles_of(std::vector<double>& samples) {
 
 }  // namespace
 
-std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
+std::vector<QueueStats> Admin::stats(const StatsFilter& filter) {
   Transaction tx(*conn_, TxMode::read);
   const int64_t now = conn_->query("SELECT NOW_US").at(0).i64(0);
   const int64_t from = now - filter.window_us;
@@ -123,7 +124,7 @@ std::vector<QueueStats> Store::stats(const StatsFilter& filter) {
   return out;
 }
 
-std::vector<FailedAttempt> Store::recent_failures(int limit, int64_t within_us) {
+std::vector<FailedAttempt> Admin::recent_failures(int limit, int64_t within_us) {
   std::vector<FailedAttempt> out;
   for (const auto& row : conn_->query(
            "SELECT r.job_id, j.name, r.queue, a.run_id, a.attempt, a.finished_at, a.error FROM attempts a "
@@ -135,7 +136,7 @@ std::vector<FailedAttempt> Store::recent_failures(int limit, int64_t within_us) 
   return out;
 }
 
-std::vector<StuckRun> Store::stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue) {
+std::vector<StuckRun> Admin::stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue) {
   auto rows = conn_->query(
       fmt::format("SELECT {}, {}, a.started_at, COALESCE(w.lease_us, 0), NOW_US, COALESCE(w.name, r.lease_owner) "
                   "FROM runs r JOIN jobs j ON j.id = r.job_id JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts "

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/store/jobs.hpp"
 #include "common/store/migrations.hpp"
 #include "common/util/time.hpp"
 #include "tests/support/fixtures.hpp"
@@ -265,10 +266,10 @@ TEST_CASE("agent: an agent that lost its lease kills its copy and reports nothin
   store->connection().exec("UPDATE runs SET lease_owner = 'other', fence = fence + 1 WHERE id = $1", {run_id});
   test::eventually([&] { return kill(pid, 0) != 0; }, "the agent to kill its copy");
   test::eventually([&] { return agent->err().find("lease_lost") != std::string::npos; }, "the agent to log it");
-  auto run = store->get_run(run_id);
+  auto run = store->jobs().get_run(run_id);
   CHECK(run->status == model::RunStatus::running);
   CHECK(run->lease_owner == "other");
-  CHECK(store->attempts(run_id).at(0).outcome == "running");
+  CHECK(store->jobs().attempts(run_id).at(0).outcome == "running");
 }
 
 TEST_CASE("agent: a job submitted with --in runs once it is due, not before") {

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
 #include "tests/support/faults.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -61,14 +63,14 @@ TEST_CASE("fault: a lease the store gives an agent that is not running it is giv
   // What a claim whose commit answer was lost leaves: a lease the agent
   // holds in the store and knows nothing of.
   auto s = db.open();
-  auto claimed = s->claim(worker_id(db, dir, "agent"), {"elsewhere"}, 1, 6'000'000);
+  auto claimed = s->agent().claim(worker_id(db, dir, "agent"), {"elsewhere"}, 1, 6'000'000);
   REQUIRE(claimed.size() == 1);
   test::eventually([&] { return get(db, dir, id)["status"] == "pending"; }, "the lease to be given back",
                    std::chrono::seconds(30));
-  auto run = s->get_run(claimed[0].run_id);
+  auto run = s->jobs().get_run(claimed[0].run_id);
   CHECK(run->deliveries == 0);
   CHECK(run->failures == 0);
-  auto attempts = s->attempts(claimed[0].run_id);
+  auto attempts = s->jobs().attempts(claimed[0].run_id);
   REQUIRE(attempts.size() == 1);
   CHECK(attempts[0].outcome == "released");
   CHECK(logged(*agent, "lease_given_back"));

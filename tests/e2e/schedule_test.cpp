@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/store/admin.hpp"
+#include "common/store/jobs.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -22,7 +24,7 @@ constexpr int64_t kSecond = 1'000'000;
 int64_t count(store::Store& s, const std::string& sql) { return s.connection().query(sql).at(0).i64(0); }
 
 std::string leader_name(store::Store& s) {
-  for (const auto& w : s.list_workers())
+  for (const auto& w : s.admin().list_workers())
     if (w.leader) return w.name;
   return "";
 }
@@ -89,7 +91,7 @@ TEST_CASE("schedule: a per-second schedule runs each occurrence once with its sc
   CHECK(ls.out.find("tick") != std::string::npos);
   auto upd = run_jobctl(db, dir, {"update", id, "--cron", "0 3 * * *", "--tz", "Europe/Berlin"});
   CHECK(upd.code == 0);
-  CHECK(store->get_job(id)->job.version == 2);
+  CHECK(store->jobs().get_job(id)->job.version == 2);
   CHECK(count(*store, "SELECT count(*) FROM runs WHERE status = 'pending' AND job_version = 1") == 0);
 }
 

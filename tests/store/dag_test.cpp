@@ -8,6 +8,12 @@
 #include <thread>
 
 #include "common/dag/dag.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/dags.hpp"
+#include "common/store/dead_letter.hpp"
+#include "common/store/jobs.hpp"
+#include "common/store/scheduler.hpp"
+#include "common/store/schedules.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -30,32 +36,32 @@ struct Fixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
-  std::string worker = s->register_worker({"w", "host", 1, {"default"}, 64, "test", kLease, {}});
+  std::string worker = s->agent().register_worker({"w", "host", 1, {"default"}, 64, "test", kLease, {}});
 
   store::DagSubmitResult submit(const char* doc, dag::OnFailure on_failure = dag::OnFailure::stop) {
     store::DagSubmit d;
     d.document = doc;
     d.definition = dag::parse(doc);
     d.on_failure = on_failure;
-    return s->submit_dag(d);
+    return s->dags().submit_dag(d);
   }
 
   // Claims what is due; returns it by node name.
   std::map<std::string, store::ClaimedRun> claim() {
     std::map<std::string, store::ClaimedRun> out;
-    for (auto& c : s->claim(worker, {"default"}, 64, kLease)) out[c.dag_node] = std::move(c);
+    for (auto& c : s->agent().claim(worker, {"default"}, 64, kLease)) out[c.dag_node] = std::move(c);
     return out;
   }
 
   void finish(const store::ClaimedRun& run, RunStatus status, const std::string& out = "") {
     auto c = store::completion_of(run, status);
     c.stdout_tail = out;
-    REQUIRE(s->complete({c}) == std::vector<bool>{true});
+    REQUIRE(s->agent().complete({c}) == std::vector<bool>{true});
   }
 
   std::map<std::string, RunStatus> statuses(const std::string& dag_run) {
     std::map<std::string, RunStatus> out;
-    auto v = s->get_dag_run(dag_run);
+    auto v = s->dags().get_dag_run(dag_run);
     for (const auto& n : v.nodes) out[n.name] = n.run.status;
     return out;
   }
@@ -88,14 +94,14 @@ TEST_CASE("dag: a node starts only once all its parents succeeded, and gets thei
   auto third = f.claim();
   REQUIRE(names(third) == std::set<std::string>{"d"});
   CHECK(third["d"].parent_results == std::map<std::string, std::string>{{"b", "B"}, {"c", "C"}});
-  CHECK(f.s->get_dag_run(r.dag_run_id).status == "running");
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "running");
   f.finish(third["d"], RunStatus::succeeded);
   f.finish(first["e"], RunStatus::succeeded);
-  auto v = f.s->get_dag_run(r.dag_run_id);
+  auto v = f.s->dags().get_dag_run(r.dag_run_id);
   CHECK(v.status == "succeeded");
   CHECK(v.finished_at.has_value());
   // A DAG id names its newest run.
-  CHECK(f.s->get_dag_run(r.dag_id).id == r.dag_run_id);
+  CHECK(f.s->dags().get_dag_run(r.dag_id).id == r.dag_run_id);
 }
 
 TEST_CASE("dag: on-failure stop cancels every node not started, continue only the dead node's descendants") {
@@ -110,7 +116,7 @@ TEST_CASE("dag: on-failure stop cancels every node not started, continue only th
     CHECK(st["d"] == RunStatus::cancelled);
     CHECK(st["e"] == RunStatus::running);  // started already: it runs on either way
     f.finish(first["e"], RunStatus::succeeded);
-    CHECK(f.s->get_dag_run(r.dag_run_id).status == "failed");
+    CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "failed");
   }
   // An independent branch not started yet: stop cancels it, continue runs it.
   constexpr const char* kTwoBranches = R"({"name": "two", "jobs": {
@@ -134,18 +140,18 @@ TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did n
   auto first = f.claim();
   f.finish(first["a"], RunStatus::succeeded);
   auto second = f.claim();  // b and c running
-  CHECK(f.s->cancel_dag_run(r.dag_run_id) == 4);  // d cancelled; b, c and e asked to stop
-  auto v = f.s->get_dag_run(r.dag_run_id);
+  CHECK(f.s->dags().cancel_dag_run(r.dag_run_id) == 4);  // d cancelled; b, c and e asked to stop
+  auto v = f.s->dags().get_dag_run(r.dag_run_id);
   CHECK(v.status == "cancelling");
   CHECK(f.statuses(r.dag_run_id)["d"] == RunStatus::cancelled);
-  CHECK(f.s->get_run(second["b"].run_id)->cancel_requested);
-  CHECK_THROWS_AS(f.s->retry_dag_run(r.dag_run_id), Error);  // still running
+  CHECK(f.s->jobs().get_run(second["b"].run_id)->cancel_requested);
+  CHECK_THROWS_AS(f.s->dags().retry_dag_run(r.dag_run_id), Error);  // still running
   f.finish(second["b"], RunStatus::cancelled);
   f.finish(second["c"], RunStatus::succeeded);
   f.finish(first["e"], RunStatus::succeeded);
-  CHECK(f.s->get_dag_run(r.dag_run_id).status == "cancelled");
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "cancelled");
 
-  CHECK(f.s->retry_dag_run(r.dag_run_id) == 2);  // b and d; a, c and e kept
+  CHECK(f.s->dags().retry_dag_run(r.dag_run_id) == 2);  // b and d; a, c and e kept
   auto st = f.statuses(r.dag_run_id);
   CHECK(st["a"] == RunStatus::succeeded);
   CHECK(st["b"] == RunStatus::pending);
@@ -156,35 +162,35 @@ TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did n
   auto last = f.claim();
   REQUIRE(names(last) == std::set<std::string>{"d"});
   f.finish(last["d"], RunStatus::succeeded);
-  CHECK(f.s->get_dag_run(r.dag_run_id).status == "succeeded");
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "succeeded");
   // a ran once in all.
   CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE dag_run_id = $1 AND dag_node = 'a'",
                                 {r.dag_run_id}).at(0).i64(0) == 1);
-  CHECK_THROWS_AS(f.s->retry_dag_run(r.dag_run_id), Error);  // nothing left to retry
+  CHECK_THROWS_AS(f.s->dags().retry_dag_run(r.dag_run_id), Error);  // nothing left to retry
 }
 
 TEST_CASE("dag: a paused DAG run starts no node until resumed") {
   Fixture f;
   auto r = f.submit(kDiamond);
-  CHECK(f.s->set_dag_run_paused(r.dag_run_id, true));
-  CHECK_FALSE(f.s->set_dag_run_paused(r.dag_run_id, true));
+  CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, true));
+  CHECK_FALSE(f.s->dags().set_dag_run_paused(r.dag_run_id, true));
   CHECK(f.claim().empty());
-  CHECK(f.s->get_dag_run(r.dag_run_id).status == "paused");
-  CHECK(f.s->set_dag_run_paused(r.dag_run_id, false));
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "paused");
+  CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, false));
   auto first = f.claim();
   CHECK(names(first) == std::set<std::string>{"a", "e"});
   // Paused while a runs: its success leaves b and c waiting for resume.
-  CHECK(f.s->set_dag_run_paused(r.dag_run_id, true));
+  CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, true));
   f.finish(first["a"], RunStatus::succeeded);
   CHECK(f.claim().empty());
-  CHECK(f.s->set_dag_run_paused(r.dag_run_id, false));
+  CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, false));
   CHECK(names(f.claim()) == std::set<std::string>{"b", "c"});
 }
 
 TEST_CASE("dag: two parents finishing at once on two agents release their child exactly once") {
   Fixture f;
   auto other = f.db.open();
-  std::string worker2 = other->register_worker({"w2", "host", 1, {"default"}, 64, "test", kLease, {}});
+  std::string worker2 = other->agent().register_worker({"w2", "host", 1, {"default"}, 64, "test", kLease, {}});
   for (int round = 0; round < 10; ++round) {
     auto r = f.submit(kDiamond);
     auto first = f.claim();
@@ -197,10 +203,10 @@ TEST_CASE("dag: two parents finishing at once on two agents release their child 
     std::latch ready(2);
     std::thread t([&] {
       ready.arrive_and_wait();
-      other->complete({c});
+      other->agent().complete({c});
     });
     ready.arrive_and_wait();
-    f.s->complete({b});
+    f.s->agent().complete({b});
     t.join();
     auto d = f.s->connection().query(
         "SELECT status, waiting_on FROM runs WHERE dag_run_id = $1 AND dag_node = 'd'", {r.dag_run_id});
@@ -220,15 +226,15 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
   d.definition = dag::parse(kDiamond);
   d.schedule = model::ScheduleSpec{};
   d.schedule->cron = "* * * * * *";
-  auto r = f.s->submit_dag(d);
+  auto r = f.s->dags().submit_dag(d);
   CHECK(r.dag_run_id.empty());
   REQUIRE_FALSE(r.schedule_job_id.empty());
-  auto epoch = f.s->lead(f.worker, kLease);
+  auto epoch = f.s->scheduler().lead(f.worker, kLease);
   REQUIRE(epoch);
   store::SchedulerSettings settings;
   settings.horizon_us = 3'000'000;
-  f.s->materialise(f.worker, *epoch, settings);
-  f.s->materialise(f.worker, *epoch, settings);  // again: nothing twice
+  f.s->scheduler().materialise(f.worker, *epoch, settings);
+  f.s->scheduler().materialise(f.worker, *epoch, settings);  // again: nothing twice
   auto runs = f.s->connection().query("SELECT occurrence, count(*) FROM dag_runs WHERE dag_id = $1 GROUP BY occurrence",
                                       {r.dag_id});
   REQUIRE(runs.size() >= 3);
@@ -238,14 +244,14 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
   CHECK(f.s->connection().query("SELECT count(*) FROM runs r JOIN dag_runs d ON d.id = r.dag_run_id WHERE d.dag_id = $1",
                                 {r.dag_id}).at(0).i64(0) == static_cast<int64_t>(runs.size()) * 5);
   // Nodes are not jobs of `ls`.
-  CHECK(f.s->list_jobs({}).empty());
+  CHECK(f.s->jobs().list_jobs({}).empty());
 }
 
 TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends on it") {
   Fixture f;
   auto r = f.submit(kDiamond, dag::OnFailure::continue_);
-  auto b_job = f.s->get_dag_run(r.dag_run_id).nodes[1].job_id;
-  CHECK(f.s->cancel(b_job) == store::CancelOutcome::cancelled);
+  auto b_job = f.s->dags().get_dag_run(r.dag_run_id).nodes[1].job_id;
+  CHECK(f.s->jobs().cancel(b_job) == store::CancelOutcome::cancelled);
   auto st = f.statuses(r.dag_run_id);
   CHECK(st["b"] == RunStatus::cancelled);
   CHECK(st["d"] == RunStatus::cancelled);
@@ -267,14 +273,14 @@ TEST_CASE("dag: a node is run again only with its DAG run, and its history stays
       return e.code() == ExitCode::invalid_state;
     }
   };
-  CHECK(refused([&] { f.s->retry_job(a_job); }));
-  CHECK(refused([&] { f.s->replay({first["a"].run_id}); }));
-  CHECK(f.s->replay_all({}) == 0);
-  CHECK(refused([&] { f.s->delete_job(a_job, store::CancelRunning::no); }));
-  CHECK(f.s->purge_dead(0) == 0);
+  CHECK(refused([&] { f.s->dead_letter().retry_job(a_job); }));
+  CHECK(refused([&] { f.s->dead_letter().replay({first["a"].run_id}); }));
+  CHECK(f.s->dead_letter().replay_all({}) == 0);
+  CHECK(refused([&] { f.s->jobs().delete_job(a_job, store::CancelRunning::no); }));
+  CHECK(f.s->dead_letter().purge_dead(0) == 0);
   f.finish(first["e"], RunStatus::succeeded);
-  CHECK(f.s->get_dag_run(r.dag_run_id).status == "failed");
-  CHECK(f.s->retry_dag_run(r.dag_run_id) == 4);  // a, b, c, d; e kept
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "failed");
+  CHECK(f.s->dags().retry_dag_run(r.dag_run_id) == 4);  // a, b, c, d; e kept
 }
 
 TEST_CASE("dag: triggering or backfilling a scheduled DAG makes DAG runs, never a run of its own") {
@@ -284,13 +290,13 @@ TEST_CASE("dag: triggering or backfilling a scheduled DAG makes DAG runs, never 
   d.definition = dag::parse(kDiamond);
   d.schedule = model::ScheduleSpec{};
   d.schedule->cron = "0 3 * * *";
-  auto r = f.s->submit_dag(d);
-  auto triggered = f.s->trigger(r.schedule_job_id, false);
-  CHECK(f.s->get_dag_run(triggered).nodes.size() == 5);
+  auto r = f.s->dags().submit_dag(d);
+  auto triggered = f.s->schedules().trigger(r.schedule_job_id, false);
+  CHECK(f.s->dags().get_dag_run(triggered).nodes.size() == 5);
   auto from = 1'700'000'000'000'000;  // 2023-11-14
-  auto filled = f.s->backfill(r.schedule_job_id, from, from + 3 * 86'400'000'000);
+  auto filled = f.s->schedules().backfill(r.schedule_job_id, from, from + 3 * 86'400'000'000);
   CHECK(filled.created == 3);
-  CHECK(f.s->backfill(r.schedule_job_id, from, from + 3 * 86'400'000'000).created == 0);  // once
+  CHECK(f.s->schedules().backfill(r.schedule_job_id, from, from + 3 * 86'400'000'000).created == 0);  // once
   CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE job_id = $1", {r.schedule_job_id}).at(0).i64(0) == 0);
-  CHECK(f.s->list_dag_runs(10).size() == 4);
+  CHECK(f.s->dags().list_dag_runs(10).size() == 4);
 }

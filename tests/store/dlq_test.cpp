@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/store/agent.hpp"
+#include "common/store/dead_letter.hpp"
+#include "common/store/jobs.hpp"
+#include "common/store/queues.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -16,20 +20,20 @@ struct Fixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
-  std::string worker = s->register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000, {}});
+  std::string worker = s->agent().register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000, {}});
 
   // Submits a job and drives it to dead, as an agent would.
   store::SubmitResult dead_job(const std::string& queue = "default") {
     model::JobSpec spec;
     spec.command.argv = {"false"};
     spec.queue = queue;
-    auto res = s->submit({spec})[0];
-    auto c = s->claim(worker, {queue}, 1, 30'000'000);
+    auto res = s->jobs().submit({spec})[0];
+    auto c = s->agent().claim(worker, {queue}, 1, 30'000'000);
     REQUIRE(c.size() == 1);
     auto done = store::completion_of(c[0], RunStatus::dead);
     done.outcome = model::AttemptOutcome::failed;
     done.error = "exited with code 1; no retries allowed";
-    REQUIRE(s->complete({done}) == std::vector<bool>{true});
+    REQUIRE(s->agent().complete({done}) == std::vector<bool>{true});
     return res;
   }
 };
@@ -39,22 +43,22 @@ struct Fixture {
 TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves the queue") {
   Fixture f;
   auto a = f.dead_job();
-  auto dead = f.s->dead_runs({});
+  auto dead = f.s->dead_letter().dead_runs({});
   REQUIRE(dead.size() == 1);
   CHECK(dead[0].latest_run->id == a.run_id);
   CHECK(dead[0].latest_run->error == "exited with code 1; no retries allowed");
 
-  auto fresh = f.s->replay({a.run_id});
+  auto fresh = f.s->dead_letter().replay({a.run_id});
   REQUIRE(fresh.size() == 1);
-  auto run = f.s->get_run(fresh[0]);
+  auto run = f.s->jobs().get_run(fresh[0]);
   CHECK(run->status == RunStatus::pending);
   CHECK(run->replay_of == a.run_id);
   CHECK(run->failures == 0);
-  CHECK(f.s->get_run(a.run_id)->status == RunStatus::dead);  // history stays
-  CHECK(f.s->get_run(a.run_id)->replayed_at.has_value());
-  CHECK(f.s->dead_runs({}).empty());
-  CHECK(f.s->get_job(a.job_id)->latest_run->id == fresh[0]);
-  CHECK_THROWS_AS(f.s->replay({a.run_id}), Error);  // not twice
+  CHECK(f.s->jobs().get_run(a.run_id)->status == RunStatus::dead);  // history stays
+  CHECK(f.s->jobs().get_run(a.run_id)->replayed_at.has_value());
+  CHECK(f.s->dead_letter().dead_runs({}).empty());
+  CHECK(f.s->jobs().get_job(a.job_id)->latest_run->id == fresh[0]);
+  CHECK_THROWS_AS(f.s->dead_letter().replay({a.run_id}), Error);  // not twice
 }
 
 TEST_CASE("dlq: replay is all or nothing") {
@@ -62,16 +66,16 @@ TEST_CASE("dlq: replay is all or nothing") {
   auto a = f.dead_job();
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  auto pending = f.s->submit({spec})[0];
+  auto pending = f.s->jobs().submit({spec})[0];
   try {
-    f.s->replay({a.run_id, pending.run_id});
+    f.s->dead_letter().replay({a.run_id, pending.run_id});
     FAIL("replayed a pending run");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::invalid_state);
     CHECK(std::string(e.what()).find(pending.run_id) != std::string::npos);
   }
-  CHECK(f.s->dead_runs({}).size() == 1);
-  CHECK(f.s->runs_of(a.job_id).size() == 1);
+  CHECK(f.s->dead_letter().dead_runs({}).size() == 1);
+  CHECK(f.s->jobs().runs_of(a.job_id).size() == 1);
 }
 
 TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
@@ -81,13 +85,13 @@ TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
   f.dead_job("other");
   store::DeadFilter other;
   other.queue = "other";
-  CHECK(f.s->dead_runs(other).size() == 2);
+  CHECK(f.s->dead_letter().dead_runs(other).size() == 2);
   store::DeadFilter future;
   future.since = f.s->now() + 60'000'000;
-  CHECK(f.s->dead_runs(future).empty());
-  CHECK(f.s->replay_all(future) == 0);
-  CHECK(f.s->replay_all(other) == 2);
-  auto left = f.s->dead_runs({});
+  CHECK(f.s->dead_letter().dead_runs(future).empty());
+  CHECK(f.s->dead_letter().replay_all(future) == 0);
+  CHECK(f.s->dead_letter().replay_all(other) == 2);
+  auto left = f.s->dead_letter().dead_runs({});
   REQUIRE(left.size() == 1);
   CHECK(left[0].job.spec.queue == "default");
 }
@@ -95,90 +99,90 @@ TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
 TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts") {
   Fixture f;
   auto a = f.dead_job();
-  CHECK(f.s->purge_dead(3600'000'000) == 0);
+  CHECK(f.s->dead_letter().purge_dead(3600'000'000) == 0);
   int64_t until = f.s->now() + 2000;
   while (f.s->now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  CHECK(f.s->purge_dead(1000) == 1);
-  CHECK(f.s->dead_runs({}).empty());
-  CHECK_FALSE(f.s->get_run(a.run_id));
-  CHECK(f.s->attempts(a.run_id).empty());
-  CHECK(f.s->get_job(a.job_id).has_value());  // the job itself stays
+  CHECK(f.s->dead_letter().purge_dead(1000) == 1);
+  CHECK(f.s->dead_letter().dead_runs({}).empty());
+  CHECK_FALSE(f.s->jobs().get_run(a.run_id));
+  CHECK(f.s->jobs().attempts(a.run_id).empty());
+  CHECK(f.s->jobs().get_job(a.job_id).has_value());  // the job itself stays
 }
 
 TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses others") {
   Fixture f;
   auto a = f.dead_job();
-  auto fresh = f.s->retry_job(a.job_id);
-  CHECK(f.s->get_run(fresh)->status == RunStatus::pending);
-  CHECK(f.s->dead_runs({}).empty());
+  auto fresh = f.s->dead_letter().retry_job(a.job_id);
+  CHECK(f.s->jobs().get_run(fresh)->status == RunStatus::pending);
+  CHECK(f.s->dead_letter().dead_runs({}).empty());
   try {
-    f.s->retry_job(a.job_id);  // now pending
+    f.s->dead_letter().retry_job(a.job_id);  // now pending
     FAIL("retried a pending job");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::invalid_state);
   }
-  f.s->cancel(a.job_id);
-  CHECK_NOTHROW(f.s->retry_job(a.job_id));
-  CHECK_THROWS_AS(f.s->retry_job("01ARZ3NDEKTSV4RRFFQ69G5FAV"), Error);
+  f.s->jobs().cancel(a.job_id);
+  CHECK_NOTHROW(f.s->dead_letter().retry_job(a.job_id));
+  CHECK_THROWS_AS(f.s->dead_letter().retry_job("01ARZ3NDEKTSV4RRFFQ69G5FAV"), Error);
 }
 
 TEST_CASE("dlq: a paused job's runs are not claimed until it is resumed") {
   Fixture f;
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  auto res = f.s->submit({spec})[0];
-  CHECK(f.s->set_paused(res.job_id, true));
-  CHECK_FALSE(f.s->set_paused(res.job_id, true));
-  CHECK(f.s->claim(f.worker, {"default"}, 8, 30'000'000).empty());
-  CHECK(f.s->get_job(res.job_id)->job.paused);
-  CHECK(f.s->set_paused(res.job_id, false));
-  CHECK(f.s->claim(f.worker, {"default"}, 8, 30'000'000).size() == 1);
+  auto res = f.s->jobs().submit({spec})[0];
+  CHECK(f.s->jobs().set_paused(res.job_id, true));
+  CHECK_FALSE(f.s->jobs().set_paused(res.job_id, true));
+  CHECK(f.s->agent().claim(f.worker, {"default"}, 8, 30'000'000).empty());
+  CHECK(f.s->jobs().get_job(res.job_id)->job.paused);
+  CHECK(f.s->jobs().set_paused(res.job_id, false));
+  CHECK(f.s->agent().claim(f.worker, {"default"}, 8, 30'000'000).size() == 1);
 }
 
 TEST_CASE("dlq: retries reschedule the run with the delay and count failures") {
   Fixture f;
   model::JobSpec spec;
   spec.command.argv = {"false"};
-  auto res = f.s->submit({spec})[0];
-  auto c = f.s->claim(f.worker, {"default"}, 1, 30'000'000);
+  auto res = f.s->jobs().submit({spec})[0];
+  auto c = f.s->agent().claim(f.worker, {"default"}, 1, 30'000'000);
   REQUIRE(c.size() == 1);
   auto retry = store::completion_of(c[0], RunStatus::pending);
   retry.outcome = model::AttemptOutcome::failed;
   retry.retry_delay_us = 60'000'000;
   int64_t before = f.s->now();
-  REQUIRE(f.s->complete({retry}) == std::vector<bool>{true});
-  auto run = f.s->get_run(res.run_id);
+  REQUIRE(f.s->agent().complete({retry}) == std::vector<bool>{true});
+  auto run = f.s->jobs().get_run(res.run_id);
   CHECK(run->status == RunStatus::pending);
   CHECK(run->failures == 1);
   CHECK(run->available_at >= before + 60'000'000);
   CHECK_FALSE(run->finished_at.has_value());
-  CHECK(f.s->claim(f.worker, {"default"}, 1, 30'000'000).empty());  // not due yet
-  CHECK(f.s->attempts(res.run_id).at(0).outcome == "failed");
+  CHECK(f.s->agent().claim(f.worker, {"default"}, 1, 30'000'000).empty());  // not due yet
+  CHECK(f.s->jobs().attempts(res.run_id).at(0).outcome == "failed");
 }
 
 TEST_CASE("dlq: rescue sends a run delivered too often without a result to the dead-letter queue") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = s->register_worker({"w", "host", 1, {"default"}, 8, "test", 30'000'000, {}});
+  auto w = s->agent().register_worker({"w", "host", 1, {"default"}, 8, "test", 30'000'000, {}});
   model::JobSpec spec;
   spec.command.argv = {"true"};
   spec.retry_given.max_deliveries = 2;
-  auto res = s->submit({spec})[0];
+  auto res = s->jobs().submit({spec})[0];
   auto lose = [&] {
-    auto c = s->claim(w, {"default"}, 1, 1000);
+    auto c = s->agent().claim(w, {"default"}, 1, 1000);
     REQUIRE(c.size() == 1);
     int64_t until = s->now() + 2000;
     while (s->now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    CHECK(s->rescue_expired() == 1);
+    CHECK(s->agent().rescue_expired() == 1);
   };
   lose();
-  CHECK(s->get_run(res.run_id)->status == RunStatus::pending);
+  CHECK(s->jobs().get_run(res.run_id)->status == RunStatus::pending);
   lose();
-  auto run = s->get_run(res.run_id);
+  auto run = s->jobs().get_run(res.run_id);
   CHECK(run->status == RunStatus::dead);
   CHECK(run->error == "poison: delivered 2 times without a result");
-  auto att = s->attempts(res.run_id);
+  auto att = s->jobs().attempts(res.run_id);
   REQUIRE(att.size() == 2);
   CHECK(att[0].outcome == "lost");
   CHECK(att[1].outcome == "lost");
@@ -189,29 +193,29 @@ TEST_CASE("dlq: queue defaults fill the retry fields a job leaves unset, at subm
   model::RetryOverrides defaults;
   defaults.max_retries = 7;
   defaults.backoff = model::Backoff::fixed;
-  f.s->set_queue_defaults("default", defaults, store::Store::Clear::no);
+  f.s->queues().set_queue_defaults("default", defaults, store::Queues::Clear::no);
   model::RetryOverrides more;
   more.max_deliveries = 9;
-  f.s->set_queue_defaults("default", more, store::Store::Clear::no);  // merges
+  f.s->queues().set_queue_defaults("default", more, store::Queues::Clear::no);  // merges
 
   model::JobSpec plain, own;
   plain.command.argv = own.command.argv = {"true"};
   own.retry_given.max_retries = 1;
-  auto res = f.s->submit({plain, own});
-  auto p1 = f.s->get_job(res[0].job_id)->job.spec.retry;
+  auto res = f.s->jobs().submit({plain, own});
+  auto p1 = f.s->jobs().get_job(res[0].job_id)->job.spec.retry;
   CHECK(p1.max_retries == 7);
   CHECK(p1.backoff == model::Backoff::fixed);
   CHECK(p1.max_deliveries == 9);
-  auto p2 = f.s->get_job(res[1].job_id)->job.spec.retry;
+  auto p2 = f.s->jobs().get_job(res[1].job_id)->job.spec.retry;
   CHECK(p2.max_retries == 1);  // the job's own setting wins
   CHECK(p2.backoff == model::Backoff::fixed);
 
-  f.s->set_queue_defaults("default", {}, store::Store::Clear::yes);
-  auto res3 = f.s->submit({plain});
-  CHECK(f.s->get_job(res3[0].job_id)->job.spec.retry.max_retries == 3);  // built-in again
-  CHECK(f.s->get_job(res[0].job_id)->job.spec.retry.max_retries == 7);   // earlier jobs keep theirs
+  f.s->queues().set_queue_defaults("default", {}, store::Queues::Clear::yes);
+  auto res3 = f.s->jobs().submit({plain});
+  CHECK(f.s->jobs().get_job(res3[0].job_id)->job.spec.retry.max_retries == 3);  // built-in again
+  CHECK(f.s->jobs().get_job(res[0].job_id)->job.spec.retry.max_retries == 7);   // earlier jobs keep theirs
 
-  auto queues = f.s->list_queues();
+  auto queues = f.s->queues().list_queues();
   REQUIRE(queues.size() == 1);
   CHECK(queues[0].name == "default");
   CHECK(queues[0].pending == 3);
@@ -219,39 +223,39 @@ TEST_CASE("dlq: queue defaults fill the retry fields a job leaves unset, at subm
 
   model::RetryOverrides bad;
   bad.delay_us = 600'000'000;  // above the default 5m cap
-  CHECK_THROWS_AS(f.s->set_queue_defaults("default", bad, store::Store::Clear::no), Error);
+  CHECK_THROWS_AS(f.s->queues().set_queue_defaults("default", bad, store::Queues::Clear::no), Error);
 }
 
 TEST_CASE("queue: a paused queue is not claimed from until resumed, and keeps its defaults") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = s->register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000, {}});
+  auto w = s->agent().register_worker({"w", "host", 1, {"default", "other"}, 8, "test", 30'000'000, {}});
   model::RetryOverrides defaults;
   defaults.max_retries = 7;
-  s->set_queue_defaults("default", defaults, store::Store::Clear::no);
+  s->queues().set_queue_defaults("default", defaults, store::Queues::Clear::no);
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  s->submit({spec});
+  s->jobs().submit({spec});
   spec.queue = "other";
-  s->submit({spec});
-  CHECK(s->set_queue_paused("default", true));
-  CHECK_FALSE(s->set_queue_paused("default", true));
-  auto claimed = s->claim(w, {"default", "other"}, 8, 10'000'000);
+  s->jobs().submit({spec});
+  CHECK(s->queues().set_queue_paused("default", true));
+  CHECK_FALSE(s->queues().set_queue_paused("default", true));
+  auto claimed = s->agent().claim(w, {"default", "other"}, 8, 10'000'000);
   REQUIRE(claimed.size() == 1);  // only the run of the other queue
   CHECK(claimed[0].spec.queue == "other");
-  CHECK_FALSE(s->next_due_in(w, {"default"}));
+  CHECK_FALSE(s->agent().next_due_in(w, {"default"}));
   // Setting defaults neither resumes the queue nor loses them.
   defaults.max_retries = 8;
-  s->set_queue_defaults("default", defaults, store::Store::Clear::no);
-  auto queues = s->list_queues();
+  s->queues().set_queue_defaults("default", defaults, store::Queues::Clear::no);
+  auto queues = s->queues().list_queues();
   auto q = std::find_if(queues.begin(), queues.end(), [](const auto& x) { return x.name == "default"; });
   REQUIRE(q != queues.end());
   CHECK(q->paused);
   CHECK(q->defaults.max_retries == 8);
   CHECK(q->pending == 1);
-  CHECK(s->claim(w, {"default"}, 8, 10'000'000).empty());
-  CHECK(s->set_queue_paused("default", false));
-  CHECK(s->claim(w, {"default"}, 8, 10'000'000).size() == 1);
-  CHECK_FALSE(s->set_queue_paused("never-seen", false));
+  CHECK(s->agent().claim(w, {"default"}, 8, 10'000'000).empty());
+  CHECK(s->queues().set_queue_paused("default", false));
+  CHECK(s->agent().claim(w, {"default"}, 8, 10'000'000).size() == 1);
+  CHECK_FALSE(s->queues().set_queue_paused("never-seen", false));
 }

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/faults.hpp"
 #include "tests/support/fixtures.hpp"
@@ -14,7 +16,7 @@ using model::RunStatus;
 namespace {
 
 std::string worker(store::Store& s, const std::string& name) {
-  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 60'000'000, {}});
+  return s.agent().register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 60'000'000, {}});
 }
 
 // A store on a FaultyConnection, a clean one to check it with, and one
@@ -35,7 +37,7 @@ struct FaultyStore {
   std::string submit_one() {
     model::JobSpec spec;
     spec.command.argv = {"true"};
-    return s->submit({spec})[0].run_id;
+    return s->jobs().submit({spec})[0].run_id;
   }
 };
 
@@ -51,18 +53,18 @@ TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartb
 
   faulty->lose_next_answer();
   try {
-    s.claim(a, {"default"}, 1, 60'000'000);
+    s.agent().claim(a, {"default"}, 1, 60'000'000);
     FAIL("the claim's lost answer did not surface");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::store);
   }
   // The claim committed: the run is leased to `a`, which does not know it.
-  auto run = check->get_run(run_id);
+  auto run = check->jobs().get_run(run_id);
   REQUIRE(run);
   CHECK(run->status == RunStatus::running);
 
   // Reading back by lease owner finds it, with what giving it back needs.
-  auto leases = s.heartbeat(a, model::WorkerState::active, 60'000'000);
+  auto leases = s.agent().heartbeat(a, model::WorkerState::active, 60'000'000);
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].run_id == run_id);
   CHECK(leases[0].attempt == 1);
@@ -76,17 +78,17 @@ TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartb
   back.status = RunStatus::pending;
   back.outcome = model::AttemptOutcome::released;
   back.error = "not run";
-  s.release({back});
-  run = check->get_run(run_id);
+  s.agent().release({back});
+  run = check->jobs().get_run(run_id);
   CHECK(run->status == RunStatus::pending);
   CHECK(run->deliveries == 0);  // no delivery used up: the poison budget is whole
   CHECK(run->failures == 0);
 
   // Anyone may claim it now, at once, not after the lease.
-  auto again = s.claim(b, {"default"}, 1, 60'000'000);
+  auto again = s.agent().claim(b, {"default"}, 1, 60'000'000);
   REQUIRE(again.size() == 1);
   CHECK(again[0].run_id == run_id);
-  auto attempts = check->attempts(run_id);
+  auto attempts = check->jobs().attempts(run_id);
   REQUIRE(attempts.size() == 2);
   CHECK(attempts[0].outcome == "released");
 }
@@ -98,18 +100,18 @@ TEST_CASE("fault: a completion whose answer is lost is applied once, and sending
   auto* faulty = f.faulty;
   const auto& run_id = f.run_id;
   auto a = worker(s, "a");
-  auto claimed = s.claim(a, {"default"}, 1, 60'000'000);
+  auto claimed = s.agent().claim(a, {"default"}, 1, 60'000'000);
   REQUIRE(claimed.size() == 1);
   auto done = store::completion_of(claimed[0], RunStatus::succeeded);
 
   faulty->lose_next_answer();
-  CHECK_THROWS_AS(s.complete({done}), Error);
-  CHECK(check->get_run(run_id)->status == RunStatus::succeeded);
+  CHECK_THROWS_AS(s.agent().complete({done}), Error);
+  CHECK(check->jobs().get_run(run_id)->status == RunStatus::succeeded);
   // The agent sends it again after the outage: fenced, a no-op.
-  auto applied = s.complete({done});
+  auto applied = s.agent().complete({done});
   REQUIRE(applied.size() == 1);
   CHECK_FALSE(applied[0]);
-  CHECK(check->attempts(run_id).size() == 1);
+  CHECK(check->jobs().attempts(run_id).size() == 1);
 }
 
 TEST_CASE("fault: a submit that breaks at any statement or at its commit writes all or nothing, and a retry makes each job once") {
@@ -125,10 +127,10 @@ TEST_CASE("fault: a submit that breaks at any statement or at its commit writes 
     return out;
   };
   int before = f.faulty->steps();
-  f.s->submit(specs(0));
+  f.s->jobs().submit(specs(0));
   const int steps = f.faulty->steps() - before;
   REQUIRE(steps >= 2);
-  size_t jobs = f.check->list_jobs({}).size();
+  size_t jobs = f.check->jobs().list_jobs({}).size();
   int round = 1;
   for (auto fault : {Fault::refused, Fault::answer_lost}) {
     for (int n = 1; n <= steps; ++n, ++round) {
@@ -136,20 +138,20 @@ TEST_CASE("fault: a submit that breaks at any statement or at its commit writes 
       CAPTURE(static_cast<int>(fault));
       f.faulty->fail_at(n, fault);
       try {
-        f.s->submit(specs(round));
+        f.s->jobs().submit(specs(round));
         FAIL("the injected fault did not surface");
       } catch (const Error& e) {
         CHECK(e.code() == ExitCode::store);
       }
       // Only a commit that was applied leaves the jobs; nothing is half there.
       const bool committed = fault == Fault::answer_lost && n == steps;
-      CHECK(f.check->list_jobs({}).size() == jobs + (committed ? 2 : 0));
+      CHECK(f.check->jobs().list_jobs({}).size() == jobs + (committed ? 2 : 0));
       // The caller tries again, as a script would after exit 5.
-      auto again = f.s->submit(specs(round));
+      auto again = f.s->jobs().submit(specs(round));
       CHECK(again[0].existed == committed);
       CHECK(again[1].existed == committed);
       jobs += 2;
-      CHECK(f.check->list_jobs({}).size() == jobs);
+      CHECK(f.check->jobs().list_jobs({}).size() == jobs);
     }
   }
 }

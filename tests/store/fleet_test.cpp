@@ -9,6 +9,10 @@
 #include <map>
 #include <set>
 
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
+#include "common/store/queues.hpp"
+#include "common/store/scheduler.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -25,7 +29,7 @@ struct Fixture {
   std::unique_ptr<store::Store> s = db.open();
 
   std::string agent(const std::string& name, const model::Labels& labels = {}) {
-    return s->register_worker({name, "host", 1, {"default", "other"}, 64, "test", kLease, labels});
+    return s->agent().register_worker({name, "host", 1, {"default", "other"}, 64, "test", kLease, labels});
   }
 
   model::JobSpec job(const std::string& queue = "default") {
@@ -38,7 +42,7 @@ struct Fixture {
   void finish(const std::vector<store::ClaimedRun>& runs) {
     std::vector<store::Completion> done;
     for (const auto& c : runs) done.push_back(store::completion_of(c, RunStatus::succeeded));
-    if (!done.empty()) REQUIRE(s->complete(done) == std::vector<bool>(done.size(), true));
+    if (!done.empty()) REQUIRE(s->agent().complete(done) == std::vector<bool>(done.size(), true));
   }
 
   int64_t count(const std::string& sql) { return s->connection().query(sql).at(0).i64(0); }
@@ -52,17 +56,17 @@ TEST_CASE("fleet: a concurrency key holds every job naming it to one run at a ti
   std::vector<model::JobSpec> specs(20, f.job());
   for (auto& spec : specs) spec.concurrency_key = "deploy";
   specs.push_back(f.job());  // no key: not held
-  f.s->submit(specs);
+  f.s->jobs().submit(specs);
 
-  auto first = f.s->claim(a, {"default"}, 10, kLease);
+  auto first = f.s->agent().claim(a, {"default"}, 10, kLease);
   CHECK(first.size() == 2);  // one of the group, and the free job
-  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());
+  CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).empty());
   for (int i = 1; i < 20; ++i) {
     f.finish(first);
-    first = f.s->claim(i % 2 ? b : a, {"default"}, 10, kLease);
+    first = f.s->agent().claim(i % 2 ? b : a, {"default"}, 10, kLease);
     REQUIRE(first.size() == 1);
     CHECK(first[0].spec.concurrency_key == "deploy");
-    CHECK(f.s->claim(i % 2 ? a : b, {"default"}, 10, kLease).empty());
+    CHECK(f.s->agent().claim(i % 2 ? a : b, {"default"}, 10, kLease).empty());
   }
   f.finish(first);
   CHECK(f.count("SELECT count(*) FROM runs WHERE status = 'succeeded'") == 21);
@@ -78,16 +82,16 @@ TEST_CASE("fleet: --max-concurrent N lets N of a group run, and the key spans qu
     spec.max_concurrent = 3;
     specs.push_back(spec);
   }
-  f.s->submit(specs);
+  f.s->jobs().submit(specs);
   // A claim may take fewer than the room (SQLite: one of a group per
   // claim); claiming on, never more than 3 run.
   std::vector<store::ClaimedRun> running;
   for (int i = 0; i < 5; ++i)
-    for (auto& c : f.s->claim(a, {"default", "other"}, 10, kLease)) running.push_back(std::move(c));
+    for (auto& c : f.s->agent().claim(a, {"default", "other"}, 10, kLease)) running.push_back(std::move(c));
   CHECK(running.size() == 3);
-  CHECK(f.s->next_due_in(a, {"default", "other"}) == std::nullopt);  // waits for a completion, not a time
+  CHECK(f.s->agent().next_due_in(a, {"default", "other"}) == std::nullopt);  // waits for a completion, not a time
   f.finish({running[0]});
-  CHECK(f.s->claim(a, {"default", "other"}, 10, kLease).size() == 1);
+  CHECK(f.s->agent().claim(a, {"default", "other"}, 10, kLease).size() == 1);
 }
 
 TEST_CASE("fleet: a job's --max-concurrent without a key limits its own fan-out runs") {
@@ -96,12 +100,12 @@ TEST_CASE("fleet: a job's --max-concurrent without a key limits its own fan-out 
   auto spec = f.job();
   spec.fan_out = model::Labels{"role=web"};
   spec.max_concurrent = 1;  // a rolling restart: one host at a time
-  f.s->submit({spec});
-  auto one = f.s->claim(a, {"default"}, 10, kLease);
+  f.s->jobs().submit({spec});
+  auto one = f.s->agent().claim(a, {"default"}, 10, kLease);
   REQUIRE(one.size() == 1);
-  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());
+  CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).empty());
   f.finish(one);
-  CHECK(f.s->claim(b, {"default"}, 10, kLease).size() == 1);
+  CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).size() == 1);
 }
 
 TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for its agent, staggered") {
@@ -110,28 +114,28 @@ TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for
   auto spec = f.job();
   spec.fan_out = model::Labels{"role=web"};
   spec.stagger_us = 3'600'000'000;  // the second host's run an hour later
-  auto job = f.s->submit({spec})[0];
-  auto runs = f.s->runs_of(job.job_id);
+  auto job = f.s->jobs().submit({spec})[0];
+  auto runs = f.s->jobs().runs_of(job.job_id);
   REQUIRE(runs.size() == 2);
   CHECK(runs[0].pinned_to == "web-1");
   CHECK(runs[1].pinned_to == "web-2");
   CHECK(runs[1].available_at - runs[0].available_at == 3'600'000'000);
-  CHECK(f.s->claim(c, {"default"}, 10, kLease).empty());  // not a web host
-  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());  // its run is not due yet
-  auto mine = f.s->claim(a, {"default"}, 10, kLease);
+  CHECK(f.s->agent().claim(c, {"default"}, 10, kLease).empty());  // not a web host
+  CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).empty());  // its run is not due yet
+  auto mine = f.s->agent().claim(a, {"default"}, 10, kLease);
   REQUIRE(mine.size() == 1);
   CHECK(mine[0].run_id == runs[0].id);
-  CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());  // web-2's run is web-2's
+  CHECK(f.s->agent().claim(a, {"default"}, 10, kLease).empty());  // web-2's run is web-2's
 
   // '*' is every agent; no agent matching is an error that writes nothing.
   auto every = f.job();
   every.fan_out = model::Labels{};
-  CHECK(f.s->runs_of(f.s->submit({every})[0].job_id).size() == 3);
+  CHECK(f.s->jobs().runs_of(f.s->jobs().submit({every})[0].job_id).size() == 3);
   auto none = f.job();
   none.fan_out = model::Labels{"role=cache"};
   int64_t jobs_before = f.count("SELECT count(*) FROM jobs");
   try {
-    f.s->submit({none});
+    f.s->jobs().submit({none});
     FAIL("submit should have thrown");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::invalid_state);
@@ -148,23 +152,23 @@ TEST_CASE("fleet: a fan-out schedule gets one run per agent per occurrence, or a
   spec.fan_out = model::Labels{"role=web"};
   spec.schedule = model::ScheduleSpec{};
   spec.schedule->cron = "* * * * * *";
-  auto job = f.s->submit({spec})[0];
-  auto epoch = f.s->lead(leader, kLease);
+  auto job = f.s->jobs().submit({spec})[0];
+  auto epoch = f.s->scheduler().lead(leader, kLease);
   REQUIRE(epoch);
   store::SchedulerSettings settings;
   settings.horizon_us = 2'000'000;
-  f.s->materialise(leader, *epoch, settings);
+  f.s->scheduler().materialise(leader, *epoch, settings);
   std::map<int64_t, std::set<std::string>> per_occurrence;
-  for (const auto& r : f.s->runs_of(job.job_id)) per_occurrence[*r.occurrence].insert(r.pinned_to);
+  for (const auto& r : f.s->jobs().runs_of(job.job_id)) per_occurrence[*r.occurrence].insert(r.pinned_to);
   REQUIRE(per_occurrence.size() >= 2);
   for (const auto& [at, agents] : per_occurrence) CHECK(agents == std::set<std::string>{"web-1", "web-2"});
 
   auto lonely = f.job();
   lonely.fan_out = model::Labels{"role=cache"};
   lonely.schedule = spec.schedule;
-  auto other = f.s->submit({lonely})[0];
-  f.s->materialise(leader, *epoch, settings);
-  auto runs = f.s->runs_of(other.job_id);
+  auto other = f.s->jobs().submit({lonely})[0];
+  f.s->scheduler().materialise(leader, *epoch, settings);
+  auto runs = f.s->jobs().runs_of(other.job_id);
   REQUIRE(!runs.empty());
   for (const auto& r : runs) {
     CHECK(r.status == RunStatus::skipped);
@@ -175,30 +179,30 @@ TEST_CASE("fleet: a fan-out schedule gets one run per agent per occurrence, or a
 TEST_CASE("fleet: a queue's max-concurrent and tenant-max-concurrent cap what every agent claims") {
   Fixture f;
   auto a = f.agent("a"), b = f.agent("b");
-  f.s->set_queue_limits("other", {2, std::nullopt, std::nullopt});
+  f.s->queues().set_queue_limits("other", {2, std::nullopt, std::nullopt});
   std::vector<model::JobSpec> specs(5, f.job("other"));
-  f.s->submit(specs);
-  CHECK(f.s->claim(a, {"other"}, 10, kLease).size() == 2);
-  CHECK(f.s->claim(b, {"other"}, 10, kLease).empty());
+  f.s->jobs().submit(specs);
+  CHECK(f.s->agent().claim(a, {"other"}, 10, kLease).size() == 2);
+  CHECK(f.s->agent().claim(b, {"other"}, 10, kLease).empty());
 
-  f.s->set_queue_limits("default", {std::nullopt, std::nullopt, 1});
+  f.s->queues().set_queue_limits("default", {std::nullopt, std::nullopt, 1});
   std::vector<model::JobSpec> tenants;
   for (const char* t : {"acme", "acme", "acme", "globex", "globex"}) {
     auto spec = f.job();
     spec.tenant = t;
     tenants.push_back(spec);
   }
-  f.s->submit(tenants);
-  auto claimed = f.s->claim(a, {"default"}, 10, kLease);
+  f.s->jobs().submit(tenants);
+  auto claimed = f.s->agent().claim(a, {"default"}, 10, kLease);
   REQUIRE(claimed.size() == 2);
   CHECK(claimed[0].spec.tenant != claimed[1].spec.tenant);
-  CHECK(f.s->claim(b, {"default"}, 10, kLease).empty());
+  CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).empty());
 
-  auto queues = f.s->list_queues();
+  auto queues = f.s->queues().list_queues();
   auto other = std::find_if(queues.begin(), queues.end(), [](const auto& q) { return q.name == "other"; });
   REQUIRE(other != queues.end());
   CHECK(other->max_concurrent == 2);
-  CHECK_THROWS_AS(f.s->set_queue_limits("other", {-1, std::nullopt, std::nullopt}), Error);
+  CHECK_THROWS_AS(f.s->queues().set_queue_limits("other", {-1, std::nullopt, std::nullopt}), Error);
 }
 
 TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another tenant") {
@@ -206,15 +210,15 @@ TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another 
   auto a = f.agent("a");
   std::vector<model::JobSpec> burst(10000, f.job());
   for (auto& spec : burst) spec.tenant = "analytics";
-  f.s->submit(burst);
+  f.s->jobs().submit(burst);
   std::vector<model::JobSpec> few(10, f.job());
   for (auto& spec : few) spec.tenant = "billing";
-  f.s->submit(few);
+  f.s->jobs().submit(few);
 
   // One run per claim is the hardest case for fairness: no batch to share.
   int billing_started = 0, claims = 0;
   while (billing_started < 10 && claims < 100) {
-    auto c = f.s->claim(a, {"default"}, 1, kLease);
+    auto c = f.s->agent().claim(a, {"default"}, 1, kLease);
     REQUIRE(c.size() == 1);
     ++claims;
     if (c[0].spec.tenant == "billing") ++billing_started;
@@ -227,8 +231,8 @@ TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another 
   auto urgent = f.job();
   urgent.tenant = "analytics";
   urgent.priority = model::Priority::critical;
-  f.s->submit({urgent});
-  auto c = f.s->claim(a, {"default"}, 1, kLease);
+  f.s->jobs().submit({urgent});
+  auto c = f.s->agent().claim(a, {"default"}, 1, kLease);
   REQUIRE(c.size() == 1);
   CHECK(c[0].spec.priority == model::Priority::critical);
 }
@@ -236,12 +240,12 @@ TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another 
 TEST_CASE("fleet: a queue's rate spends one token per claim and says when the next one comes") {
   Fixture f;
   auto a = f.agent("a");
-  f.s->set_queue_limits("default", {std::nullopt, 0.5, std::nullopt});  // one run every 2 s
+  f.s->queues().set_queue_limits("default", {std::nullopt, 0.5, std::nullopt});  // one run every 2 s
   std::vector<model::JobSpec> specs(5, f.job());
-  f.s->submit(specs);
-  CHECK(f.s->claim(a, {"default"}, 10, kLease).size() == 1);  // the burst: one token
-  CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());
-  auto due = f.s->next_due_in(a, {"default"});
+  f.s->jobs().submit(specs);
+  CHECK(f.s->agent().claim(a, {"default"}, 10, kLease).size() == 1);  // the burst: one token
+  CHECK(f.s->agent().claim(a, {"default"}, 10, kLease).empty());
+  auto due = f.s->agent().next_due_in(a, {"default"});
   REQUIRE(due);
   CHECK(*due > 0);
   CHECK(*due <= 2'000'000);
@@ -252,13 +256,13 @@ TEST_CASE("fleet: update --concurrency-key moves waiting runs into the new group
   auto a = f.agent("a");
   auto first = f.job(), second = f.job();
   first.concurrency_key = "k";
-  auto ids = f.s->submit({first, second});
-  REQUIRE(f.s->claim(a, {"default"}, 1, kLease).size() == 1);  // first, holding k
+  auto ids = f.s->jobs().submit({first, second});
+  REQUIRE(f.s->agent().claim(a, {"default"}, 1, kLease).size() == 1);  // first, holding k
   store::JobUpdate u;
   u.concurrency_key = "k";
-  CHECK(f.s->update_job(ids[1].job_id, u).changed);
-  CHECK(f.s->claim(a, {"default"}, 10, kLease).empty());
-  CHECK(f.s->get_job(ids[1].job_id)->job.spec.concurrency_key == "k");
+  CHECK(f.s->jobs().update_job(ids[1].job_id, u).changed);
+  CHECK(f.s->agent().claim(a, {"default"}, 10, kLease).empty());
+  CHECK(f.s->jobs().get_job(ids[1].job_id)->job.spec.concurrency_key == "k");
 }
 
 TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across agents") {
@@ -269,10 +273,10 @@ TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across
   spec.fan_out = model::Labels{"role=web"};
   spec.schedule = model::ScheduleSpec{};
   spec.schedule->cron = "* * * * * *";  // overlap skip: limit 1
-  auto job = f.s->submit({spec})[0];
-  auto epoch = f.s->lead(leader, kLease);
+  auto job = f.s->jobs().submit({spec})[0];
+  auto epoch = f.s->scheduler().lead(leader, kLease);
   REQUIRE(epoch);
-  f.s->materialise(leader, *epoch, {});
+  f.s->scheduler().materialise(leader, *epoch, {});
   auto groups = f.s->connection().query("SELECT DISTINCT group_key FROM runs WHERE job_id = $1 ORDER BY 1",
                                         {job.job_id});
   REQUIRE(groups.size() == 2);
@@ -283,7 +287,7 @@ TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across
 TEST_CASE("fleet: two agents claiming at once on their own connections never exceed a group's or a queue's limit") {
   Fixture f;
   auto a = f.agent("a"), b = f.agent("b");
-  f.s->set_queue_limits("other", {3, std::nullopt, std::nullopt});
+  f.s->queues().set_queue_limits("other", {3, std::nullopt, std::nullopt});
   std::vector<model::JobSpec> specs;
   for (int i = 0; i < 60; ++i) {
     auto spec = f.job(i % 2 ? "other" : "default");
@@ -293,14 +297,14 @@ TEST_CASE("fleet: two agents claiming at once on their own connections never exc
     }
     specs.push_back(spec);
   }
-  f.s->submit(specs);
+  f.s->jobs().submit(specs);
   // What is running by our own count: claimed and not yet reported done.
   // It can only lag behind the store, so any excess is a real one.
   std::atomic<int> in_group{0}, in_queue{0}, worst_group{0}, worst_queue{0}, done{0};
   auto work = [&](const std::string& worker) {
     auto s = f.db.open();
     for (int round = 0; round < 2000 && done.load() < 60; ++round) {
-      auto claimed = s->claim(worker, {"default", "other"}, 5, kLease);
+      auto claimed = s->agent().claim(worker, {"default", "other"}, 5, kLease);
       int g = 0, q = 0;
       for (const auto& c : claimed) (c.queue == "other" ? q : g)++;
       worst_group = std::max(worst_group.load(), in_group += g);
@@ -310,7 +314,7 @@ TEST_CASE("fleet: two agents claiming at once on their own connections never exc
       in_queue -= q;
       std::vector<store::Completion> finished;
       for (const auto& c : claimed) finished.push_back(store::completion_of(c, RunStatus::succeeded));
-      if (!finished.empty()) s->complete(finished);
+      if (!finished.empty()) s->agent().complete(finished);
       done += static_cast<int>(claimed.size());
     }
   };
@@ -328,11 +332,11 @@ TEST_CASE("fleet: a long backlog in one group and a first run nobody can take do
   auto a = f.agent("a");
   std::vector<model::JobSpec> deploys(600, f.job());
   for (auto& spec : deploys) spec.concurrency_key = "deploy";
-  f.s->submit(deploys);
+  f.s->jobs().submit(deploys);
   auto backup = f.job();
   backup.concurrency_key = "backup";
-  f.s->submit({backup});
-  auto claimed = f.s->claim(a, {"default"}, 10, kLease);
+  f.s->jobs().submit({backup});
+  auto claimed = f.s->agent().claim(a, {"default"}, 10, kLease);
   std::set<std::string> keys;
   for (const auto& c : claimed) keys.insert(c.spec.concurrency_key);
   CHECK(keys == std::set<std::string>{"deploy", "backup"});
@@ -341,9 +345,9 @@ TEST_CASE("fleet: a long backlog in one group and a first run nobody can take do
   // The first waiting run of group "k" belongs to a paused job: the next one runs.
   auto paused = f.job("other"), next = f.job("other");
   paused.concurrency_key = next.concurrency_key = "k";
-  auto ids = f.s->submit({paused, next});
-  f.s->set_paused(ids[0].job_id, true);
-  auto c = f.s->claim(a, {"other"}, 10, kLease);
+  auto ids = f.s->jobs().submit({paused, next});
+  f.s->jobs().set_paused(ids[0].job_id, true);
+  auto c = f.s->agent().claim(a, {"other"}, 10, kLease);
   REQUIRE(c.size() == 1);
   CHECK(c[0].job_id == ids[1].job_id);
 }
@@ -352,10 +356,10 @@ TEST_CASE("fleet: removing a concurrency key removes the limit it brought") {
   Fixture f;
   auto spec = f.job();
   spec.concurrency_key = "k";
-  auto id = f.s->submit({spec})[0].job_id;
-  CHECK(model::group_limit(f.s->get_job(id)->job.spec) == 1);
+  auto id = f.s->jobs().submit({spec})[0].job_id;
+  CHECK(model::group_limit(f.s->jobs().get_job(id)->job.spec) == 1);
   store::JobUpdate u;
   u.concurrency_key = "";
-  f.s->update_job(id, u);
-  CHECK(model::group_limit(f.s->get_job(id)->job.spec) == 0);
+  f.s->jobs().update_job(id, u);
+  CHECK(model::group_limit(f.s->jobs().get_job(id)->job.spec) == 0);
 }

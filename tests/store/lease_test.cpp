@@ -4,6 +4,9 @@
 #include <set>
 #include <thread>
 
+#include "common/store/admin.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -14,11 +17,11 @@ namespace {
 std::string submit_one(store::Store& s) {
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  return s.submit({spec})[0].run_id;
+  return s.jobs().submit({spec})[0].run_id;
 }
 
 std::string worker(store::Store& s, const std::string& name) {
-  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 50'000, {}});
+  return s.agent().register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 50'000, {}});
 }
 
 // Lets `us` microseconds pass on the store's clock: its fake clock moves
@@ -35,15 +38,15 @@ TEST_CASE("lease: heartbeat extends every lease the worker holds and nobody else
   submit_one(*s);
   submit_one(*s);
   submit_one(*s);
-  auto mine = s->claim(a, {"default"}, 2, 1'000'000);
-  auto theirs = s->claim(b, {"default"}, 2, 1'000'000);
+  auto mine = s->agent().claim(a, {"default"}, 2, 1'000'000);
+  auto theirs = s->agent().claim(b, {"default"}, 2, 1'000'000);
   REQUIRE(mine.size() == 2);
   REQUIRE(theirs.size() == 1);
-  int64_t before = *s->get_run(mine[0].run_id)->lease_expires_at;
-  auto leases = s->heartbeat(a, model::WorkerState::active, 60'000'000);
+  int64_t before = *s->jobs().get_run(mine[0].run_id)->lease_expires_at;
+  auto leases = s->agent().heartbeat(a, model::WorkerState::active, 60'000'000);
   CHECK(leases.size() == 2);
-  CHECK(*s->get_run(mine[0].run_id)->lease_expires_at > before + 30'000'000);
-  CHECK(*s->get_run(theirs[0].run_id)->lease_expires_at < before + 30'000'000);
+  CHECK(*s->jobs().get_run(mine[0].run_id)->lease_expires_at > before + 30'000'000);
+  CHECK(*s->jobs().get_run(theirs[0].run_id)->lease_expires_at < before + 30'000'000);
 }
 
 TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is fenced out") {
@@ -52,32 +55,32 @@ TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is
   auto s = db.open();
   auto a = worker(*s, "a"), b = worker(*s, "b");
   auto run_id = submit_one(*s);
-  auto first = s->claim(a, {"default"}, 1, 20'000);
+  auto first = s->agent().claim(a, {"default"}, 1, 20'000);
   REQUIRE(first.size() == 1);
   outlive(*s, 20'000);
-  CHECK(s->rescue_expired() == 1);
-  auto run = s->get_run(run_id);
+  CHECK(s->agent().rescue_expired() == 1);
+  auto run = s->jobs().get_run(run_id);
   CHECK(run->status == RunStatus::pending);
   CHECK(run->error.find("lease expired") != std::string::npos);
 
-  auto second = s->claim(b, {"default"}, 1, 30'000'000);
+  auto second = s->agent().claim(b, {"default"}, 1, 30'000'000);
   REQUIRE(second.size() == 1);
   CHECK(second[0].fence == first[0].fence + 1);
   CHECK(second[0].attempt == 2);
 
   // The deposed owner wakes up and reports: nothing changes.
   auto stale = store::completion_of(first[0], RunStatus::succeeded);
-  CHECK(s->complete({stale}) == std::vector<bool>{false});
-  CHECK(s->get_run(run_id)->status == RunStatus::running);
-  CHECK(s->heartbeat(a, model::WorkerState::active, 30'000'000).empty());
+  CHECK(s->agent().complete({stale}) == std::vector<bool>{false});
+  CHECK(s->jobs().get_run(run_id)->status == RunStatus::running);
+  CHECK(s->agent().heartbeat(a, model::WorkerState::active, 30'000'000).empty());
 
   auto fresh = store::completion_of(second[0], RunStatus::succeeded);
-  CHECK(s->complete({fresh}) == std::vector<bool>{true});
-  auto attempts = s->attempts(run_id);
+  CHECK(s->agent().complete({fresh}) == std::vector<bool>{true});
+  auto attempts = s->jobs().attempts(run_id);
   REQUIRE(attempts.size() == 2);
   CHECK(attempts[0].outcome == "lost");
   CHECK(attempts[1].outcome == "succeeded");
-  CHECK(s->get_run(run_id)->status == RunStatus::succeeded);
+  CHECK(s->jobs().get_run(run_id)->status == RunStatus::succeeded);
 }
 
 TEST_CASE("lease: rescue takes nothing while the store's clock reads outside the window its caller expects") {
@@ -86,17 +89,17 @@ TEST_CASE("lease: rescue takes nothing while the store's clock reads outside the
   auto s = db.open();
   auto a = worker(*s, "a");  // lease 50 ms
   auto run_id = submit_one(*s);
-  REQUIRE(s->claim(a, {"default"}, 1, 20'000).size() == 1);
+  REQUIRE(s->agent().claim(a, {"default"}, 1, 20'000).size() == 1);
   outlive(*s, 60'000);
   // The caller last saw the clock an hour from now (or an hour ago): the
   // clock has stepped since, so expired-looking leases may be alive.
   int64_t now = s->now(), hour = 3'600'000'000;
-  CHECK(s->rescue_expired(INT64_MAX, now + hour, now + 2 * hour) == 0);
-  CHECK(s->rescue_expired(INT64_MAX, now - 2 * hour, now - hour) == 0);
-  CHECK(s->get_run(run_id)->status == RunStatus::running);
+  CHECK(s->agent().rescue_expired(INT64_MAX, now + hour, now + 2 * hour) == 0);
+  CHECK(s->agent().rescue_expired(INT64_MAX, now - 2 * hour, now - hour) == 0);
+  CHECK(s->jobs().get_run(run_id)->status == RunStatus::running);
   // Where the caller expects it: rescued.
-  CHECK(s->rescue_expired(INT64_MAX, now - hour, now + hour) == 1);
-  CHECK(s->get_run(run_id)->status == RunStatus::pending);
+  CHECK(s->agent().rescue_expired(INT64_MAX, now - hour, now + hour) == 1);
+  CHECK(s->jobs().get_run(run_id)->status == RunStatus::pending);
 }
 
 TEST_CASE("lease: a worker that stops heartbeating is marked gone") {
@@ -105,8 +108,8 @@ TEST_CASE("lease: a worker that stops heartbeating is marked gone") {
   auto s = db.open();
   auto a = worker(*s, "a");  // lease 50 ms
   outlive(*s, 50'000);
-  s->rescue_expired();
-  auto workers = s->list_workers();
+  s->agent().rescue_expired();
+  auto workers = s->admin().list_workers();
   REQUIRE(workers.size() == 1);
   CHECK(workers[0].id == a);
   CHECK(workers[0].state == model::WorkerState::gone);
@@ -118,21 +121,21 @@ TEST_CASE("lease: release gives the run back without spending a delivery") {
   auto s = db.open();
   auto a = worker(*s, "a");
   auto run_id = submit_one(*s);
-  auto c = s->claim(a, {"default"}, 1, 30'000'000);
+  auto c = s->agent().claim(a, {"default"}, 1, 30'000'000);
   REQUIRE(c.size() == 1);
-  CHECK(s->get_run(run_id)->deliveries == 1);
+  CHECK(s->jobs().get_run(run_id)->deliveries == 1);
   auto r = store::completion_of(c[0], RunStatus::failed);
   r.error = "released: the agent was draining";
-  s->release({r});
-  auto run = s->get_run(run_id);
+  s->agent().release({r});
+  auto run = s->jobs().get_run(run_id);
   CHECK(run->status == RunStatus::pending);
   CHECK(run->deliveries == 0);
-  CHECK(s->attempts(run_id).at(0).outcome == "released");
+  CHECK(s->jobs().attempts(run_id).at(0).outcome == "released");
   // A stale release after someone else claimed it changes nothing.
-  auto again = s->claim(a, {"default"}, 1, 30'000'000);
+  auto again = s->agent().claim(a, {"default"}, 1, 30'000'000);
   REQUIRE(again.size() == 1);
-  s->release({r});
-  CHECK(s->get_run(run_id)->status == RunStatus::running);
+  s->agent().release({r});
+  CHECK(s->jobs().get_run(run_id)->status == RunStatus::running);
 }
 
 TEST_CASE("lease: concurrent claimers never get the same run") {
@@ -142,7 +145,7 @@ TEST_CASE("lease: concurrent claimers never get the same run") {
     auto s = db.open();
     std::vector<model::JobSpec> specs(600);
     for (auto& sp : specs) sp.command.argv = {"true"};
-    s->submit(specs);
+    s->jobs().submit(specs);
   }
   std::vector<std::vector<std::string>> got(3);
   std::vector<std::thread> threads;
@@ -151,7 +154,7 @@ TEST_CASE("lease: concurrent claimers never get the same run") {
       auto s = store::Store::open(config::parse_dsn(db.dsn()));
       auto w = worker(*s, "t" + std::to_string(t));
       for (;;) {
-        auto c = s->claim(w, {"default"}, 7, 30'000'000);
+        auto c = s->agent().claim(w, {"default"}, 7, 30'000'000);
         if (c.empty()) break;
         for (auto& r : c) got[static_cast<size_t>(t)].push_back(r.run_id);
       }
@@ -172,27 +175,27 @@ TEST_CASE("lease: a restarted agent gives back its dead incarnation's runs at on
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto dead = s->register_worker(store::WorkerRegistration{"a", "host", 41, {"default"}, 8, "test", 600'000'000, {}});
-  auto other = s->register_worker(store::WorkerRegistration{"b", "host", 42, {"default"}, 8, "test", 600'000'000, {}});
-  auto again = s->register_worker(store::WorkerRegistration{"a", "host", 43, {"default"}, 8, "test", 600'000'000, {}});
-  s->register_worker(store::WorkerRegistration{"a", "elsewhere", 44, {"default"}, 8, "test", 600'000'000, {}});
+  auto dead = s->agent().register_worker(store::WorkerRegistration{"a", "host", 41, {"default"}, 8, "test", 600'000'000, {}});
+  auto other = s->agent().register_worker(store::WorkerRegistration{"b", "host", 42, {"default"}, 8, "test", 600'000'000, {}});
+  auto again = s->agent().register_worker(store::WorkerRegistration{"a", "host", 43, {"default"}, 8, "test", 600'000'000, {}});
+  s->agent().register_worker(store::WorkerRegistration{"a", "elsewhere", 44, {"default"}, 8, "test", 600'000'000, {}});
   auto submit_as = [&](const std::string& name, auto&& tweak) {
     model::JobSpec spec;
     spec.name = name;
     spec.command.argv = {"true"};
     tweak(spec);
-    return s->submit({spec})[0];
+    return s->jobs().submit({spec})[0];
   };
   auto plain = submit_as("plain", [](model::JobSpec&) {});
   auto once = submit_as("once", [](model::JobSpec& j) { j.retry_given.delivery = model::Delivery::at_most_once; });
   auto poison = submit_as("poison", [](model::JobSpec& j) { j.retry_given.max_deliveries = 1; });
   auto deleted = submit_as("deleted", [](model::JobSpec&) {});
-  REQUIRE(s->claim(dead, {"default"}, 4, 600'000'000).size() == 4);
+  REQUIRE(s->agent().claim(dead, {"default"}, 4, 600'000'000).size() == 4);
   auto theirs = submit_as("theirs", [](model::JobSpec&) {});
-  REQUIRE(s->claim(other, {"default"}, 4, 600'000'000).size() == 1);
-  s->delete_job(deleted.job_id, store::CancelRunning::no);
+  REQUIRE(s->agent().claim(other, {"default"}, 4, 600'000'000).size() == 1);
+  s->jobs().delete_job(deleted.job_id, store::CancelRunning::no);
 
-  auto seen = s->incarnations("a", "host");
+  auto seen = s->agent().incarnations("a", "host");
   REQUIRE(seen.size() == 2);
   CHECK(seen[0].worker_id == dead);
   CHECK(seen[0].pid == 41);
@@ -200,26 +203,26 @@ TEST_CASE("lease: a restarted agent gives back its dead incarnation's runs at on
   CHECK(seen[1].worker_id == again);
 
   const std::string why = "the previous incarnation of agent a (pid 41) died";
-  CHECK(s->give_back_runs(dead, why) == 4);
-  auto run = s->get_run(plain.run_id);
+  CHECK(s->agent().give_back_runs(dead, why) == 4);
+  auto run = s->jobs().get_run(plain.run_id);
   CHECK(run->status == RunStatus::pending);  // due now: nobody waits for its lease
   CHECK(run->lease_owner.empty());
   CHECK(run->error == why);
-  CHECK(s->attempts(plain.run_id).at(0).outcome == "lost");
-  CHECK(s->attempts(plain.run_id).at(0).error == why);
-  CHECK(s->get_run(once.run_id)->status == RunStatus::dead);
-  CHECK(s->get_run(once.run_id)->error.find("at-most-once") != std::string::npos);
-  CHECK(s->get_run(poison.run_id)->status == RunStatus::dead);
-  CHECK(s->get_run(poison.run_id)->error == "poison: delivered 1 times without a result");
-  CHECK(s->get_run(deleted.run_id)->status == RunStatus::cancelled);
-  CHECK(s->get_run(deleted.run_id)->error == "cancelled: the job was deleted");
-  CHECK(s->get_run(theirs.run_id)->status == RunStatus::running);  // another agent's
-  CHECK(s->incarnations("a", "host")[0].gone);
-  CHECK_FALSE(s->incarnations("a", "host")[1].gone);
+  CHECK(s->jobs().attempts(plain.run_id).at(0).outcome == "lost");
+  CHECK(s->jobs().attempts(plain.run_id).at(0).error == why);
+  CHECK(s->jobs().get_run(once.run_id)->status == RunStatus::dead);
+  CHECK(s->jobs().get_run(once.run_id)->error.find("at-most-once") != std::string::npos);
+  CHECK(s->jobs().get_run(poison.run_id)->status == RunStatus::dead);
+  CHECK(s->jobs().get_run(poison.run_id)->error == "poison: delivered 1 times without a result");
+  CHECK(s->jobs().get_run(deleted.run_id)->status == RunStatus::cancelled);
+  CHECK(s->jobs().get_run(deleted.run_id)->error == "cancelled: the job was deleted");
+  CHECK(s->jobs().get_run(theirs.run_id)->status == RunStatus::running);  // another agent's
+  CHECK(s->agent().incarnations("a", "host")[0].gone);
+  CHECK_FALSE(s->agent().incarnations("a", "host")[1].gone);
 
-  auto claimed = s->claim(again, {"default"}, 4, 600'000'000);
+  auto claimed = s->agent().claim(again, {"default"}, 4, 600'000'000);
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].run_id == plain.run_id);
   CHECK(claimed[0].attempt == 2);
-  CHECK(s->give_back_runs(dead, why) == 0);  // a second time finds nothing
+  CHECK(s->agent().give_back_runs(dead, why) == 0);  // a second time finds nothing
 }

@@ -5,6 +5,11 @@
 #include <set>
 #include <thread>
 
+#include "common/store/admin.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
+#include "common/store/scheduler.hpp"
+#include "common/store/schedules.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -24,11 +29,11 @@ std::string submit_schedule(store::Store& s, const std::string& cron, model::Ove
   sc.overlap = overlap;
   sc.misfire = misfire;
   spec.schedule = sc;
-  return s.submit({spec})[0].job_id;
+  return s.jobs().submit({spec})[0].job_id;
 }
 
 std::string worker(store::Store& s, const std::string& name) {
-  return s.register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 5 * kSecond, {}});
+  return s.agent().register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 5 * kSecond, {}});
 }
 
 // Lets `us` microseconds pass on the store's clock: its fake clock moves
@@ -36,7 +41,7 @@ std::string worker(store::Store& s, const std::string& name) {
 void outlive(store::Store& s, int64_t us) { s.connection().shift_clock(us + 1); }
 
 std::vector<model::Run> runs_with(store::Store& s, const std::string& job_id, RunStatus status) {
-  auto runs = s.runs_of(job_id);
+  auto runs = s.jobs().runs_of(job_id);
   std::erase_if(runs, [&](const model::Run& r) { return r.status != status; });
   return runs;
 }
@@ -63,7 +68,7 @@ TEST_CASE("schedule: submit --cron stores a schedule with its next fire time and
   auto s = db.open();
   int64_t before = s->now();
   auto id = submit_schedule(*s, "*/5 * * * *");
-  auto job = s->get_job(id);
+  auto job = s->jobs().get_job(id);
   REQUIRE(job);
   REQUIRE(job->job.spec.schedule);
   CHECK(job->job.spec.schedule->cron == "*/5 * * * *");
@@ -71,8 +76,8 @@ TEST_CASE("schedule: submit --cron stores a schedule with its next fire time and
   REQUIRE(job->job.next_fire_at);
   CHECK(*job->job.next_fire_at > before);
   CHECK(*job->job.next_fire_at % (300 * kSecond) == 0);
-  CHECK(s->runs_of(id).empty());
-  CHECK(s->list_schedules().size() == 1);
+  CHECK(s->jobs().runs_of(id).empty());
+  CHECK(s->schedules().list_schedules().size() == 1);
 }
 
 TEST_CASE("schedule: one leader at a time, a new epoch on takeover, and a deposed leader writes nothing") {
@@ -81,25 +86,25 @@ TEST_CASE("schedule: one leader at a time, a new epoch on takeover, and a depose
   auto s = db.open();
   auto a = worker(*s, "a"), b = worker(*s, "b");
   auto job = submit_schedule(*s, "* * * * * *");
-  auto epoch_a = s->lead(a, 200'000);
+  auto epoch_a = s->scheduler().lead(a, 200'000);
   REQUIRE(epoch_a);
-  CHECK_FALSE(s->lead(b, 200'000));
-  CHECK(s->lead(a, 200'000) == epoch_a);  // renewal keeps the epoch
-  auto workers = s->list_workers();
+  CHECK_FALSE(s->scheduler().lead(b, 200'000));
+  CHECK(s->scheduler().lead(a, 200'000) == epoch_a);  // renewal keeps the epoch
+  auto workers = s->admin().list_workers();
   CHECK(std::count_if(workers.begin(), workers.end(), [](const model::Worker& w) { return w.leader; }) == 1);
   outlive(*s, 200'000);
-  auto epoch_b = s->lead(b, 10 * kSecond);
+  auto epoch_b = s->scheduler().lead(b, 10 * kSecond);
   REQUIRE(epoch_b);
   CHECK(*epoch_b == *epoch_a + 1);
-  CHECK_FALSE(s->lead(a, 200'000));
-  auto fenced = s->materialise(a, *epoch_a, settings(3 * kSecond));
+  CHECK_FALSE(s->scheduler().lead(a, 200'000));
+  auto fenced = s->scheduler().materialise(a, *epoch_a, settings(3 * kSecond));
   CHECK(fenced.fenced);
-  CHECK(s->runs_of(job).empty());
-  auto done = s->materialise(b, *epoch_b, settings(3 * kSecond));
+  CHECK(s->jobs().runs_of(job).empty());
+  auto done = s->scheduler().materialise(b, *epoch_b, settings(3 * kSecond));
   CHECK_FALSE(done.fenced);
   CHECK(done.runs >= 3);
-  s->resign(b);
-  CHECK(s->lead(a, 200'000) == *epoch_b + 1);
+  s->scheduler().resign(b);
+  CHECK(s->scheduler().lead(a, 200'000) == *epoch_b + 1);
 }
 
 TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at their fire time") {
@@ -108,11 +113,11 @@ TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at thei
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
-  auto epoch = s->lead(a, 10 * kSecond);
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
   REQUIRE(epoch);
   int64_t now = s->now();
-  auto first = s->materialise(a, *epoch, settings(5 * kSecond));
-  auto runs = s->runs_of(job);
+  auto first = s->scheduler().materialise(a, *epoch, settings(5 * kSecond));
+  auto runs = s->jobs().runs_of(job);
   CHECK(first.runs == static_cast<int64_t>(runs.size()));
   CHECK(runs.size() >= 4);
   CHECK(runs.size() <= 6);
@@ -128,14 +133,14 @@ TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at thei
   }
   CHECK(occurrences.size() == runs.size());
   // Again at once: nothing new, nothing doubled.
-  auto again = s->materialise(a, *epoch, settings(5 * kSecond));
+  auto again = s->scheduler().materialise(a, *epoch, settings(5 * kSecond));
   CHECK(again.runs == 0);
-  CHECK(s->runs_of(job).size() == runs.size());
+  CHECK(s->jobs().runs_of(job).size() == runs.size());
   // Even a leader that re-materialises the same span (a lost next_fire_at
   // update) cannot double an occurrence.
   s->connection().exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job, *occurrences.begin()});
-  s->materialise(a, *epoch, settings(5 * kSecond));
-  auto after = s->runs_of(job);
+  s->scheduler().materialise(a, *epoch, settings(5 * kSecond));
+  auto after = s->jobs().runs_of(job);
   std::set<int64_t> unique;
   for (const auto& r : after) unique.insert(*r.occurrence);
   CHECK(unique.size() == after.size());
@@ -148,8 +153,8 @@ TEST_CASE("schedule: misfire latest runs the newest missed occurrence and record
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::latest);
   rewind(*s, job, 10 * 60 * kSecond);
-  auto epoch = s->lead(a, 10 * kSecond);
-  auto r = s->materialise(a, *epoch, settings(kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  auto r = s->scheduler().materialise(a, *epoch, settings(kSecond));
   auto pending = runs_with(*s, job, RunStatus::pending);
   auto skipped = runs_with(*s, job, RunStatus::skipped);
   // Missed: older than misfire_after (5 s). A minute may also begin inside
@@ -171,8 +176,8 @@ TEST_CASE("schedule: misfire skip runs none of the missed occurrences") {
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::skip);
   rewind(*s, job, 10 * 60 * kSecond);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(kSecond));
   for (const auto& run : runs_with(*s, job, RunStatus::pending)) CHECK(*run.occurrence > s->now() - 5 * kSecond);
   auto skipped = runs_with(*s, job, RunStatus::skipped);
   REQUIRE(skipped.size() == 1);
@@ -192,16 +197,16 @@ TEST_CASE("schedule: misfire all catches up within the window, rate-limited per 
   sc.overlap = model::Overlap::buffer_all;
   sc.catchup_window_us = 30 * 60 * kSecond;
   spec.schedule = sc;
-  auto job = s->submit({spec})[0].job_id;
+  auto job = s->jobs().submit({spec})[0].job_id;
   rewind(*s, job, 60 * 60 * kSecond);  // an hour missed, a 30-minute window
-  auto epoch = s->lead(a, 10 * kSecond);
-  auto first = s->materialise(a, *epoch, settings(kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  auto first = s->scheduler().materialise(a, *epoch, settings(kSecond));
   CHECK(first.more);
   CHECK(runs_with(*s, job, RunStatus::pending).size() == 10);  // kCatchUpPerTick
   auto skipped = runs_with(*s, job, RunStatus::skipped);
   REQUIRE(skipped.size() == 1);
   CHECK(skipped[0].error.find("catch-up window") != std::string::npos);
-  for (int i = 0; i < 5; ++i) s->materialise(a, *epoch, settings(kSecond));
+  for (int i = 0; i < 5; ++i) s->scheduler().materialise(a, *epoch, settings(kSecond));
   auto pending = runs_with(*s, job, RunStatus::pending);
   CHECK(pending.size() >= 30);
   CHECK(pending.size() <= 32);
@@ -213,14 +218,14 @@ TEST_CASE("schedule: overlap skip holds the next occurrence at claim time and th
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(2 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
   outlive(*s, 1'100'000);
-  auto claimed = s->claim(a, {"default"}, 8, 10 * kSecond);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(claimed.size() == 1);  // one at a time: the earliest
   outlive(*s, 2'100'000);
-  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
-  CHECK(s->enforce_overlap() >= 1);
+  CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->scheduler().enforce_overlap() >= 1);
   auto skipped = runs_with(*s, job, RunStatus::skipped);
   REQUIRE_FALSE(skipped.empty());
   CHECK(skipped[0].error.find("overlap skip") != std::string::npos);
@@ -232,14 +237,14 @@ TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(3 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
   outlive(*s, 1'100'000);
   // Its agent dies (or loses the store) while it runs: the lease runs out.
-  auto claimed = s->claim(a, {"default"}, 8, 200'000);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 200'000);
   REQUIRE(claimed.size() == 1);
   outlive(*s, 2'100'000);
-  s->enforce_overlap();
+  s->scheduler().enforce_overlap();
   for (const auto& r : runs_with(*s, job, RunStatus::skipped))
     CHECK(r.error.find("overlap skip") == std::string::npos);
   // Of the occurrences due now, the latest waits; the older were missed.
@@ -263,15 +268,15 @@ TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and the
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_all);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(2 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
   outlive(*s, 2'100'000);
-  auto first = s->claim(a, {"default"}, 8, 10 * kSecond);
+  auto first = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(first.size() == 1);
-  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
-  CHECK(s->enforce_overlap() == 0);
-  s->complete({store::completion_of(first[0], RunStatus::succeeded)});
-  auto second = s->claim(a, {"default"}, 8, 10 * kSecond);
+  CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->scheduler().enforce_overlap() == 0);
+  s->agent().complete({store::completion_of(first[0], RunStatus::succeeded)});
+  auto second = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(second.size() == 1);
   CHECK(*second[0].occurrence > *first[0].occurrence);
   CHECK(runs_with(*s, job, RunStatus::skipped).empty());
@@ -283,14 +288,14 @@ TEST_CASE("schedule: overlap cancel-other asks the running occurrence to stop") 
   auto s = db.open();
   auto a = worker(*s, "a");
   submit_schedule(*s, "* * * * * *", model::Overlap::cancel_other);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(2 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
   outlive(*s, 1'100'000);
-  auto first = s->claim(a, {"default"}, 8, 10 * kSecond);
+  auto first = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(first.size() == 1);
   outlive(*s, 1'100'000);
-  CHECK(s->enforce_overlap() == 1);
-  auto leases = s->heartbeat(a, model::WorkerState::active, 10 * kSecond);
+  CHECK(s->scheduler().enforce_overlap() == 1);
+  auto leases = s->agent().heartbeat(a, model::WorkerState::active, 10 * kSecond);
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].cancel_requested);
 }
@@ -301,27 +306,27 @@ TEST_CASE("schedule: update bumps the version and drops the occurrences made und
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(30 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
   REQUIRE(runs_with(*s, job, RunStatus::pending).size() >= 25);
   store::JobUpdate u;
   u.schedule.cron = "0 0 1 1 *";
   u.schedule.tz = "Europe/Berlin";
-  auto updated = s->update_job(job, u);
+  auto updated = s->jobs().update_job(job, u);
   CHECK(updated.version == 2);
   CHECK(updated.dropped >= 25);
   CHECK(runs_with(*s, job, RunStatus::pending).empty());
   auto dropped = runs_with(*s, job, RunStatus::skipped);
   CHECK(dropped.size() >= 25);
   CHECK(dropped[0].error.find("version 2") != std::string::npos);
-  auto view = s->get_job(job);
+  auto view = s->jobs().get_job(job);
   CHECK(view->job.version == 2);
   CHECK(view->job.spec.schedule->tz == "Europe/Berlin");
-  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
   u = {};
   u.schedule.cron = "61 * * * *";
-  CHECK_THROWS_AS(s->update_job(job, u), Error);
-  CHECK(s->get_job(job)->job.version == 2);  // nothing written
+  CHECK_THROWS_AS(s->jobs().update_job(job, u), Error);
+  CHECK(s->jobs().get_job(job)->job.version == 2);  // nothing written
 }
 
 TEST_CASE("schedule: trigger obeys the overlap policy unless forced, backfill fills a past span once") {
@@ -330,26 +335,26 @@ TEST_CASE("schedule: trigger obeys the overlap policy unless forced, backfill fi
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "0 * * * *");
-  auto run = s->trigger(job, false);
-  auto claimed = s->claim(a, {"default"}, 8, 10 * kSecond);
+  auto run = s->schedules().trigger(job, false);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].run_id == run);
-  CHECK_THROWS_AS(s->trigger(job, false), Error);
-  auto forced = s->trigger(job, true);
-  auto second = s->claim(a, {"default"}, 8, 10 * kSecond);
+  CHECK_THROWS_AS(s->schedules().trigger(job, false), Error);
+  auto forced = s->schedules().trigger(job, true);
+  auto second = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(second.size() == 1);
   CHECK(second[0].run_id == forced);
   CHECK_FALSE(second[0].occurrence);
 
   int64_t day = 86400 * kSecond;
   int64_t from = (s->now() / day - 2) * day;  // midnight UTC two days ago
-  auto filled = s->backfill(job, from, from + 3 * 3600 * kSecond);
+  auto filled = s->schedules().backfill(job, from, from + 3 * 3600 * kSecond);
   CHECK(filled.occurrences == 4);  // 00:00, 01:00, 02:00, 03:00
   CHECK(filled.created == 4);
-  auto again = s->backfill(job, from, from + 3 * 3600 * kSecond);
+  auto again = s->schedules().backfill(job, from, from + 3 * 3600 * kSecond);
   CHECK(again.created == 0);
-  CHECK_THROWS_AS(s->backfill(job, from, from - 1), Error);
-  CHECK_THROWS_AS(s->trigger("01ARZ3NDEKTSV4RRFFQ69G5FAV", false), Error);
+  CHECK_THROWS_AS(s->schedules().backfill(job, from, from - 1), Error);
+  CHECK_THROWS_AS(s->schedules().trigger("01ARZ3NDEKTSV4RRFFQ69G5FAV", false), Error);
 }
 
 TEST_CASE("schedule: resume continues from now and skips what came due while paused") {
@@ -358,16 +363,16 @@ TEST_CASE("schedule: resume continues from now and skips what came due while pau
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(2 * kSecond));
-  s->set_paused(job, true);
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+  s->jobs().set_paused(job, true);
   outlive(*s, 2'100'000);
-  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
   int64_t resumed = s->now();
-  s->set_paused(job, false);
-  CHECK(s->claim(a, {"default"}, 8, 10 * kSecond).empty());
+  s->jobs().set_paused(job, false);
+  CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
   CHECK(runs_with(*s, job, RunStatus::skipped).size() >= 2);
-  CHECK(*s->get_job(job)->job.next_fire_at > resumed);
+  CHECK(*s->jobs().get_job(job)->job.next_fire_at > resumed);
 }
 
 TEST_CASE("schedule: overlap buffer-one keeps one occurrence waiting and skips the others") {
@@ -376,12 +381,12 @@ TEST_CASE("schedule: overlap buffer-one keeps one occurrence waiting and skips t
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_one);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(3 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
   outlive(*s, 3'100'000);
-  auto first = s->claim(a, {"default"}, 8, 10 * kSecond);
+  auto first = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(first.size() == 1);
-  CHECK(s->enforce_overlap() >= 1);
+  CHECK(s->scheduler().enforce_overlap() >= 1);
   auto skipped = runs_with(*s, job, RunStatus::skipped);
   REQUIRE_FALSE(skipped.empty());
   CHECK(skipped[0].error.find("buffer-one") != std::string::npos);
@@ -389,8 +394,8 @@ TEST_CASE("schedule: overlap buffer-one keeps one occurrence waiting and skips t
   int waiting = 0;
   for (const auto& r : runs_with(*s, job, RunStatus::pending)) waiting += r.available_at <= now ? 1 : 0;
   CHECK(waiting == 1);
-  s->complete({store::completion_of(first[0], RunStatus::succeeded)});
-  auto second = s->claim(a, {"default"}, 8, 10 * kSecond);
+  s->agent().complete({store::completion_of(first[0], RunStatus::succeeded)});
+  auto second = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(second.size() == 1);
   CHECK(*second[0].occurrence > *first[0].occurrence);
 }
@@ -404,23 +409,23 @@ TEST_CASE("schedule: backfill runs what was skipped, and not what ran under an e
     auto job = submit_schedule(*s, "0 * * * *");
     int64_t day = 86400 * kSecond;
     int64_t from = (s->now() / day - 2) * day;
-    CHECK(s->backfill(job, from, from + 3 * 3600 * kSecond).created == 4);
+    CHECK(s->schedules().backfill(job, from, from + 3 * 3600 * kSecond).created == 4);
     store::JobUpdate u;
     u.priority = model::Priority::high;
-    s->update_job(job, u);
-    auto again = s->backfill(job, from, from + 3 * 3600 * kSecond);
+    s->jobs().update_job(job, u);
+    auto again = s->schedules().backfill(job, from, from + 3 * 3600 * kSecond);
     CHECK(again.occurrences == 4);
     CHECK(again.created == 0);
   }
   SUBCASE("every occurrence of a span the scheduler skipped, the first included") {
     auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::skip);
     rewind(*s, job, 10 * 60 * kSecond);
-    auto epoch = s->lead(a, 10 * kSecond);
-    s->materialise(a, *epoch, settings(kSecond));
+    auto epoch = s->scheduler().lead(a, 10 * kSecond);
+    s->scheduler().materialise(a, *epoch, settings(kSecond));
     auto skipped = runs_with(*s, job, RunStatus::skipped);
     REQUIRE(skipped.size() == 1);
     int64_t first = *skipped[0].occurrence;
-    auto filled = s->backfill(job, first, first + 5 * 60 * kSecond);
+    auto filled = s->schedules().backfill(job, first, first + 5 * 60 * kSecond);
     CHECK(filled.occurrences == 6);
     CHECK(filled.created == 6);
   }
@@ -432,16 +437,16 @@ TEST_CASE("schedule: cancel acts on the run that runs, not on an occurrence made
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::allow);
-  auto epoch = s->lead(a, 10 * kSecond);
-  s->materialise(a, *epoch, settings(120 * kSecond));
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(120 * kSecond));
   REQUIRE(runs_with(*s, job, RunStatus::pending).size() >= 2);  // made ahead, not due
-  auto now_run = s->trigger(job, true);
-  auto claimed = s->claim(a, {"default"}, 8, 10 * kSecond);
+  auto now_run = s->schedules().trigger(job, true);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(claimed.size() == 1);
   REQUIRE(claimed[0].run_id == now_run);
-  CHECK(s->get_job(job)->latest_run->id == now_run);
-  CHECK(s->cancel(job) == store::CancelOutcome::requested);
-  auto leases = s->heartbeat(a, model::WorkerState::active, 10 * kSecond);
+  CHECK(s->jobs().get_job(job)->latest_run->id == now_run);
+  CHECK(s->jobs().cancel(job) == store::CancelOutcome::requested);
+  auto leases = s->agent().heartbeat(a, model::WorkerState::active, 10 * kSecond);
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].cancel_requested);
   CHECK(runs_with(*s, job, RunStatus::cancelled).empty());
@@ -456,13 +461,13 @@ TEST_CASE("schedule: a schedule this host cannot evaluate is reported and left i
   auto broken = submit_schedule(*s, "* * * * * *");
   // As if another host with a zone this one lacks had written it.
   s->connection().exec("UPDATE jobs SET tz = 'Mars/Olympus' WHERE id = $1", {broken});
-  auto before = s->get_job(broken)->job.next_fire_at;
-  auto epoch = s->lead(a, 10 * kSecond);
-  auto r = s->materialise(a, *epoch, settings(5 * kSecond));
+  auto before = s->jobs().get_job(broken)->job.next_fire_at;
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  auto r = s->scheduler().materialise(a, *epoch, settings(5 * kSecond));
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].find(broken) != std::string::npos);
   CHECK(r.errors[0].find("Mars/Olympus") != std::string::npos);
-  CHECK(s->get_job(broken)->job.next_fire_at == before);
-  CHECK(s->runs_of(broken).empty());
+  CHECK(s->jobs().get_job(broken)->job.next_fire_at == before);
+  CHECK(s->jobs().runs_of(broken).empty());
   CHECK(runs_with(*s, good, RunStatus::pending).size() >= 4);
 }

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "common/store/admin.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/migrations.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -20,7 +23,7 @@ struct Fixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
-  std::string worker = s->register_worker({"w", "host", 1, {"default", "reports"}, 64, "test", 600 * kSecond, {}});
+  std::string worker = s->agent().register_worker({"w", "host", 1, {"default", "reports"}, 64, "test", 600 * kSecond, {}});
   int64_t now = s->now();
 
   // A run of a new job in `queue`, claimed; returns it.
@@ -29,8 +32,8 @@ struct Fixture {
     spec.command.argv = {"true"};
     spec.queue = queue;
     spec.priority = p;
-    s->submit({spec});
-    auto c = s->claim(worker, {queue}, 1, 600 * kSecond);
+    s->jobs().submit({spec});
+    auto c = s->agent().claim(worker, {queue}, 1, 600 * kSecond);
     REQUIRE(c.size() == 1);
     return c[0];
   }
@@ -40,7 +43,7 @@ struct Fixture {
   void ended(const store::ClaimedRun& r, RunStatus status, int64_t due, int64_t started, int64_t took) {
     auto c = store::completion_of(r, status);
     if (status != RunStatus::succeeded) c.outcome = model::AttemptOutcome::failed;
-    REQUIRE(s->complete({c}) == std::vector<bool>{true});
+    REQUIRE(s->agent().complete({c}) == std::vector<bool>{true});
     times(r.run_id, due, started, started + took);
   }
 
@@ -56,7 +59,7 @@ struct Fixture {
   void pending(int64_t due) {
     model::JobSpec spec;
     spec.command.argv = {"true"};
-    auto res = s->submit({spec})[0];
+    auto res = s->jobs().submit({spec})[0];
     s->connection().exec("UPDATE runs SET available_at = $2 WHERE id = $1", {res.run_id, due});
   }
 };
@@ -89,7 +92,7 @@ TEST_CASE("stats: counts, oldest ready, outcomes, failure rate, lag and duration
   // Another queue and priority: one death.
   f.ended(f.claimed("reports", model::Priority::high), RunStatus::dead, base, base, kSecond);
 
-  auto all = f.s->stats({});
+  auto all = f.s->admin().stats({});
   REQUIRE(all.size() == 2);
   const auto& d = find(all, "default", model::Priority::normal);
   CHECK(d.window_us == 3600 * kSecond);
@@ -121,10 +124,10 @@ TEST_CASE("stats: counts, oldest ready, outcomes, failure rate, lag and duration
   CHECK(r.ready == 0);
 
   // One queue; a window that leaves everything out but what waits now.
-  auto one = f.s->stats({std::string("reports"), 3600 * kSecond});
+  auto one = f.s->admin().stats({std::string("reports"), 3600 * kSecond});
   REQUIRE(one.size() == 1);
   CHECK(one[0].queue == "reports");
-  auto narrow = f.s->stats({std::nullopt, 60 * kSecond});
+  auto narrow = f.s->admin().stats({std::nullopt, 60 * kSecond});
   const auto& n = find(narrow, "default", model::Priority::normal);
   CHECK(n.succeeded == 0);
   CHECK(n.ready == 3);
@@ -138,8 +141,8 @@ TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or qui
   model::JobSpec timed;
   timed.command.argv = {"sleep", "1000"};
   timed.timeout_us = kSecond;
-  f.s->submit({timed});
-  auto late = f.s->claim(f.worker, {"default"}, 1, 600 * kSecond).at(0);
+  f.s->jobs().submit({timed});
+  auto late = f.s->agent().claim(f.worker, {"default"}, 1, 600 * kSecond).at(0);
   f.times(late.run_id, f.now - 700 * kSecond, f.now - 700 * kSecond, std::nullopt);
   // Quiet for 120 s, without a timeout.
   auto quiet = f.claimed();
@@ -147,11 +150,11 @@ TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or qui
   // Running as long, but it reported progress just now.
   auto busy = f.claimed();
   f.times(busy.run_id, f.now - 120 * kSecond, f.now - 120 * kSecond, std::nullopt);
-  f.s->report_progress(busy.run_id, busy.fence, 0.5, "half", std::nullopt);
+  f.s->jobs().report_progress(busy.run_id, busy.fence, 0.5, "half", std::nullopt);
   // Fresh.
   f.claimed();
 
-  auto stuck = f.s->stuck_runs(60 * kSecond, 50);
+  auto stuck = f.s->admin().stuck_runs(60 * kSecond, 50);
   REQUIRE(stuck.size() == 2);
   CHECK(stuck[0].view.latest_run->id == late.run_id);
   CHECK(stuck[0].why.find("past its --timeout 1s: its agent did not stop it") != std::string::npos);
@@ -159,10 +162,10 @@ TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or qui
   CHECK(stuck[1].why.find("without a progress report") != std::string::npos);
   CHECK(stuck[1].running_us >= 120 * kSecond);
   // A longer quiet limit leaves only the timed-out one.
-  CHECK(f.s->stuck_runs(3600 * kSecond, 50).size() == 1);
+  CHECK(f.s->admin().stuck_runs(3600 * kSecond, 50).size() == 1);
   // The busy one becomes stuck once its last report is old.
   f.s->connection().exec("UPDATE runs SET progress_at = $2 WHERE id = $1", {busy.run_id, f.now - 90 * kSecond});
-  auto later = f.s->stuck_runs(60 * kSecond, 50);
+  auto later = f.s->admin().stuck_runs(60 * kSecond, 50);
   REQUIRE(later.size() == 3);
   auto b = std::find_if(later.begin(), later.end(), [&](const auto& x) { return x.view.latest_run->id == busy.run_id; });
   REQUIRE(b != later.end());
@@ -174,15 +177,15 @@ TEST_CASE("stats: stuck runs of one queue only, with the agent's name") {
   Fixture f;
   auto quiet = f.claimed("reports");
   f.times(quiet.run_id, f.now - 120 * kSecond, f.now - 120 * kSecond, std::nullopt);
-  CHECK(f.s->stuck_runs(60 * kSecond, 50, std::string("default")).empty());
-  auto stuck = f.s->stuck_runs(60 * kSecond, 50, std::string("reports"));
+  CHECK(f.s->admin().stuck_runs(60 * kSecond, 50, std::string("default")).empty());
+  auto stuck = f.s->admin().stuck_runs(60 * kSecond, 50, std::string("reports"));
   REQUIRE(stuck.size() == 1);
   CHECK(stuck[0].worker == "w");
 }
 
 TEST_CASE("doctor: a healthy store is all ok") {
   Fixture f;
-  auto findings = f.s->doctor();
+  auto findings = f.s->admin().doctor();
   auto named = [&](const std::string& name) {
     auto it = std::find_if(findings.begin(), findings.end(), [&](const auto& x) { return x.name == name; });
     REQUIRE(it != findings.end());
@@ -207,9 +210,9 @@ TEST_CASE("doctor: a healthy store is all ok") {
 
 TEST_CASE("workers: an agent that stopped heartbeating is listed as gone before anyone marks it") {
   Fixture f;
-  auto stale = f.s->register_worker({"stale", "host", 2, {"default"}, 4, "test", kSecond, {}});
+  auto stale = f.s->agent().register_worker({"stale", "host", 2, {"default"}, 4, "test", kSecond, {}});
   f.s->connection().exec("UPDATE workers SET heartbeat_at = $2 WHERE id = $1", {stale, f.now - 10 * kSecond});
-  auto workers = f.s->list_workers();
+  auto workers = f.s->admin().list_workers();
   REQUIRE(workers.size() == 2);
   CHECK(workers[0].name == "w");
   CHECK(workers[0].state == model::WorkerState::active);

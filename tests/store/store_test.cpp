@@ -1,6 +1,9 @@
 // The Store contract, on the backend JOBCTL_TEST_BACKEND names.
 #include <doctest/doctest.h>
 
+#include "common/store/admin.hpp"
+#include "common/store/agent.hpp"
+#include "common/store/jobs.hpp"
 #include "common/store/migrations.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/fixtures.hpp"
@@ -22,7 +25,7 @@ model::JobSpec job(const std::string& name, Priority p = Priority::normal, const
 
 std::string worker(store::Store& s, const std::string& name = "w") {
   store::WorkerRegistration reg{name, "host", 1, {"default"}, 8, "test", 30'000'000, {}};
-  return s.register_worker(reg);
+  return s.agent().register_worker(reg);
 }
 
 }  // namespace
@@ -31,9 +34,9 @@ TEST_CASE("store: migrations are idempotent") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  CHECK(s->schema_version() == store::kSchemaVersion);
-  CHECK(s->migrate() == 0);
-  CHECK(s->migrate() == 0);
+  CHECK(s->admin().schema_version() == store::kSchemaVersion);
+  CHECK(s->admin().migrate() == 0);
+  CHECK(s->admin().migrate() == 0);
   CHECK_NOTHROW(s->require_schema());
 }
 
@@ -45,10 +48,10 @@ TEST_CASE("store: submit writes the job and a pending run, get and ls read them 
   spec.env = {{"A", "1"}};
   spec.payload = R"({"n":1})";
   spec.timeout_us = 5'000'000;
-  auto res = s->submit({spec});
+  auto res = s->jobs().submit({spec});
   REQUIRE(res.size() == 1);
   CHECK_FALSE(res[0].existed);
-  auto v = s->get_job(res[0].job_id);
+  auto v = s->jobs().get_job(res[0].job_id);
   REQUIRE(v);
   CHECK(v->job.spec.name == "hello");
   CHECK(v->job.spec.queue == "q1");
@@ -62,13 +65,13 @@ TEST_CASE("store: submit writes the job and a pending run, get and ls read them 
   CHECK(v->latest_run->attempts == 0);
 
   store::JobFilter f;
-  CHECK(s->list_jobs(f).size() == 1);
+  CHECK(s->jobs().list_jobs(f).size() == 1);
   f.queue = "other";
-  CHECK(s->list_jobs(f).empty());
+  CHECK(s->jobs().list_jobs(f).empty());
   f.queue.reset();
   f.status = RunStatus::running;
-  CHECK(s->list_jobs(f).empty());
-  CHECK_FALSE(s->get_job("01ARZ3NDEKTSV4RRFFQ69G5FAV"));
+  CHECK(s->jobs().list_jobs(f).empty());
+  CHECK_FALSE(s->jobs().get_job("01ARZ3NDEKTSV4RRFFQ69G5FAV"));
 }
 
 TEST_CASE("store: an idempotency key returns the existing job, within and across batches") {
@@ -77,19 +80,19 @@ TEST_CASE("store: an idempotency key returns the existing job, within and across
   auto s = db.open();
   auto a = job("a");
   a.idempotency_key = "deploy-42";
-  auto first = s->submit({a});
-  auto again = s->submit({a, job("other")});
+  auto first = s->jobs().submit({a});
+  auto again = s->jobs().submit({a, job("other")});
   CHECK(again[0].existed);
   CHECK(again[0].job_id == first[0].job_id);
   CHECK_FALSE(again[1].existed);
   auto b = job("b");
   b.idempotency_key = "fresh";
-  auto batch = s->submit({b, b});
+  auto batch = s->jobs().submit({b, b});
   CHECK_FALSE(batch[0].existed);
   CHECK(batch[1].existed);
   CHECK(batch[1].job_id == batch[0].job_id);
   store::JobFilter f;
-  CHECK(s->list_jobs(f).size() == 3);
+  CHECK(s->jobs().list_jobs(f).size() == 3);
 }
 
 TEST_CASE("store: a large batch is written whole") {
@@ -102,9 +105,9 @@ TEST_CASE("store: a large batch is written whole") {
     spec.env = {{"I", std::to_string(i)}, {"Q", "a \"quoted\" \\ value,{x}"}};
     specs.push_back(spec);
   }
-  auto res = s->submit(specs);
+  auto res = s->jobs().submit(specs);
   REQUIRE(res.size() == specs.size());
-  auto v = s->get_job(res[11999].job_id);
+  auto v = s->jobs().get_job(res[11999].job_id);
   REQUIRE(v);
   CHECK(v->job.spec.env.at("I") == "11999");
   CHECK(v->job.spec.env.at("Q") == "a \"quoted\" \\ value,{x}");
@@ -120,19 +123,19 @@ TEST_CASE("store: claim takes priority first, then FIFO, only from its queues, u
   for (auto [name, p] : std::vector<std::pair<std::string, Priority>>{
            {"low", Priority::low}, {"n1", Priority::normal}, {"crit", Priority::critical},
            {"high", Priority::high}, {"n2", Priority::normal}}) {
-    s->submit({job(name, p)});
+    s->jobs().submit({job(name, p)});
   }
-  s->submit({job("elsewhere", Priority::critical, "other")});
+  s->jobs().submit({job("elsewhere", Priority::critical, "other")});
   for (int i = 0; i < 5; ++i) {
-    auto c = s->claim(w, {"default"}, 1, 30'000'000);
+    auto c = s->agent().claim(w, {"default"}, 1, 30'000'000);
     REQUIRE(c.size() == 1);
     order.push_back(c[0].spec.name);
     CHECK(c[0].attempt == 1);
     CHECK(c[0].fence == 1);
   }
   CHECK(order == std::vector<std::string>{"crit", "high", "n1", "n2", "low"});
-  CHECK(s->claim(w, {"default"}, 10, 30'000'000).empty());
-  auto other = s->claim(w, {"default", "other"}, 10, 30'000'000);
+  CHECK(s->agent().claim(w, {"default"}, 10, 30'000'000).empty());
+  auto other = s->agent().claim(w, {"default", "other"}, 10, 30'000'000);
   REQUIRE(other.size() == 1);
   CHECK(other[0].spec.name == "elsewhere");
 }
@@ -142,13 +145,13 @@ TEST_CASE("store: a claim opens an attempt and a completion closes it with outpu
   test::TestDb db(dir);
   auto s = db.open();
   auto w = worker(*s, "worker-one");
-  auto res = s->submit({job("x")});
-  auto c = s->claim(w, {"default"}, 4, 30'000'000);
+  auto res = s->jobs().submit({job("x")});
+  auto c = s->agent().claim(w, {"default"}, 4, 30'000'000);
   REQUIRE(c.size() == 1);
-  auto run = s->get_run(res[0].run_id);
+  auto run = s->jobs().get_run(res[0].run_id);
   CHECK(run->status == RunStatus::running);
   CHECK(run->lease_owner == w);
-  auto att = s->attempts(res[0].run_id);
+  auto att = s->jobs().attempts(res[0].run_id);
   REQUIRE(att.size() == 1);
   CHECK(att[0].outcome == "running");
   CHECK(att[0].worker_name == "worker-one");
@@ -158,12 +161,12 @@ TEST_CASE("store: a claim opens an attempt and a completion closes it with outpu
   done.error = "exited with code 3";
   done.stdout_tail = std::string("bin\0ary\xff", 8);
   done.stderr_tail = "oops";
-  CHECK(s->complete({done}) == std::vector<bool>{true});
-  run = s->get_run(res[0].run_id);
+  CHECK(s->agent().complete({done}) == std::vector<bool>{true});
+  run = s->jobs().get_run(res[0].run_id);
   CHECK(run->status == RunStatus::failed);
   CHECK(run->exit_code == 3);
   CHECK(run->lease_owner.empty());
-  att = s->attempts(res[0].run_id);
+  att = s->jobs().attempts(res[0].run_id);
   CHECK(att[0].outcome == "failed");
   CHECK(att[0].stdout_tail == std::string("bin\0ary\xff", 8));
   CHECK(att[0].stderr_tail == "oops");
@@ -175,26 +178,26 @@ TEST_CASE("store: cancel cancels a pending run, requests a running one, refuses 
   test::TestDb db(dir);
   auto s = db.open();
   auto w = worker(*s);
-  auto pending = s->submit({job("p")})[0];
-  CHECK(s->cancel(pending.job_id) == store::CancelOutcome::cancelled);
-  CHECK(s->get_run(pending.run_id)->status == RunStatus::cancelled);
+  auto pending = s->jobs().submit({job("p")})[0];
+  CHECK(s->jobs().cancel(pending.job_id) == store::CancelOutcome::cancelled);
+  CHECK(s->jobs().get_run(pending.run_id)->status == RunStatus::cancelled);
 
-  auto running = s->submit({job("r")})[0];
-  auto c = s->claim(w, {"default"}, 1, 30'000'000);
+  auto running = s->jobs().submit({job("r")})[0];
+  auto c = s->agent().claim(w, {"default"}, 1, 30'000'000);
   REQUIRE(c.size() == 1);
-  CHECK(s->cancel(running.job_id) == store::CancelOutcome::requested);
-  auto leases = s->heartbeat(w, model::WorkerState::active, 30'000'000);
+  CHECK(s->jobs().cancel(running.job_id) == store::CancelOutcome::requested);
+  auto leases = s->agent().heartbeat(w, model::WorkerState::active, 30'000'000);
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].cancel_requested);
 
   try {
-    s->cancel(pending.job_id);
+    s->jobs().cancel(pending.job_id);
     FAIL("cancelled twice");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::invalid_state);
   }
   try {
-    s->cancel("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    s->jobs().cancel("01ARZ3NDEKTSV4RRFFQ69G5FAV");
     FAIL("cancelled a job that does not exist");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::not_found);
@@ -205,14 +208,14 @@ TEST_CASE("store: next_due_in reports the earliest claimable pending run of the 
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  CHECK_FALSE(s->next_due_in("", {"default"}));
-  auto res = s->submit({job("a")});
-  auto due = s->next_due_in("", {"default"});
+  CHECK_FALSE(s->agent().next_due_in("", {"default"}));
+  auto res = s->jobs().submit({job("a")});
+  auto due = s->agent().next_due_in("", {"default"});
   REQUIRE(due);
   CHECK(*due <= 0);  // due now
-  CHECK_FALSE(s->next_due_in("", {"other"}));
-  s->set_paused(res[0].job_id, true);
-  CHECK_FALSE(s->next_due_in("", {"default"}));  // a paused job's run does not count
+  CHECK_FALSE(s->agent().next_due_in("", {"other"}));
+  s->jobs().set_paused(res[0].job_id, true);
+  CHECK_FALSE(s->agent().next_due_in("", {"default"}));  // a paused job's run does not count
 }
 
 TEST_CASE("store: require_schema refuses a database without the current schema") {
@@ -240,12 +243,12 @@ TEST_CASE("store: a run due later is not claimed before its time") {
   fixed.run_at_us = s->now() + 7200'000'000;
   auto past = job("past");
   past.run_at_us = 1'000'000;  // 1970: due at once
-  auto res = s->submit({later, fixed, past});
-  CHECK(s->get_run(res[1].run_id)->available_at == *fixed.run_at_us);
-  auto c = s->claim(w, {"default"}, 8, 30'000'000);
+  auto res = s->jobs().submit({later, fixed, past});
+  CHECK(s->jobs().get_run(res[1].run_id)->available_at == *fixed.run_at_us);
+  auto c = s->agent().claim(w, {"default"}, 8, 30'000'000);
   REQUIRE(c.size() == 1);
   CHECK(c[0].spec.name == "past");
-  auto due_in = s->next_due_in("", {"default"});
+  auto due_in = s->agent().next_due_in("", {"default"});
   REQUIRE(due_in);
   CHECK(*due_in > 3500'000'000);
   CHECK(*due_in <= 3600'000'000);

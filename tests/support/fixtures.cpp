@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "common/store/admin.hpp"
 #include "common/store/migrations.hpp"
 #include "common/util/ulid.hpp"
 
@@ -97,7 +98,7 @@ std::unique_ptr<store::Connection> TestDb::connect() const {
 
 std::unique_ptr<store::Store> TestDb::open() {
   auto s = store::Store::open(config::parse_dsn(dsn_));
-  s->migrate();
+  s->admin().migrate();
   return s;
 }
 

@@ -1,0 +1,48 @@
+#pragma once
+// The dead-letter queue: dead runs, replay, purge, and manual retry.
+// Every method follows the contract in store.hpp.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/model/job.hpp"
+#include "common/store/sql.hpp"
+
+namespace jobctl::store {
+
+// Which dead runs a dead-letter query or a bulk replay covers.
+struct DeadFilter {
+  std::optional<std::string> queue;
+  std::optional<int64_t> since;  // died at or after (store clock, µs)
+  std::optional<int64_t> until;  // died before
+  int limit = 1000;
+};
+
+class DeadLetter {
+ public:
+  explicit DeadLetter(Connection& conn, std::string actor = "unknown") : conn_(&conn), actor_(std::move(actor)) {}
+
+  // Dead runs not replayed yet, newest death first, each with its job.
+  std::vector<model::JobView> dead_runs(const DeadFilter& filter);
+  // For each dead run, a fresh pending run of its job with a fresh retry
+  // budget, linked to it (replay_of); the dead run leaves the queue. All or
+  // nothing: throws invalid_state naming the first run that is not dead
+  // (or was replayed already). Returns the new run ids.
+  std::vector<std::string> replay(const std::vector<std::string>& dead_run_ids);
+  // Replays every dead run the filter covers, in one transaction.
+  int replay_all(const DeadFilter& filter);
+  // Deletes dead runs (and their attempts) that died before now - age.
+  int purge_dead(int64_t older_than_us);
+  // Manual retry: a fresh run of a job whose latest run is dead, failed or
+  // cancelled. Throws not_found, or invalid_state for a job still pending,
+  // running or succeeded. Returns the new run id.
+  std::string retry_job(const std::string& job_id);
+
+ private:
+  Connection* conn_;
+  std::string actor_;  // who changes are recorded as
+};
+
+}  // namespace jobctl::store

@@ -1,0 +1,72 @@
+#pragma once
+// The store's own helpers, shared by its roles (common/store/*.cpp only).
+// Each works inside the caller's transaction unless it says otherwise;
+// `actor` is who the change is recorded as.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/model/job.hpp"
+#include "common/store/jobs.hpp"
+#include "common/store/sql.hpp"
+
+namespace jobctl::store {
+
+// The store's clock (NOW_US), µs since the epoch.
+int64_t now_us(Connection& c);
+
+// Writes the jobs and their first runs in one transaction of its own.
+std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs);
+// insert_jobs' work inside the caller's transaction; FirstRun::no writes
+// jobs without a first run (DAG nodes: their DAG runs make their runs).
+enum class FirstRun { yes, no };
+std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs,
+                                     FirstRun first_run);
+// DAG nodes' jobs. Returns their ids.
+std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs);
+// The id and status of the job's latest run, for a command that acts on
+// it (`action` names it in errors). Throws not_found / invalid_state.
+std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std::string& job_id, const char* action);
+
+// --notify: notification jobs (kind 'notification') and their runs.
+void write_notifications(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs);
+// Agent::rescue_expired and give_back_runs: the running runs `where` picks
+// (over runs r, jobs j and workers w, with `params`) lost their agent.
+// Each is pending again at once (or dead, or cancelled: see
+// rescue_expired), its attempt closed as lost with why_for(the worker's
+// name). Returns how many.
+int lose_runs(Connection& c, const std::string& actor, const std::string& where, const Params& params,
+              const std::function<std::string(const std::string&)>& why_for);
+
+// A DAG run of `dag_id`: one run per node, roots pending at `at` (now
+// when unset). Returns its id.
+std::string start_dag_run(Connection& c, const std::string& dag_id, std::optional<int64_t> occurrence,
+                          std::optional<int64_t> at);
+// The DAG run of `id` (a DAG run id, or a DAG id: its newest run).
+std::string resolve_dag_run(Connection& c, const std::string& id);
+
+// Each queue's retry defaults.
+std::map<std::string, model::RetryOverrides> queue_defaults(Connection& c, const std::set<std::string>& queues);
+
+// A fresh pending run replaying `run_id`, audited as `action`.
+std::string rerun(Connection& c, const std::string& actor, const std::string& run_id, const char* action);
+
+// Records an audit event for the job.
+void audit(Connection& c, const std::string& actor, const std::string& job_id, const char* action,
+           const std::string& details = "{}");
+// Throw invalid_state naming `action` when the job is soft-deleted (the
+// first reads the job's row, the second uses one already read).
+void require_not_deleted(Connection& c, const std::string& job_id, const char* action);
+void refuse_deleted(const model::Job& job, const char* action);
+
+// Submit: fills in the schedule columns of new jobs (id, spec) that have one.
+void start_schedules(Connection& c, const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);
+// Resume: a schedule starts over from now.
+void restart_schedule(Connection& c, const std::string& job_id);
+
+}  // namespace jobctl::store

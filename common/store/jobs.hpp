@@ -1,0 +1,135 @@
+#pragma once
+// Jobs as jobctl sees them: submit, read, cancel, pause, update, delete
+// and restore, the audit trail, and a job's own progress reports.
+// Every method follows the contract in store.hpp.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/model/job.hpp"
+#include "common/model/schedule.hpp"
+#include "common/store/sql.hpp"
+
+namespace jobctl::store {
+
+struct SubmitResult {
+  std::string job_id;
+  std::string run_id;
+  bool existed = false;  // the idempotency key matched an earlier job
+};
+
+struct JobFilter {
+  std::optional<model::RunStatus> status;  // of the job's latest run
+  std::optional<std::string> queue;
+  bool deleted = false;                    // list only soft-deleted jobs (else only live ones)
+  int limit = 50;
+};
+
+enum class CancelOutcome {
+  cancelled,  // it had not started: it is cancelled now
+  requested,  // it is running: its agent kills it at its next heartbeat
+};
+
+// The fields `jobctl update` changes on a schedule; unset ones stay.
+struct ScheduleUpdate {
+  std::optional<std::string> cron;
+  std::optional<std::string> tz;
+  std::optional<model::Misfire> misfire;
+  std::optional<int64_t> catchup_window_us;
+  std::optional<model::Overlap> overlap;
+  std::optional<int> max_concurrent;
+  std::optional<int64_t> jitter_us;
+
+  bool empty() const {
+    return !cron && !tz && !misfire && !catchup_window_us && !overlap && !max_concurrent && !jitter_us;
+  }
+};
+
+// What `jobctl update` changes on a job; unset fields stay as they are.
+struct JobUpdate {
+  std::optional<std::string> name;
+  std::optional<std::string> queue;
+  std::optional<model::Priority> priority;
+  std::optional<int64_t> timeout_us;
+  std::map<std::string, std::string> set_env;  // added or replaced
+  std::vector<std::string> unset_env;          // removed (after set_env)
+  std::optional<model::Command> command;
+  std::optional<model::Labels> target;         // --on: new target; empty = any agent
+  std::optional<std::string> concurrency_key;  // "" = none (the job is its own group)
+  std::optional<std::string> tenant;           // "" = the default tenant
+  model::RetryOverrides retry;                 // the retry fields given
+  ScheduleUpdate schedule;                     // only for a schedule
+  // Optimistic concurrency: apply only while the job is at this version,
+  // else throw Error(ExitCode::conflict) and write nothing.
+  std::optional<int> if_version;
+};
+
+struct UpdateResult {
+  int version = 0;       // the job's version after the update
+  bool changed = false;  // false: every given value was the current one (no new version, no event)
+  int dropped = 0;       // pending occurrences dropped because the schedule's timing changed
+};
+
+// Whether `jobctl delete` stops a run that is already running.
+enum class CancelRunning { no, yes };
+
+class Jobs {
+ public:
+  explicit Jobs(Connection& conn, std::string actor = "unknown") : conn_(&conn), actor_(std::move(actor)) {}
+
+  // Writes each job and its first run (pending, available now) in one
+  // transaction; on PostgreSQL NOTIFYs the queues in it. Each job's retry
+  // policy is resolved here: built-in defaults, its queue's defaults, then
+  // spec.retry_given (throws usage Error when the result makes no sense). A spec whose
+  // idempotency key exists returns the existing job (existed = true),
+  // also for two equal keys inside one batch.
+  std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
+  std::optional<model::JobView> get_job(const std::string& job_id);
+  // The jobs that exist among `job_ids`, in that order, in one query.
+  std::vector<model::JobView> get_jobs(const std::vector<std::string>& job_ids);
+  std::vector<model::JobView> list_jobs(const JobFilter& filter);
+  std::optional<model::Run> get_run(const std::string& run_id);
+  std::vector<model::Run> runs_of(const std::string& job_id);
+  std::vector<model::Attempt> attempts(const std::string& run_id);  // oldest first
+  // Cancels the job's latest run. Throws not_found, or invalid_state when
+  // that run already finished.
+  CancelOutcome cancel(const std::string& job_id);
+  // Pauses or resumes a job: a paused job's pending runs are not claimed.
+  // Returns false when it already was in that state. Throws not_found.
+  bool set_paused(const std::string& job_id, bool paused);
+  // Changes the job's definition and bumps its version, in one transaction
+  // with its audit event. Pending runs run the new definition (their queue,
+  // priority and version follow it); a running one keeps what it started
+  // with. A schedule whose timing changed (cron, tz, jitter) drops its
+  // pending occurrences and fires from now under the new version. Throws
+  // not_found; invalid_state for a deleted job or schedule fields on a job
+  // that is no schedule; conflict when if_version does not match; usage
+  // for values that make no sense. Nothing is written when it throws.
+  UpdateResult update_job(const std::string& job_id, const JobUpdate& update);
+  // Soft-deletes the job: it makes no new runs, its pending and blocked runs
+  // are cancelled, a running one finishes (or is asked to stop with
+  // CancelRunning::yes); the job and its history stay. Throws not_found,
+  // or invalid_state when it is deleted already. Returns how many runs it
+  // cancelled or asked to stop.
+  int delete_job(const std::string& job_id, CancelRunning cancel_running);
+  // Undoes delete_job: a schedule fires again from now (no catch-up); runs
+  // the delete cancelled stay cancelled. Throws not_found, or
+  // invalid_state when the job is not deleted.
+  void restore_job(const std::string& job_id);
+  // The job's audit trail, newest first: its creation, then every event.
+  // Throws not_found.
+  std::vector<model::JobEvent> history(const std::string& job_id, int limit);
+  // Records the attempt's progress (0..1), a message, and (when given) the
+  // checkpoint the run's next attempt receives. Fenced: throws
+  // invalid_state when `fence` is not the running attempt's.
+  void report_progress(const std::string& run_id, int64_t fence, double progress, const std::string& message,
+                       const std::optional<std::string>& checkpoint);
+
+ private:
+  Connection* conn_;
+  std::string actor_;  // who changes are recorded as
+};
+
+}  // namespace jobctl::store
