@@ -42,7 +42,6 @@ class Store {
   // (zero set-up); otherwise the schema must be current (require_schema).
   static std::unique_ptr<Store> open(const config::Dsn& dsn);
   explicit Store(std::unique_ptr<Connection> conn);
-  Dialect dialect() const { return conn_->dialect(); }
   Connection& connection() { return *conn_; }
   // Throws Error(ExitCode::store) with "run jobctl init" when the schema is
   // missing or older than this build, or "upgrade" when it is newer.

@@ -27,7 +27,8 @@
 namespace jobctl::store {
 namespace {
 
-void notify(Connection& c, const Rows& queues) {
+// Wakes each queue named in column 0 of `queues`, once.
+void wake_queues(Connection& c, const Rows& queues) {
   std::set<std::string> seen;
   for (const auto& row : queues)
     if (seen.insert(row.text(0)).second) wake_queue(c, row.text(0));
@@ -95,7 +96,7 @@ void advance_dag(Connection& c, const std::string& dag_run_id, const std::string
     Rows pending;
     for (const auto& row : released)
       if (row.text(1) == "pending") pending.push_back(row);
-    notify(c, pending);
+    wake_queues(c, pending);
     return;
   }
   if (status != model::RunStatus::dead && status != model::RunStatus::cancelled) return;
@@ -195,7 +196,7 @@ std::string start_dag_run(Connection& c, const std::string& dag_id, std::optiona
       {dag_id});
   for (const auto& n : nodes)
     c.exec(insert, {util::new_ulid(), id, n.text(0), n.i64(2), due, int64_t{0}, n.text(1)});
-  notify(c, c.query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {id}));
+  wake_queues(c, c.query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {id}));
   return id;
 }
 
@@ -289,7 +290,7 @@ bool Dags::set_dag_run_paused(const std::string& id, bool paused) {
     conn_->exec("UPDATE runs SET status = 'blocked' WHERE dag_run_id = $1 AND status = 'pending'", {run_id});
   } else {
     // Each keeps its due time (a retry's backoff still counts).
-    notify(*conn_, conn_->query("UPDATE runs SET status = 'pending' WHERE dag_run_id = $1 "
+    wake_queues(*conn_, conn_->query("UPDATE runs SET status = 'pending' WHERE dag_run_id = $1 "
                                 "AND status = 'blocked' AND waiting_on = 0 RETURNING queue",
                                 {run_id}));
   }
@@ -331,7 +332,7 @@ int Dags::retry_dag_run(const std::string& id) {
     conn_->exec(insert, {util::new_ulid(), run_id, row.text(1), waiting[row.text(0)], due, int64_t{0}, row.text(0)});
     ++n;
   }
-  notify(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {run_id}));
+  wake_queues(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {run_id}));
   tx.commit();
   return n;
 }

@@ -108,10 +108,6 @@ model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
   return job;
 }
 
-void notify_queue(Connection& c, const std::string& queue) {
-  wake_queue(c, queue);
-}
-
 }  // namespace
 
 // --- submit ------------------------------------------------------------------
@@ -214,7 +210,7 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
   }
   result.runs += insert_runs(*conn_, runs);
   insert_runs(*conn_, skipped);
-  for (const auto& q : queues) notify_queue(*conn_, q);
+  for (const auto& q : queues) wake_queue(*conn_, q);
   tx.commit();
   return result;
 }
@@ -341,7 +337,7 @@ std::string Schedules::trigger(const std::string& job_id, bool force) {
   if (runs.empty())
     throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then trigger");
   insert_runs(*conn_, runs);
-  notify_queue(*conn_, job.spec.queue);
+  wake_queue(*conn_, job.spec.queue);
   audit(*conn_, actor_, job_id, "trigger", nlohmann::json{{"run", runs[0].id}, {"force", force}}.dump());
   tx.commit();
   return runs[0].id;
@@ -388,7 +384,7 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
   BackfillResult result;
   result.occurrences = occurrences;
   result.created = insert_runs(*conn_, runs) + dag_runs;
-  if (result.created > 0) notify_queue(*conn_, job.spec.queue);
+  if (result.created > 0) wake_queue(*conn_, job.spec.queue);
   audit(*conn_, actor_, job_id, "backfill",
         nlohmann::json{{"from", util::format_time(from_us)}, {"to", util::format_time(to_us)},
                        {"occurrences", result.occurrences}, {"created", result.created}}
