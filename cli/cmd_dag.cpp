@@ -9,6 +9,7 @@
 #include "cli/read_input.hpp"
 #include "cli/resolve.hpp"
 #include "cli/schedule_flags.hpp"
+#include "common/cron/plan.hpp"
 #include "common/dag/dag.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/dags.hpp"
@@ -78,7 +79,7 @@ void add_submit(CLI::App& group, Context& ctx) {
       model::ScheduleSpec sc;
       sc.cron = *u.cron;
       sc.tz = u.tz.value_or("UTC");
-      model::validate(sc, d.definition.name);
+      cron::validate_schedule(sc, d.definition.name);
       d.schedule = sc;
     }
     auto r = ctx.store().dags().submit_dag(d);

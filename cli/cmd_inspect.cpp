@@ -190,7 +190,7 @@ void register_ls(CLI::App& app, Context& ctx) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("ls", "List jobs, newest first");
   cmd->add_option("--status", f->status, "Only jobs whose latest run has this status")
-      ->check(CLI::IsMember({"blocked", "pending", "running", "succeeded", "failed", "dead", "cancelled", "skipped"}));
+      ->check(CLI::IsMember(model::names_of(model::kRunStatusNames)));
   cmd->add_option("--queue", f->queue, "Only jobs of this queue");
   cmd->add_option("--limit", f->limit, "At most this many jobs")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->add_flag("--deleted", f->deleted, "Only deleted jobs (jobctl delete); without it, only live ones");

@@ -21,6 +21,8 @@
 #include "cli/retry_flags.hpp"
 #include "cli/schedule_flags.hpp"
 #include "cli/waiting.hpp"
+#include "common/cron/plan.hpp"
+#include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
@@ -92,7 +94,7 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
     sc.overlap = u.overlap.value_or(sc.overlap);
     sc.max_concurrent = u.max_concurrent;
     sc.jitter_us = u.jitter_us.value_or(0);
-    model::validate(sc, s.name);
+    cron::validate_schedule(sc, s.name);
     s.schedule = std::move(sc);
   } else {
     s.max_concurrent = f.schedule.max_concurrent;
@@ -120,7 +122,7 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   for (size_t n = 1; std::getline(*in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      specs.push_back(model::job_spec_from_json(nlohmann::json::parse(line)));
+      specs.push_back(jobdef::job_spec_from_json(nlohmann::json::parse(line)));
     } catch (const nlohmann::json::parse_error& e) {
       throw usage_error(fmt::format("line {}: not valid JSON: {}", n, e.what()), "nothing was submitted");
     } catch (const Error& e) {
@@ -165,7 +167,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("--name", f->name, "A name for people to recognise the job by");
   cmd->add_option("--queue", f->queue, "Queue the job waits in")->capture_default_str();
   cmd->add_option("--priority", f->priority, "critical, high, normal or low")
-      ->check(CLI::IsMember({"critical", "high", "normal", "low"}))->capture_default_str();
+      ->check(CLI::IsMember(model::names_of(model::kPriorityNames)))->capture_default_str();
   cmd->add_option("--timeout", f->timeout, "Kill the job after this long (e.g. 90s, 10m, 1h30m)");
   cmd->add_option("--env", f->env, "Environment variable NAME=VALUE for the job (repeatable)")->take_all();
   cmd->add_option("--cwd", f->cwd, "Working directory of the job on the agent's host");

@@ -7,7 +7,7 @@ namespace jobctl::cli {
 std::vector<std::string> add_retry_flags(CLI::App& cmd, RetryFlags& f) {
   cmd.add_option("--retries", f.retries, "Retries after a failed attempt (default 3)")->check(CLI::Range(0, 1000));
   cmd.add_option("--backoff", f.backoff, "Spacing of retries: fixed, exponential or exponential-jitter (default)")
-      ->check(CLI::IsMember({"fixed", "exponential", "exponential-jitter"}));
+      ->check(CLI::IsMember(model::names_of(model::kBackoffNames)));
   cmd.add_option("--retry-delay", f.retry_delay, "Base delay before the first retry (default 1s)");
   cmd.add_option("--max-retry-delay", f.max_retry_delay, "Cap on one retry delay (default 5m)");
   cmd.add_option("--retry-for", f.retry_for, "Start no retry later than this after the first attempt");
@@ -17,7 +17,7 @@ std::vector<std::string> add_retry_flags(CLI::App& cmd, RetryFlags& f) {
                  "Claims without any result before the run is dead as poison (default 5)")
       ->check(CLI::Range(1, 1000));
   cmd.add_option("--delivery", f.delivery, "at-least-once (default) or at-most-once (never run twice)")
-      ->check(CLI::IsMember({"at-least-once", "at-most-once"}));
+      ->check(CLI::IsMember(model::names_of(model::kDeliveryNames)));
   return {"--retries", "--backoff", "--retry-delay", "--max-retry-delay", "--retry-for", "--no-retry-exit-codes",
           "--max-deliveries", "--delivery"};
 }

@@ -7,12 +7,12 @@ namespace jobctl::cli {
 std::vector<std::string> add_schedule_flags(CLI::App& cmd, ScheduleFlags& f) {
   cmd.add_option("--misfire", f.misfire,
                  "Occurrences missed while no scheduler ran: skip, latest (default: run the newest) or all")
-      ->check(CLI::IsMember({"skip", "latest", "all"}));
+      ->check(CLI::IsMember(model::names_of(model::kMisfireNames)));
   cmd.add_option("--catchup-window", f.catchup_window, "How far back --misfire all reaches (default 1h)");
   cmd.add_option("--overlap", f.overlap,
                  "An occurrence due while the last still runs: skip (default), buffer-one, buffer-all, "
                  "cancel-other or allow")
-      ->check(CLI::IsMember({"skip", "buffer-one", "buffer-all", "cancel-other", "allow"}));
+      ->check(CLI::IsMember(model::names_of(model::kOverlapNames)));
   cmd.add_option("--max-concurrent", f.max_concurrent,
                  "Runs of the job's concurrency group at once, fleet-wide (a schedule: default 1, allow: no limit; "
                  "with --concurrency-key: default 1)")

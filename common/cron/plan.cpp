@@ -63,6 +63,12 @@ Plan plan_occurrences(const PlanInput& in) {
   return plan;
 }
 
+void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key) {
+  Expr::parse(s.cron, hash_key);
+  util::TimeZone::locate(s.tz);
+  model::validate(s);
+}
+
 std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job.id : job.spec.name; }
 
 Expr expr_of(const model::Job& job) { return Expr::parse(job.spec.schedule->cron, hash_key(job)); }

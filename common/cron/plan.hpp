@@ -51,6 +51,10 @@ inline constexpr int kCatchUpPerTick = 10;
 
 Plan plan_occurrences(const PlanInput& in);
 
+// Checks what the store cannot: the expression parses (`hash_key` seeds
+// H), the zone exists, the numbers make sense. Throws usage Error.
+void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key);
+
 // What H in a schedule's expression hashes: the job's name, or its id when
 // it has none.
 std::string hash_key(const model::Job& job);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
 
@@ -69,7 +70,7 @@ Node node_from_json(const std::string& name, const json& v) {
       throw usage_error(fmt::format("node '{}': field '{}' is not for a DAG node", name, timing),
                         "a node runs when its parents have succeeded; give the whole DAG --cron/--tz");
   try {
-    node.spec = model::job_spec_from_json(fields);
+    node.spec = jobdef::job_spec_from_json(fields);
   } catch (const Error& e) {
     throw usage_error(fmt::format("node '{}': {}", name, e.what()), e.hint());
   }

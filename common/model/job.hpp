@@ -12,6 +12,7 @@
 #include "common/model/labels.hpp"
 #include "common/model/notify.hpp"
 #include "common/model/retry.hpp"
+#include "common/model/names.hpp"
 #include "common/model/schedule.hpp"
 #include "common/model/webhook.hpp"
 
@@ -25,6 +26,31 @@ enum class RunStatus { blocked, pending, running, succeeded, failed, dead, cance
 
 // How an attempt ended (or that it has not yet).
 enum class AttemptOutcome { running, succeeded, failed, cancelled, released, lost };
+
+inline constexpr EnumNames<Priority, 4> kPriorityNames{{
+    {Priority::critical, "critical"},
+    {Priority::high, "high"},
+    {Priority::normal, "normal"},
+    {Priority::low, "low"},
+}};
+inline constexpr EnumNames<RunStatus, 8> kRunStatusNames{{
+    {RunStatus::blocked, "blocked"},
+    {RunStatus::pending, "pending"},
+    {RunStatus::running, "running"},
+    {RunStatus::succeeded, "succeeded"},
+    {RunStatus::failed, "failed"},
+    {RunStatus::dead, "dead"},
+    {RunStatus::cancelled, "cancelled"},
+    {RunStatus::skipped, "skipped"},
+}};
+inline constexpr EnumNames<AttemptOutcome, 6> kAttemptOutcomeNames{{
+    {AttemptOutcome::running, "running"},
+    {AttemptOutcome::succeeded, "succeeded"},
+    {AttemptOutcome::failed, "failed"},
+    {AttemptOutcome::cancelled, "cancelled"},
+    {AttemptOutcome::released, "released"},
+    {AttemptOutcome::lost, "lost"},
+}};
 
 std::string_view to_string(Priority p);
 std::string_view to_string(RunStatus s);

@@ -46,13 +46,6 @@ Labels parse_fan_out(std::string_view text, std::string_view flag) {
 
 std::string fan_out_display(const Labels& labels) { return labels.empty() ? "*" : labels_display(labels); }
 
-std::string labels_to_text(const Labels& labels) { return nlohmann::json(labels).dump(); }
-
-Labels labels_from_text(const std::string& text) {
-  if (text.empty()) return {};
-  return nlohmann::json::parse(text).get<Labels>();
-}
-
 std::string labels_display(const Labels& labels) {
   std::string out;
   for (const auto& l : labels) out += (out.empty() ? "" : ",") + l;

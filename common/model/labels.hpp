@@ -16,10 +16,6 @@ using Labels = std::vector<std::string>;  // sorted "key=value", one per key
 // key may appear once. Throws usage Error naming the bad part.
 Labels parse_labels(std::string_view text, std::string_view flag);
 
-// The stored form: a JSON array of strings ("[]" for none).
-std::string labels_to_text(const Labels& labels);
-Labels labels_from_text(const std::string& text);
-
 // "role=web,dc=fra": the form a user types, for tables and messages.
 std::string labels_display(const Labels& labels);
 

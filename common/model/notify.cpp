@@ -49,20 +49,6 @@ std::string notify_on_text(unsigned on) {
   return out;
 }
 
-std::optional<std::string> notify_to_text(const Notify& n) {
-  if (n.empty()) return std::nullopt;
-  return to_json(n).dump();
-}
-
-Notify notify_from_text(const std::string& text) {
-  Notify n;
-  if (text.empty()) return n;
-  auto j = json::parse(text);
-  n.urls = j.at("urls").get<std::vector<std::string>>();
-  n.on = parse_notify_on(j.at("on").get<std::string>());
-  return n;
-}
-
 json to_json(const Notify& n) { return json{{"urls", n.urls}, {"on", notify_on_text(n.on)}}; }
 
 std::optional<NotifyEvent> notify_event(RunStatus status, bool attempt_failed) {

@@ -29,9 +29,6 @@ struct Notify {
 unsigned parse_notify_on(std::string_view csv);
 std::string notify_on_text(unsigned on);
 
-// The stored form (jobs.notify): JSON, or nothing for no notifications.
-std::optional<std::string> notify_to_text(const Notify& n);
-Notify notify_from_text(const std::string& text);
 nlohmann::json to_json(const Notify& n);
 
 // What happened to a run, as its notification reports it.

@@ -10,28 +10,10 @@
 
 namespace jobctl::model {
 
-std::string_view to_string(Backoff b) {
-  switch (b) {
-    case Backoff::fixed: return "fixed";
-    case Backoff::exponential: return "exponential";
-    case Backoff::exponential_jitter: return "exponential-jitter";
-  }
-  return "?";
-}
-
-std::string_view to_string(Delivery d) { return d == Delivery::at_most_once ? "at-most-once" : "at-least-once"; }
-
-Backoff parse_backoff(std::string_view text) {
-  for (Backoff b : {Backoff::fixed, Backoff::exponential, Backoff::exponential_jitter})
-    if (to_string(b) == text) return b;
-  throw usage_error(fmt::format("invalid backoff '{}'", text), "use fixed, exponential or exponential-jitter");
-}
-
-Delivery parse_delivery(std::string_view text) {
-  for (Delivery d : {Delivery::at_least_once, Delivery::at_most_once})
-    if (to_string(d) == text) return d;
-  throw usage_error(fmt::format("invalid delivery '{}'", text), "use at-least-once or at-most-once");
-}
+std::string_view to_string(Backoff b) { return name_of(kBackoffNames, b); }
+std::string_view to_string(Delivery d) { return name_of(kDeliveryNames, d); }
+Backoff parse_backoff(std::string_view text) { return parse_name(kBackoffNames, text, "backoff"); }
+Delivery parse_delivery(std::string_view text) { return parse_name(kDeliveryNames, text, "delivery"); }
 
 ExitCodeSet ExitCodeSet::parse(std::string_view text) {
   ExitCodeSet set;

@@ -22,10 +22,22 @@
 #include <utility>
 #include <vector>
 
+#include "common/model/names.hpp"
+
 namespace jobctl::model {
 
 enum class Backoff { fixed, exponential, exponential_jitter };
 enum class Delivery { at_least_once, at_most_once };
+
+inline constexpr EnumNames<Backoff, 3> kBackoffNames{{
+    {Backoff::fixed, "fixed"},
+    {Backoff::exponential, "exponential"},
+    {Backoff::exponential_jitter, "exponential-jitter"},
+}};
+inline constexpr EnumNames<Delivery, 2> kDeliveryNames{{
+    {Delivery::at_least_once, "at-least-once"},
+    {Delivery::at_most_once, "at-most-once"},
+}};
 
 std::string_view to_string(Backoff b);
 std::string_view to_string(Delivery d);

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/model/names.hpp"
+
 namespace jobctl::model {
 
 // Occurrences whose time passed while no scheduler ran.
@@ -24,6 +26,19 @@ enum class Overlap {
   cancel_other,  // cancel the running one; this one starts when it ends
   allow,         // no limit (unless --max-concurrent sets one: then as buffer-all)
 };
+
+inline constexpr EnumNames<Misfire, 3> kMisfireNames{{
+    {Misfire::skip, "skip"},
+    {Misfire::latest, "latest"},
+    {Misfire::all, "all"},
+}};
+inline constexpr EnumNames<Overlap, 5> kOverlapNames{{
+    {Overlap::skip, "skip"},
+    {Overlap::buffer_one, "buffer-one"},
+    {Overlap::buffer_all, "buffer-all"},
+    {Overlap::cancel_other, "cancel-other"},
+    {Overlap::allow, "allow"},
+}};
 
 std::string_view to_string(Misfire m);
 std::string_view to_string(Overlap o);
@@ -43,8 +58,8 @@ struct ScheduleSpec {
 // The limit a schedule's runs are held to; 0 means none.
 int effective_max_concurrent(const ScheduleSpec& s);
 
-// Checks what the store cannot: the expression parses, the zone exists,
-// the numbers make sense. `hash_key` seeds H. Throws usage Error.
-void validate(const ScheduleSpec& s, std::string_view hash_key);
+// Checks the numbers (the expression and zone are checked by
+// cron::validate_schedule, which calls this). Throws usage Error.
+void validate(const ScheduleSpec& s);
 
 }  // namespace jobctl::model

@@ -113,16 +113,6 @@ json to_json(const HttpTimings& t) {
               {"first_byte_ms", t.first_byte_us / 1000.0}, {"total_ms", t.total_us / 1000.0}};
 }
 
-std::string timings_to_text(const HttpTimings& t) {
-  return json{t.dns_us, t.connect_us, t.tls_us, t.first_byte_us, t.total_us}.dump();
-}
-
-HttpTimings timings_from_text(const std::string& text) {
-  auto a = json::parse(text).get<std::vector<int64_t>>();
-  a.resize(5);
-  return HttpTimings{a[0], a[1], a[2], a[3], a[4]};
-}
-
 json to_json(const Webhook& w) {
   json headers = json::array();
   for (const auto& [k, v] : w.headers) headers.push_back(k + ": " + v);

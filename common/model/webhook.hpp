@@ -36,8 +36,6 @@ struct HttpTimings {
   int64_t total_us = 0;
 };
 nlohmann::json to_json(const HttpTimings& t);        // {"dns_ms": …, …}
-std::string timings_to_text(const HttpTimings& t);   // the stored form (attempts.timings)
-HttpTimings timings_from_text(const std::string& text);
 
 // A secret's name: 1 to 128 characters of A-Z a-z 0-9 _.
 bool is_secret_name(std::string_view name);

@@ -228,15 +228,14 @@ WITH {queues}, cand AS (
   UPDATE queues x SET tokens = {tokens} - s.n, tokens_at = NOW_US
   FROM (SELECT queue, count(*) AS n FROM claimed GROUP BY queue) s WHERE x.name = s.queue AND x.rate > 0
 )
-SELECT c.id, c.job_id, c.fence, c.attempts, c.available_at, c.failures, c.started_at, NOW_US, c.occurrence, c.queue,
-       c.tenant, c.dag_run_id, c.dag_node, c.checkpoint, {jobs}
+SELECT {claimed}, {jobs}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::postgres, "unnest($3::text[]) AS u (name)", "u.name = ANY ($6::text[])")),
     fmt::arg("columns", kCandidateColumns),
     fmt::arg("claimable", claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])")),
-    fmt::arg("rank", kRankAndChoose), fmt::arg("jobs", kJobColumns), fmt::arg("tokens", tokens_now(Dialect::postgres)));
+    fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed)), fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres)));
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file. Each (queue, tenant) pair's best
@@ -260,30 +259,30 @@ UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US 
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
        started_at = COALESCE(started_at, NOW_US), progress = NULL, progress_message = NULL, progress_at = NULL
 WHERE id IN (SELECT id FROM chosen)
-RETURNING id, job_id, fence, attempts, available_at, failures, started_at, NOW_US, occurrence, queue, tenant,
-          dag_run_id, dag_node, checkpoint
+RETURNING {claimed}
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
     fmt::arg("columns", kCandidateColumns), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
-    fmt::arg("rank", kRankAndChoose));
+    fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed, "")));
 
-// The first 13 columns of both claim statements.
+// The kClaimed columns both claim statements begin with.
 ClaimedRun claimed_from_row(const Row& row) {
+  const Cells<kClaimed> r(row);
   ClaimedRun c;
-  c.run_id = row.text(0);
-  c.job_id = row.text(1);
-  c.fence = row.i64(2);
-  c.attempt = static_cast<int>(row.i64(3));
-  c.available_at = row.i64(4);
-  c.failures = static_cast<int>(row.i64(5));
-  c.first_started_at = row.i64(6);
-  c.claimed_at = row.i64(7);
-  c.occurrence = row.opt_i64(8);
-  c.queue = row.text(9);
-  c.tenant = row.text(10);
-  c.dag_run_id = row.text(11);
-  c.dag_node = row.text(12);
-  if (!row.is_null(13)) c.checkpoint = row.text(13);
+  c.run_id = r.text("id");
+  c.job_id = r.text("job_id");
+  c.fence = r.i64("fence");
+  c.attempt = static_cast<int>(r.i64("attempts"));
+  c.available_at = r.i64("available_at");
+  c.failures = static_cast<int>(r.i64("failures"));
+  c.first_started_at = r.i64("started_at");
+  c.claimed_at = r.i64("claimed_at");
+  c.occurrence = r.opt_i64("occurrence");
+  c.queue = r.text("queue");
+  c.tenant = r.text("tenant");
+  c.dag_run_id = r.text("dag_run_id");
+  c.dag_node = r.text("dag_node");
+  c.checkpoint = r.opt_text("checkpoint");
   return c;
 }
 
@@ -322,7 +321,7 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     params.push_back(conn_->list(limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, 14).spec;
+      c.spec = job_from_row(row, kClaimed.size()).spec;
       out.push_back(std::move(c));
     }
   } else {
@@ -343,7 +342,7 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
                   {c.run_id, int64_t{c.attempt}, worker_id, c.job_id});
       auto it = jobs.find(c.job_id);
       if (it == jobs.end()) {
-        auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {c.job_id});
+        auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", select_list(kJobs)), {c.job_id});
         it = jobs.emplace(c.job_id, job_from_row(job.at(0)).spec).first;
       }
       c.spec = it->second;

@@ -64,7 +64,7 @@ void audit(Connection& c, const std::string& actor, const std::string& job_id, c
 void require_not_deleted(Connection& c, const std::string& job_id, const char* action);
 void refuse_deleted(const model::Job& job, const char* action);
 
-// Submit: fills in the schedule columns of new jobs (id, spec) that have one.
+// Submit: starts the new schedules (id, spec) from now: their anchor and first fire time.
 void start_schedules(Connection& c, const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);
 // Resume: a schedule starts over from now.
 void restart_schedule(Connection& c, const std::string& job_id);

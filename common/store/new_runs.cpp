@@ -28,16 +28,18 @@ constexpr std::array<BatchColumn, 15> kColumns{{
     {"pinned", ColumnType::text},
 }};
 
-Value value(const std::optional<std::string>& v) { return v ? Value(*v) : Value(nullptr); }
-Value value(const std::optional<int64_t>& v) { return v ? Value(*v) : Value(nullptr); }
-
 std::vector<Value> cells(const NewRun& r) {
-  return {r.id,         r.job_id,   r.queue,   int64_t{r.priority},  r.status,         value(r.available_at),
-          r.delay_us,   value(r.occurrence),   int64_t{r.version},    r.origin,         r.error,
-          r.tenant,     value(r.group_key),    int64_t{r.group_max},  value(r.pinned_to)};
+  return {r.id,         r.job_id,   r.queue,   int64_t{r.priority},  r.status,         nullable(r.available_at),
+          r.delay_us,   nullable(r.occurrence),   int64_t{r.version},    r.origin,         r.error,
+          r.tenant,     nullable(r.group_key),    int64_t{r.group_max},  nullable(r.pinned_to)};
 }
 
 }  // namespace
+
+std::optional<std::string> group_of(const model::JobSpec& s, const std::string& job_id) {
+  if (model::group_limit(s) == 0) return std::nullopt;
+  return s.concurrency_key.empty() ? job_id : s.concurrency_key;
+}
 
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {
   const std::string sql = fmt::format(

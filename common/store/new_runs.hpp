@@ -1,13 +1,15 @@
 #pragma once
 // The one way a run row is made from values: a submitted job's first run,
-// a fan-out's runs, a schedule's occurrences and forced triggers. (Runs
+// a fan-out's runs, a schedule's occurrences and forced triggers. Runs
 // made from a job row already stored, a DAG node's or a replay's, are
-// INSERT … SELECT statements of their own.)
+// INSERT … SELECT statements of their own that copy the same columns
+// from the job with kRunFromJob.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/model/job.hpp"
 #include "common/store/sql.hpp"
 
 namespace jobctl::store {
@@ -29,6 +31,22 @@ struct NewRun {
   int group_max = 0;
   std::optional<std::string> pinned_to;  // a fan-out run: its agent
 };
+
+// The concurrency group a new run of the job joins, none when the job has
+// no limit: its --concurrency-key, else the job itself.
+std::optional<std::string> group_of(const model::JobSpec& s, const std::string& job_id);
+
+// What a run copies from its job, over jobs aliased j: its claim keys, its
+// concurrency group (group_of in SQL) and the job's version. `columns`
+// names them in the runs table, `values` reads them from j, in the same order.
+struct RunFromJob {
+  const char* columns;
+  const char* values;
+};
+inline constexpr RunFromJob kRunFromJob{
+    "queue, priority, tenant, group_key, group_max, job_version",
+    "j.queue, j.priority, j.tenant, CASE WHEN j.max_concurrent > 0 THEN COALESCE(j.concurrency_key, j.id) END, "
+    "j.max_concurrent, j.version"};
 
 // Inserts the runs in batches (one statement each). A run whose occurrence
 // already has one is left out. Returns how many were inserted.

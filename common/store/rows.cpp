@@ -1,99 +1,134 @@
 #include "common/store/rows.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "common/model/job_json.hpp"
+#include "common/store/encodings.hpp"
 
 namespace jobctl::store {
-
-std::optional<std::string> group_of(const model::JobSpec& s, const std::string& job_id) {
-  if (model::group_limit(s) == 0) return std::nullopt;
-  return s.concurrency_key.empty() ? job_id : s.concurrency_key;
-}
-
-model::Job job_from_row(const Row& row, size_t f) {
+// Each column is read here and written in write_definition below, in the
+// same order: a new column is a line in each.
+model::Job job_from_row(const Row& row, size_t first) {
+  const Cells<kJobs> c(row, first);
   model::Job j;
-  j.id = row.text(f + 0);
-  j.spec.name = row.text(f + 1);
-  j.spec.queue = row.text(f + 2);
-  j.spec.priority = static_cast<model::Priority>(row.i64(f + 3));
-  j.spec.command = model::command_from_text(row.text(f + 4));
-  j.spec.env = model::env_from_text(row.text(f + 5));
-  j.spec.cwd = row.text(f + 6);
-  if (!row.is_null(f + 7)) j.spec.payload = row.text(f + 7);
-  j.spec.timeout_us = row.i64(f + 8);
-  j.spec.idempotency_key = row.text(f + 9);
-  j.version = static_cast<int>(row.i64(f + 10));
-  j.paused = row.i64(f + 11) != 0;
-  j.created_at = row.i64(f + 12);
-  auto& r = j.spec.retry;
-  r.max_retries = static_cast<int>(row.i64(f + 13));
-  r.backoff = model::parse_backoff(row.text(f + 14));
-  r.delay_us = row.i64(f + 15);
-  r.max_delay_us = row.i64(f + 16);
-  r.retry_for_us = row.i64(f + 17);
-  r.no_retry_exit_codes = model::ExitCodeSet::parse(row.text(f + 18));
-  r.max_deliveries = static_cast<int>(row.i64(f + 19));
-  r.delivery = model::parse_delivery(row.text(f + 20));
-  if (!row.is_null(f + 21)) {
+  j.id = c.text("id");
+  auto& s = j.spec;
+  s.name = c.text("name");
+  s.queue = c.text("queue");
+  s.priority = static_cast<model::Priority>(c.i64("priority"));
+  s.command = command_from_text(c.text("command"));
+  s.env = env_from_text(c.text("env"));
+  s.cwd = c.text("cwd");
+  s.payload = c.opt_text("payload");
+  s.timeout_us = c.i64("timeout_us");
+  s.idempotency_key = c.text("idempotency_key");
+  j.version = static_cast<int>(c.i64("version"));
+  j.paused = c.i64("paused") != 0;
+  j.created_at = c.i64("created_at");
+  auto& r = s.retry;
+  r.max_retries = static_cast<int>(c.i64("max_retries"));
+  r.backoff = model::parse_backoff(c.text("backoff"));
+  r.delay_us = c.i64("retry_delay_us");
+  r.max_delay_us = c.i64("max_retry_delay_us");
+  r.retry_for_us = c.i64("retry_for_us");
+  r.no_retry_exit_codes = model::ExitCodeSet::parse(c.text("no_retry_exit_codes"));
+  r.max_deliveries = static_cast<int>(c.i64("max_deliveries"));
+  r.delivery = model::parse_delivery(c.text("delivery"));
+  const int64_t max_concurrent = c.i64("max_concurrent");
+  if (!c.is_null("cron")) {
     model::ScheduleSpec sc;
-    sc.cron = row.text(f + 21);
-    sc.tz = row.text(f + 22);
-    sc.misfire = model::parse_misfire(row.text(f + 23));
-    sc.catchup_window_us = row.i64(f + 24);
-    sc.overlap = model::parse_overlap(row.text(f + 25));
-    if (auto max = row.i64(f + 26); max > 0) sc.max_concurrent = static_cast<int>(max);
-    sc.jitter_us = row.i64(f + 27);
-    j.spec.schedule = std::move(sc);
-    j.next_fire_at = row.opt_i64(f + 28);
-    j.schedule_anchor = row.i64(f + 29);
+    sc.cron = c.text("cron");
+    sc.tz = c.text("tz");
+    sc.misfire = model::parse_misfire(c.text("misfire"));
+    sc.catchup_window_us = c.i64("catchup_window_us");
+    sc.overlap = model::parse_overlap(c.text("overlap"));
+    if (max_concurrent > 0) sc.max_concurrent = static_cast<int>(max_concurrent);
+    sc.jitter_us = c.i64("jitter_us");
+    s.schedule = std::move(sc);
+    j.next_fire_at = c.opt_i64("next_fire_at");
+    j.schedule_anchor = c.i64("schedule_anchor");
   }
-  j.deleted_at = row.opt_i64(f + 30);
-  if (!row.is_null(f + 31)) j.spec.target = model::labels_from_text(row.text(f + 31));
-  j.spec.concurrency_key = row.text(f + 32);
+  j.deleted_at = c.opt_i64("deleted_at");
+  if (!c.is_null("target")) s.target = labels_from_text(c.text("target"));
+  s.concurrency_key = c.text("concurrency_key");
   // A bare --concurrency-key's limit of 1 is its default, not a choice: it
   // reads back unset, so removing the key removes the limit.
-  if (auto max = row.i64(f + 26); !j.spec.schedule && max > 0 && !(max == 1 && !row.is_null(f + 32)))
-    j.spec.max_concurrent = static_cast<int>(max);
-  j.spec.tenant = row.text(f + 33);
-  if (!row.is_null(f + 34)) j.spec.fan_out = model::labels_from_text(row.text(f + 34));
-  j.spec.stagger_us = row.i64(f + 35);
-  j.kind = row.text(f + 36);
-  j.dag_id = row.text(f + 37);
-  if (!row.is_null(f + 38)) j.spec.notify = model::notify_from_text(row.text(f + 38));
+  if (!s.schedule && max_concurrent > 0 && !(max_concurrent == 1 && !c.is_null("concurrency_key")))
+    s.max_concurrent = static_cast<int>(max_concurrent);
+  s.tenant = c.text("tenant");
+  if (!c.is_null("fan_out")) s.fan_out = labels_from_text(c.text("fan_out"));
+  s.stagger_us = c.i64("stagger_us");
+  j.kind = c.text("kind");
+  j.dag_id = c.text("dag_id");
+  if (!c.is_null("notify")) s.notify = notify_from_text(c.text("notify"));
   return j;
 }
 
-model::Run run_from_row(const Row& row, size_t f) {
+void write_definition(Writes<kJobs>& w, const model::JobSpec& s) {
+  w.set("name", s.name);
+  w.set("queue", s.queue);
+  w.set("priority", int64_t{static_cast<int>(s.priority)});
+  w.set("command", command_to_text(s.command));
+  w.set("env", env_to_text(s.env));
+  w.set("cwd", s.cwd);
+  w.set("payload", nullable(s.payload));
+  w.set("timeout_us", s.timeout_us);
+  w.set("idempotency_key", nullable(s.idempotency_key));
+  const auto& r = s.retry;
+  w.set("max_retries", int64_t{r.max_retries});
+  w.set("backoff", std::string(model::to_string(r.backoff)));
+  w.set("retry_delay_us", r.delay_us);
+  w.set("max_retry_delay_us", r.max_delay_us);
+  w.set("retry_for_us", r.retry_for_us);
+  w.set("no_retry_exit_codes", r.no_retry_exit_codes.str());
+  w.set("max_deliveries", int64_t{r.max_deliveries});
+  w.set("delivery", std::string(model::to_string(r.delivery)));
+  // A job that is no schedule keeps the schedule defaults and no cron.
+  const model::ScheduleSpec sc = s.schedule.value_or(model::ScheduleSpec{});
+  w.set("cron", s.schedule ? Value(sc.cron) : Value(nullptr));
+  w.set("tz", sc.tz);
+  w.set("misfire", std::string(model::to_string(sc.misfire)));
+  w.set("catchup_window_us", sc.catchup_window_us);
+  w.set("overlap", std::string(model::to_string(sc.overlap)));
+  w.set("max_concurrent", int64_t{model::group_limit(s)});
+  w.set("jitter_us", sc.jitter_us);
+  w.set("target", s.target.empty() ? Value(nullptr) : Value(labels_to_text(s.target)));
+  w.set("concurrency_key", nullable(s.concurrency_key));
+  w.set("tenant", s.tenant);
+  w.set("fan_out", s.fan_out ? Value(labels_to_text(*s.fan_out)) : Value(nullptr));
+  w.set("stagger_us", s.stagger_us);
+  w.set("notify", nullable(notify_to_text(s.notify)));
+}
+
+model::Run run_from_row(const Row& row, size_t first) {
+  const Cells<kRuns> c(row, first);
   model::Run r;
-  r.id = row.text(f + 0);
-  r.job_id = row.text(f + 1);
-  r.status = model::parse_run_status(row.text(f + 2));
-  r.created_at = row.i64(f + 3);
-  r.available_at = row.i64(f + 4);
-  r.started_at = row.opt_i64(f + 5);
-  r.finished_at = row.opt_i64(f + 6);
-  r.lease_owner = row.text(f + 7);
-  r.lease_expires_at = row.opt_i64(f + 8);
-  r.fence = row.i64(f + 9);
-  r.deliveries = static_cast<int>(row.i64(f + 10));
-  r.attempts = static_cast<int>(row.i64(f + 11));
-  r.cancel_requested = row.i64(f + 12) != 0;
-  if (auto code = row.opt_i64(f + 13)) r.exit_code = static_cast<int>(*code);
-  r.error = row.text(f + 14);
-  r.failures = static_cast<int>(row.i64(f + 15));
-  r.replay_of = row.text(f + 16);
-  r.replayed_at = row.opt_i64(f + 17);
-  r.occurrence = row.opt_i64(f + 18);
-  r.job_version = static_cast<int>(row.i64(f + 19));
-  r.pinned_to = row.text(f + 20);
-  r.dag_run_id = row.text(f + 21);
-  r.dag_node = row.text(f + 22);
-  r.waiting_on = static_cast<int>(row.i64(f + 23));
-  if (!row.is_null(f + 24)) r.progress = std::stod(row.text(f + 24));
-  r.progress_message = row.text(f + 25);
-  r.progress_at = row.opt_i64(f + 26);
-  if (!row.is_null(f + 27)) r.checkpoint = row.text(f + 27);
+  r.id = c.text("id");
+  r.job_id = c.text("job_id");
+  r.status = model::parse_run_status(c.text("status"));
+  r.created_at = c.i64("created_at");
+  r.available_at = c.i64("available_at");
+  r.started_at = c.opt_i64("started_at");
+  r.finished_at = c.opt_i64("finished_at");
+  r.lease_owner = c.text("lease_owner");
+  r.lease_expires_at = c.opt_i64("lease_expires_at");
+  r.fence = c.i64("fence");
+  r.deliveries = static_cast<int>(c.i64("deliveries"));
+  r.attempts = static_cast<int>(c.i64("attempts"));
+  r.cancel_requested = c.i64("cancel_requested") != 0;
+  if (auto code = c.opt_i64("exit_code")) r.exit_code = static_cast<int>(*code);
+  r.error = c.text("error");
+  r.failures = static_cast<int>(c.i64("failures"));
+  r.replay_of = c.text("replay_of");
+  r.replayed_at = c.opt_i64("replayed_at");
+  r.occurrence = c.opt_i64("occurrence");
+  r.job_version = static_cast<int>(c.i64("job_version"));
+  r.pinned_to = c.text("pinned_to");
+  r.dag_run_id = c.text("dag_run_id");
+  r.dag_node = c.text("dag_node");
+  r.waiting_on = static_cast<int>(c.i64("waiting_on"));
+  if (!c.is_null("progress")) r.progress = std::stod(c.text("progress"));
+  r.progress_message = c.text("progress_message");
+  r.progress_at = c.opt_i64("progress_at");
+  r.checkpoint = c.opt_text("checkpoint");
   return r;
 }
 

@@ -28,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -61,11 +62,26 @@ class Row {
 using Rows = std::vector<Row>;
 using Params = std::vector<Value>;
 
+// NULL for an unset optional, else its value (integers as int64_t).
+template <typename T>
+Value nullable(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  if constexpr (std::is_integral_v<T>)
+    return int64_t{*v};
+  else
+    return *v;
+}
+// NULL for "", else the text.
+inline Value nullable(const std::string& s) {
+  if (s.empty()) return nullptr;
+  return s;
+}
+
 // A column of a batch: rows bound together and read back as a table (see
 // Connection::batch). Its values are text, int64_t or null.
 enum class ColumnType { text, integer };
 struct BatchColumn {
-  const char* name;
+  std::string_view name;
   ColumnType type;
 };
 using BatchRows = std::vector<std::vector<Value>>;  // one Value per column, in order

@@ -28,6 +28,7 @@
 #include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
 #include "common/store/dag_progress.hpp"
+#include "common/store/encodings.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/jobs.hpp"
 #include "common/store/rows.hpp"
@@ -107,7 +108,7 @@ Value opt_int(const std::optional<int>& v) {
 void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome) {
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), d.error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
-                         d.timings ? Value(model::timings_to_text(*d.timings)) : Value(nullptr)});
+                         d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr)});
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -141,7 +142,7 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
     cols[9].push_back(std::string(model::to_string(d.outcome)));
     cols[10].push_back(std::to_string(d.retry_delay_us));
     cols[11].push_back(opt_text(d.http_status));
-    cols[12].push_back(d.timings ? std::optional<std::string>(model::timings_to_text(*d.timings)) : std::nullopt);
+    cols[12].push_back(d.timings ? std::optional<std::string>(timings_to_text(*d.timings)) : std::nullopt);
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
@@ -166,7 +167,7 @@ std::string Agent::register_worker(const WorkerRegistration& w) {
       "INSERT INTO workers (id, name, host, pid, queues, capacity, version, lease_us, labels, started_at, "
       "heartbeat_at, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NOW_US, NOW_US, 'active')",
       {id, w.name, w.host, int64_t{w.pid}, queues, int64_t{w.capacity}, w.version, w.lease_us,
-       model::labels_to_text(w.labels)});
+       labels_to_text(w.labels)});
   return id;
 }
 
@@ -203,7 +204,7 @@ std::vector<model::Worker> Admin::list_workers() {
                                : model::WorkerState::active;
     w.running = static_cast<int>(row.i64(10));
     w.leader = row.i64(11) > 0;
-    w.labels = model::labels_from_text(row.text(12));
+    w.labels = labels_from_text(row.text(12));
     out.push_back(std::move(w));
   }
   return out;
@@ -389,7 +390,7 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
     // A lost attempt is a failed one: --notify hears of it as the agent's
     // own failures are heard of. (The job is read only when it asks.)
     if (row.i64(9) == 0) continue;
-    auto job = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {row.text(8)});
+    auto job = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", select_list(kJobs)), {row.text(8)});
     if (!job.empty()) {
       model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
                                      static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,

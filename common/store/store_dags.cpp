@@ -19,6 +19,7 @@
 #include "common/cron/plan.hpp"
 #include "common/store/dags.hpp"
 #include "common/store/internal.hpp"
+#include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
@@ -34,13 +35,13 @@ void wake_queues(Connection& c, const Rows& queues) {
     if (seen.insert(row.text(0)).second) wake_queue(c, row.text(0));
 }
 
-// The columns of a node run made from its job j: queue, priority, tenant,
-// concurrency group, version.
-constexpr const char* kNodeRunInsert =
-    "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, tenant, group_key, group_max, "
-    "job_version, dag_run_id, dag_node, waiting_on) "
-    "SELECT $1, j.id, j.queue, j.priority, CASE WHEN $4 = 0 AND $6 = 0 THEN 'pending' ELSE 'blocked' END, $5, NOW_US, "
-    "j.tenant, {}, j.max_concurrent, j.version, $2, $3, $4 FROM jobs j WHERE j.id = $7";
+// A node run, made from its job j (kRunFromJob): blocked while it waits on
+// parents ($4) or its DAG run is paused ($6).
+const std::string kNodeRunInsert = fmt::format(
+    "INSERT INTO runs (id, job_id, status, available_at, created_at, dag_run_id, dag_node, waiting_on, {}) "
+    "SELECT $1, j.id, CASE WHEN $4 = 0 AND $6 = 0 THEN 'pending' ELSE 'blocked' END, $5, NOW_US, $2, $3, $4, {} "
+    "FROM jobs j WHERE j.id = $7",
+    kRunFromJob.columns, kRunFromJob.values);
 
 // Locks the DAG run's row for the rest of the transaction (PostgreSQL;
 // SQLite's write lock holds the file), so that two commands on one DAG run
@@ -186,16 +187,15 @@ std::string start_dag_run(Connection& c, const std::string& dag_id, std::optiona
   auto inserted = c.exec(
       "INSERT INTO dag_runs (id, dag_id, on_failure, occurrence, created_at) "
       "SELECT $1, d.id, d.on_failure, $3, NOW_US FROM dags d WHERE d.id = $2 ON CONFLICT DO NOTHING",
-      {id, dag_id, occurrence ? Value(*occurrence) : Value(nullptr)});
+      {id, dag_id, nullable(occurrence)});
   if (inserted == 0) return "";  // this occurrence has its DAG run already
   const int64_t due = at.value_or(now_us(c));
-  const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
   auto nodes = c.query(
       "SELECT n.name, n.job_id, (SELECT count(*) FROM dag_edges e WHERE e.child = n.job_id) FROM dag_nodes n "
       "WHERE n.dag_id = $1 ORDER BY n.position",
       {dag_id});
   for (const auto& n : nodes)
-    c.exec(insert, {util::new_ulid(), id, n.text(0), n.i64(2), due, int64_t{0}, n.text(1)});
+    c.exec(kNodeRunInsert, {util::new_ulid(), id, n.text(0), n.i64(2), due, int64_t{0}, n.text(1)});
   wake_queues(c, c.query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {id}));
   return id;
 }
@@ -246,7 +246,7 @@ DagRunView Dags::get_dag_run(const std::string& id) {
   auto rows = conn_->query(
       fmt::format("SELECT n.name, n.job_id, {} FROM dag_nodes n JOIN runs r ON r.id = (SELECT max(x.id) FROM runs x "
                   "WHERE x.dag_run_id = $1 AND x.job_id = n.job_id) WHERE n.dag_id = $2 ORDER BY n.position",
-                  kRunColumns),
+                  select_list(kRuns)),
       {v.id, v.dag_id});
   for (const auto& row : rows)
     v.nodes.push_back(DagNodeView{row.text(0), row.text(1), parents[row.text(0)], run_from_row(row, 2)});
@@ -324,12 +324,11 @@ int Dags::retry_dag_run(const std::string& id) {
   // The dead nodes it runs again leave the dead-letter queue, as a replay's do.
   conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE dag_run_id = $1 AND status = 'dead' AND replayed_at IS NULL",
               {run_id});
-  const std::string insert = fmt::format(kNodeRunInsert, kGroupOfJob);
   const int64_t due = now_us(*conn_);
   int n = 0;
   for (const auto& row : latest) {
     if (done.count(row.text(0))) continue;
-    conn_->exec(insert, {util::new_ulid(), run_id, row.text(1), waiting[row.text(0)], due, int64_t{0}, row.text(0)});
+    conn_->exec(kNodeRunInsert, {util::new_ulid(), run_id, row.text(1), waiting[row.text(0)], due, int64_t{0}, row.text(0)});
     ++n;
   }
   wake_queues(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {run_id}));

@@ -9,6 +9,7 @@
 #include "common/store/dead_letter.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/jobs.hpp"
+#include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
@@ -48,10 +49,10 @@ bool Jobs::set_paused(const std::string& job_id, bool paused) {
 std::vector<model::JobView> DeadLetter::dead_runs(const DeadFilter& filter) {
   std::string sql = fmt::format("SELECT {}, {} FROM runs r JOIN jobs j ON j.id = r.job_id WHERE {} "
                                 "ORDER BY r.finished_at DESC, r.id DESC LIMIT $4",
-                                kJobColumns, kRunColumns, kDeadWhere);
+                                select_list(kJobs), select_list(kRuns), kDeadWhere);
   std::vector<model::JobView> out;
   for (const auto& row : conn_->query(sql, dead_params(filter)))
-    out.push_back(model::JobView{job_from_row(row), run_from_row(row, kJobColumnCount)});
+    out.push_back(model::JobView{job_from_row(row), run_from_row(row, kJobs.size())});
   return out;
 }
 
@@ -71,12 +72,10 @@ std::string rerun(Connection& c, const std::string& actor, const std::string& ru
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
   auto rows = c.query(
-      fmt::format("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, replay_of, "
-                  "job_version, tenant, group_key, group_max, pinned_to) "
-                  "SELECT $2, j.id, j.queue, j.priority, 'pending', NOW_US, NOW_US, r.id, j.version, j.tenant, {}, "
-                  "j.max_concurrent, r.pinned_to FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 "
-                  "RETURNING queue, job_id",
-                  kGroupOfJob),
+      fmt::format("INSERT INTO runs (id, job_id, status, available_at, created_at, replay_of, pinned_to, {}) "
+                  "SELECT $2, j.id, 'pending', NOW_US, NOW_US, r.id, r.pinned_to, {} "
+                  "FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1 RETURNING queue, job_id",
+                  kRunFromJob.columns, kRunFromJob.values),
       {run_id, fresh});
   c.exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {run_id});
   wake_queue(c, rows.at(0).text(0));

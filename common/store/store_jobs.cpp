@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/dag_progress.hpp"
+#include "common/store/encodings.hpp"
 #include "common/store/fan_out.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/jobs.hpp"
@@ -35,62 +37,17 @@ std::string latest_run_of(const std::string& job) {
 
 constexpr size_t kChunk = 5000;
 
-// The columns a submit writes, besides created_by, created_at, updated_at.
-constexpr std::array<BatchColumn, 25> kJobColumnsWritten{{
-    {"id", ColumnType::text},
-    {"name", ColumnType::text},
-    {"queue", ColumnType::text},
-    {"priority", ColumnType::integer},
-    {"command", ColumnType::text},
-    {"env", ColumnType::text},
-    {"cwd", ColumnType::text},
-    {"payload", ColumnType::text},
-    {"timeout_us", ColumnType::integer},
-    {"idempotency_key", ColumnType::text},
-    {"max_retries", ColumnType::integer},
-    {"backoff", ColumnType::text},
-    {"retry_delay_us", ColumnType::integer},
-    {"max_retry_delay_us", ColumnType::integer},
-    {"retry_for_us", ColumnType::integer},
-    {"no_retry_exit_codes", ColumnType::text},
-    {"max_deliveries", ColumnType::integer},
-    {"delivery", ColumnType::text},
-    {"target", ColumnType::text},
-    {"max_concurrent", ColumnType::integer},
-    {"concurrency_key", ColumnType::text},
-    {"tenant", ColumnType::text},
-    {"fan_out", ColumnType::text},
-    {"stagger_us", ColumnType::integer},
-    {"notify", ColumnType::text},
-}};
-
 struct NewRow {
   const model::JobSpec* spec;
   std::string job_id;
   std::string run_id;
 };
 
-Value nullable(const std::string& s) {
-  if (s.empty()) return nullptr;
-  return s;
-}
-
-Value opt_value(const std::optional<std::string>& v) {
-  if (!v) return nullptr;
-  return *v;
-}
-
 std::vector<Value> job_cells(const NewRow& r) {
-  const auto& s = *r.spec;
-  const auto& p = s.retry;
-  return {r.job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)}, model::command_to_text(s.command),
-          model::env_to_text(s.env), s.cwd, opt_value(s.payload), s.timeout_us, nullable(s.idempotency_key),
-          int64_t{p.max_retries}, std::string(model::to_string(p.backoff)), p.delay_us, p.max_delay_us,
-          p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
-          std::string(model::to_string(p.delivery)),
-          s.target.empty() ? Value(nullptr) : Value(model::labels_to_text(s.target)), int64_t{model::group_limit(s)},
-          nullable(s.concurrency_key), s.tenant, s.fan_out ? Value(model::labels_to_text(*s.fan_out)) : Value(nullptr),
-          s.stagger_us, opt_value(model::notify_to_text(s.notify))};
+  Writes<kJobs> w{Writer::key, Writer::definition};
+  w.set("id", r.job_id);
+  write_definition(w, *r.spec);
+  return w.values();
 }
 
 // A submitted job's run, due at --at when given, else --in after now.
@@ -110,16 +67,17 @@ NewRun first_run(const model::JobSpec& s, const std::string& job_id, const std::
 
 // The jobs, a batch per statement, and their first runs.
 void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
+  const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition});
   std::string names;
-  for (const auto& col : kJobColumnsWritten) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
+  for (const auto& col : columns) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
   const std::string sql =
       fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, NOW_US, NOW_US FROM {1}",
-                  names, c.batch(kJobColumnsWritten, 2, "u"));
+                  names, c.batch(columns, 2, "u"));
   for (size_t start = 0; start < rows.size(); start += kChunk) {
     BatchRows batch;
     for (size_t i = start; i < std::min(rows.size(), start + kChunk); ++i) batch.push_back(job_cells(rows[i]));
     Params params{actor};
-    c.bind_batch(params, kJobColumnsWritten, batch);
+    c.bind_batch(params, columns, batch);
     c.exec(sql, params);
   }
   std::vector<NewRun> runs;
@@ -198,7 +156,7 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, st
     policy.merge(s.retry_given);
     s.retry = policy.resolve();
     model::validate(s.retry);
-    if (s.schedule) model::validate(*s.schedule, s.name);
+    if (s.schedule) cron::validate_schedule(*s.schedule, s.name);
   }
   std::set<std::string> keys;
   for (const auto& s : specs)
@@ -253,7 +211,7 @@ const std::string kJobsWithLatestRun =
 
 model::JobView view_from_row(const Row& row) {
   model::JobView v{job_from_row(row), std::nullopt};
-  if (!row.is_null(kJobColumnCount)) v.latest_run = run_from_row(row, kJobColumnCount);
+  if (!row.is_null(kJobs.size())) v.latest_run = run_from_row(row, kJobs.size());
   return v;
 }
 
@@ -266,7 +224,7 @@ std::optional<model::JobView> Jobs::get_job(const std::string& job_id) {
 }
 
 std::vector<model::JobView> Jobs::get_jobs(const std::vector<std::string>& job_ids) {
-  std::string sql = fmt::format("SELECT {}, {} {} WHERE {}", kJobColumns, kRunColumns, kJobsWithLatestRun,
+  std::string sql = fmt::format("SELECT {}, {} {} WHERE {}", select_list(kJobs), select_list(kRuns), kJobsWithLatestRun,
                                 conn_->in_list("j.id", 1));
   std::map<std::string, model::JobView> found;
   for (const auto& row : conn_->query(sql, {conn_->list(job_ids)})) {
@@ -285,7 +243,7 @@ std::vector<model::JobView> Jobs::list_jobs(const JobFilter& filter) {
       "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
       "AND j.dag_id IS NULL AND j.kind = 'job' "
       "ORDER BY j.id DESC LIMIT $3",
-      kJobColumns, kRunColumns, kJobsWithLatestRun);
+      select_list(kJobs), select_list(kRuns), kJobsWithLatestRun);
   std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
   auto rows = conn_->query(sql, {status, filter.queue.value_or(""), int64_t{filter.limit},
                                  int64_t{filter.deleted ? 1 : 0}});
@@ -296,13 +254,13 @@ std::vector<model::JobView> Jobs::list_jobs(const JobFilter& filter) {
 }
 
 std::optional<model::Run> Jobs::get_run(const std::string& run_id) {
-  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.id = $1", kRunColumns), {run_id});
+  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.id = $1", select_list(kRuns)), {run_id});
   if (rows.empty()) return std::nullopt;
   return run_from_row(rows[0]);
 }
 
 std::vector<model::Run> Jobs::runs_of(const std::string& job_id) {
-  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 ORDER BY r.id", kRunColumns), {job_id});
+  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 ORDER BY r.id", select_list(kRuns)), {job_id});
   std::vector<model::Run> out;
   for (const auto& row : rows) out.push_back(run_from_row(row));
   return out;
@@ -331,7 +289,7 @@ std::vector<model::Attempt> Jobs::attempts(const std::string& run_id) {
     a.stderr_tail = row.text(11);
     a.job_version = static_cast<int>(row.i64(12));
     if (auto v = row.opt_i64(13)) a.http_status = static_cast<int>(*v);
-    if (!row.is_null(14)) a.timings = model::timings_from_text(row.text(14));
+    if (!row.is_null(14)) a.timings = timings_from_text(row.text(14));
     out.push_back(std::move(a));
   }
   return out;

@@ -17,6 +17,7 @@
 #include "common/model/job_json.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/jobs.hpp"
+#include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
@@ -30,7 +31,7 @@ using nlohmann::json;
 // The job, locked for the rest of the transaction (PostgreSQL; SQLite's
 // write transaction holds the whole file). Throws not_found.
 model::Job locked_job(Connection& c, const std::string& job_id) {
-  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
+  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", select_list(kJobs),
                                   c.row_lock("FOR UPDATE")),
                       {job_id});
   if (rows.empty())
@@ -119,7 +120,7 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
   }
   model::validate(s);
   model::validate(s.retry);
-  if (s.schedule) model::validate(*s.schedule, cron::hash_key(next));
+  if (s.schedule) cron::validate_schedule(*s.schedule, cron::hash_key(next));
   return next;
 }
 
@@ -182,36 +183,19 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
     next.schedule_anchor = now;
     next.next_fire_at = cron::next_occurrence(next, now);
   }
-  const auto& p = s.retry;
-  Value cron = nullptr, tz = std::string("UTC"), misfire = std::string("latest"), overlap = std::string("skip");
-  int64_t catchup = 3600'000'000, jitter = 0;
-  const int64_t max_concurrent = model::group_limit(s);
-  if (s.schedule) {
-    cron = s.schedule->cron;
-    tz = s.schedule->tz;
-    misfire = std::string(model::to_string(s.schedule->misfire));
-    overlap = std::string(model::to_string(s.schedule->overlap));
-    catchup = s.schedule->catchup_window_us;
-    jitter = s.schedule->jitter_us;
-  }
-  conn_->exec(
-      "UPDATE jobs SET name = $2, queue = $3, priority = $4, command = $5, env = $6, timeout_us = $7, "
-      "max_retries = $8, backoff = $9, retry_delay_us = $10, max_retry_delay_us = $11, retry_for_us = $12, "
-      "no_retry_exit_codes = $13, max_deliveries = $14, delivery = $15, cron = $16, tz = $17, misfire = $18, "
-      "catchup_window_us = $19, overlap = $20, max_concurrent = $21, jitter_us = $22, schedule_anchor = $23, "
-      "next_fire_at = $24, version = $25, target = $26, concurrency_key = $27, tenant = $28, updated_at = NOW_US "
-      "WHERE id = $1",
-      {job_id, s.name, s.queue, int64_t{static_cast<int>(s.priority)}, model::command_to_text(s.command),
-       model::env_to_text(s.env), s.timeout_us, int64_t{p.max_retries}, std::string(model::to_string(p.backoff)),
-       p.delay_us, p.max_delay_us, p.retry_for_us, p.no_retry_exit_codes.str(), int64_t{p.max_deliveries},
-       std::string(model::to_string(p.delivery)), cron, tz, misfire, catchup, overlap, max_concurrent, jitter,
-       next.schedule_anchor, next.next_fire_at ? Value(*next.next_fire_at) : Value(nullptr), int64_t{next.version},
-       s.target.empty() ? Value(nullptr) : Value(model::labels_to_text(s.target)),
-       s.concurrency_key.empty() ? Value(nullptr) : Value(s.concurrency_key), s.tenant});
+  Writes<kJobs> w{Writer::definition};
+  write_definition(w, s);
+  Params params = w.values();
+  const size_t n = params.size();
+  params.insert(params.end(), {next.schedule_anchor, nullable(next.next_fire_at), int64_t{next.version}, job_id});
+  conn_->exec(fmt::format("UPDATE jobs SET {}, schedule_anchor = ${}, next_fire_at = ${}, version = ${}, "
+                          "updated_at = NOW_US WHERE id = ${}",
+                          set_list(kJobs, Writer::definition, 1), n + 1, n + 2, n + 3, n + 4),
+              params);
   if (!s.tenant.empty()) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {s.tenant});
-  // The claim's sort keys are copied on each run: those that have not
-  // started, and those running now (should they come back for a retry),
-  // follow the job. Waiting runs move to the new version unless that
+  // What a run copies from its job (kRunFromJob, new_runs.hpp) follows the
+  // job on the runs that have not started, and on those running now
+  // (should they come back for a retry). Waiting runs move to the new version unless that
   // version already has a run of the same occurrence.
   // A running run counts against its new group at once; a forced trigger's
   // run stays outside every group.
@@ -223,7 +207,7 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
               "ELSE $5 END "
               "WHERE job_id = $1 AND status IN ('pending', 'blocked', 'running')",
               {job_id, s.queue, int64_t{static_cast<int>(s.priority)}, s.tenant,
-               group ? Value(*group) : Value(nullptr), max_concurrent});
+               nullable(group), int64_t{model::group_limit(s)}});
   conn_->exec("UPDATE runs SET job_version = $2 WHERE job_id = $1 AND status IN ('pending', 'blocked') "
               "AND (occurrence IS NULL OR NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id "
               "AND o.job_version = $2 AND o.occurrence = runs.occurrence))",

@@ -27,12 +27,6 @@ model::RetryOverrides defaults_from_row(const Row& row) {
   return o;
 }
 
-template <typename T>
-Value opt_value(const std::optional<T>& v) {
-  if (!v) return nullptr;
-  return int64_t{*v};
-}
-
 }  // namespace
 
 std::map<std::string, model::RetryOverrides> queue_defaults(Connection& c, const std::set<std::string>& queues) {
@@ -60,11 +54,11 @@ void Queues::set_queue_defaults(const std::string& queue, const model::RetryOver
       "retry_delay_us = excluded.retry_delay_us, max_retry_delay_us = excluded.max_retry_delay_us, "
       "retry_for_us = excluded.retry_for_us, no_retry_exit_codes = excluded.no_retry_exit_codes, "
       "max_deliveries = excluded.max_deliveries, delivery = excluded.delivery, updated_at = excluded.updated_at",
-      {queue, opt_value(merged.max_retries),
+      {queue, nullable(merged.max_retries),
        merged.backoff ? Value(std::string(model::to_string(*merged.backoff))) : Value(nullptr),
-       opt_value(merged.delay_us), opt_value(merged.max_delay_us), opt_value(merged.retry_for_us),
+       nullable(merged.delay_us), nullable(merged.max_delay_us), nullable(merged.retry_for_us),
        merged.no_retry_exit_codes ? Value(merged.no_retry_exit_codes->str()) : Value(nullptr),
-       opt_value(merged.max_deliveries),
+       nullable(merged.max_deliveries),
        merged.delivery ? Value(std::string(model::to_string(*merged.delivery))) : Value(nullptr)});
   tx.commit();
 }

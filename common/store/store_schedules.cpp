@@ -30,11 +30,6 @@
 namespace jobctl::store {
 namespace {
 
-Value opt_value(const std::optional<int64_t>& v) {
-  if (!v) return nullptr;
-  return *v;
-}
-
 
 NewRun occurrence_run(const model::Job& job, int64_t at, const char* origin) {
   NewRun r;
@@ -96,7 +91,7 @@ std::string span_text(const cron::SkippedSpan& s) {
 }
 
 model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
-  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", kJobColumns,
+  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1{}", select_list(kJobs),
                                   lock ? c.row_lock("FOR UPDATE") : ""),
                       {job_id});
   if (rows.empty())
@@ -116,17 +111,12 @@ void start_schedules(Connection& c, const std::vector<std::pair<std::string, con
   if (jobs.empty()) return;
   int64_t now = now_us(c);
   for (const auto& [id, spec] : jobs) {
-    const auto& s = *spec->schedule;
     model::Job job;
     job.id = id;
     job.spec = *spec;
     job.schedule_anchor = now;
-    c.exec(
-        "UPDATE jobs SET cron = $2, tz = $3, misfire = $4, catchup_window_us = $5, overlap = $6, "
-        "max_concurrent = $7, jitter_us = $8, schedule_anchor = $9, next_fire_at = $10 WHERE id = $1",
-        {id, s.cron, s.tz, std::string(model::to_string(s.misfire)), s.catchup_window_us,
-         std::string(model::to_string(s.overlap)), int64_t{model::group_limit(*spec)}, s.jitter_us, now,
-         opt_value(cron::next_occurrence(job, now))});
+    c.exec("UPDATE jobs SET schedule_anchor = $2, next_fire_at = $3 WHERE id = $1",
+           {id, now, nullable(cron::next_occurrence(job, now))});
   }
 }
 
@@ -160,7 +150,7 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
   int64_t now = held[0].i64(0);
   auto rows = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.next_fire_at <= $1 AND j.paused = 0 AND "
                                        "j.deleted_at IS NULL ORDER BY j.next_fire_at LIMIT $2{}",
-                                       kJobColumns, conn_->row_lock("FOR UPDATE")),
+                                       select_list(kJobs), conn_->row_lock("FOR UPDATE")),
                            {now + s.horizon_us, int64_t{s.batch}});
   result.more = static_cast<int>(rows.size()) == s.batch;
   std::vector<NewRun> runs, skipped;
@@ -205,7 +195,7 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
       // schedule where it is, for a leader that can evaluate it.
       result.errors.push_back(fmt::format("schedule {}: {}", row.text(0), e.what()));
     }
-    if (next) conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {row.text(0), opt_value(*next)});
+    if (next) conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {row.text(0), nullable(*next)});
     ++result.schedules;
   }
   result.runs += insert_runs(*conn_, runs);
@@ -275,11 +265,11 @@ std::vector<ScheduleView> Schedules::list_schedules() {
       "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(x.id) FROM runs x WHERE x.job_id = j.id "
       "AND x.available_at <= NOW_US) WHERE j.cron IS NOT NULL AND j.deleted_at IS NULL "
       "ORDER BY j.next_fire_at IS NULL, j.next_fire_at, j.id",
-      kJobColumns, kRunColumns));
+      select_list(kJobs), select_list(kRuns)));
   std::vector<ScheduleView> out;
   for (const auto& row : rows) {
     ScheduleView v{job_from_row(row), std::nullopt};
-    if (!row.is_null(kJobColumnCount)) v.last_run = run_from_row(row, kJobColumnCount);
+    if (!row.is_null(kJobs.size())) v.last_run = run_from_row(row, kJobs.size());
     out.push_back(std::move(v));
   }
   return out;
@@ -289,7 +279,7 @@ std::vector<model::Run> Schedules::schedule_runs(const std::string& job_id, int 
   schedule_job(*conn_, job_id, false);
   auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 AND r.available_at <= NOW_US "
                                        "ORDER BY r.id DESC LIMIT $2",
-                                       kRunColumns),
+                                       select_list(kRuns)),
                            {job_id, int64_t{limit}});
   std::vector<model::Run> out;
   for (const auto& row : rows) out.push_back(run_from_row(row));
@@ -394,7 +384,7 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
 }
 
 void restart_schedule(Connection& c, const std::string& job_id) {
-  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", kJobColumns), {job_id});
+  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", select_list(kJobs)), {job_id});
   if (rows.empty()) return;
   auto job = job_from_row(rows[0]);
   if (!job.spec.schedule) return;
@@ -403,7 +393,7 @@ void restart_schedule(Connection& c, const std::string& job_id) {
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = 'paused when it came due' "
       "WHERE job_id = $1 AND status = 'pending' AND origin = 'schedule' AND available_at <= NOW_US",
       {job_id});
-  c.exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, opt_value(cron::next_occurrence(job, now_us(c)))});
+  c.exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, nullable(cron::next_occurrence(job, now_us(c)))});
 }
 
 }  // namespace jobctl::store

@@ -143,12 +143,12 @@ std::vector<StuckRun> Admin::stuck_runs(int64_t no_progress_us, int limit, const
                   "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND ($3 = '' OR r.queue = $3) AND ("
                   "(j.timeout_us > 0 AND a.started_at + j.timeout_us + COALESCE(w.lease_us, 0) < NOW_US) OR "
                   "COALESCE(r.progress_at, a.started_at) < NOW_US - $1) ORDER BY a.started_at, r.id LIMIT $2",
-                  kJobColumns, kRunColumns),
+                  select_list(kJobs), select_list(kRuns)),
       {no_progress_us, int64_t{limit}, queue.value_or("")});
   std::vector<StuckRun> out;
-  const size_t at = kJobColumnCount + kRunColumnCount;
+  const size_t at = kJobs.size() + kRuns.size();
   for (const auto& row : rows) {
-    StuckRun s{model::JobView{job_from_row(row), run_from_row(row, kJobColumnCount)}, "", 0, row.text(at + 3)};
+    StuckRun s{model::JobView{job_from_row(row), run_from_row(row, kJobs.size())}, "", 0, row.text(at + 3)};
     const int64_t started = row.i64(at), lease = row.i64(at + 1), now = row.i64(at + 2);
     s.running_us = now - started;
     const auto& spec = s.view.job.spec;

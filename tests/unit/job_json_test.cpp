@@ -2,10 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
 
-using jobctl::model::job_spec_from_json;
+using jobctl::jobdef::job_spec_from_json;
 using nlohmann::json;
 
 TEST_CASE("job json: every documented field is read") {
@@ -69,11 +70,6 @@ TEST_CASE("job json: a webhook, its stored form, and notifications") {
   CHECK(s.command.display() == "PUT https://example.com/h");
   CHECK(s.notify.urls.size() == 2);
   CHECK(s.notify.on == (notify_success | notify_dead));
-  // The stored form reads back the same.
-  auto back = command_from_text(command_to_text(s.command));
-  REQUIRE(back.webhook);
-  CHECK(to_json(*back.webhook) == to_json(*s.command.webhook));
-  CHECK(notify_from_text(*notify_to_text(s.notify)).on == s.notify.on);
   // A URL alone is a webhook too.
   CHECK(job_spec_from_json(json::parse(R"({"webhook":"http://127.0.0.1:9/x"})")).command.webhook->method == "POST");
 }

@@ -1,0 +1,22 @@
+#include "common/model/names.hpp"
+
+#include <fmt/format.h>
+
+#include "common/util/error.hpp"
+
+namespace jobctl::model {
+
+std::string join_or(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += words[i];
+  }
+  return out;
+}
+
+void throw_unknown_name(std::string_view what, std::string_view text, const std::vector<std::string>& names) {
+  throw usage_error(fmt::format("invalid {} '{}'", what, text), fmt::format("use {}", join_or(names)));
+}
+
+}  // namespace jobctl::model
