@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "common/util/duration.hpp"
 #include "common/util/log.hpp"
 
@@ -51,7 +53,7 @@ void StoreHealth::succeeded(Clock::time_point now) {
 
 void StoreHealth::clock_stepped(int64_t step_us, Clock::time_point now) {
   log_event(LogLevel::warn, "clock_step",
-            {{"step", (step_us < 0 ? "-" : "+") + util::format_duration(Micros(std::llabs(step_us)))}});
+            {{"step", fmt::format("{}{}", step_us < 0 ? '-' : '+', util::format_duration(Micros(std::llabs(step_us))))}});
   calm_since_ = now;
 }
 
