@@ -64,7 +64,7 @@ void add_submit(CLI::App& group, Context& ctx) {
       ->check(CLI::IsMember({"stop", "continue"}))
       ->capture_default_str();
   cmd->add_option("--cron", f->schedule.cron, "Run the DAG on this cron expression: one DAG run per occurrence");
-  cmd->add_option("--tz", f->tz, "IANA time zone of --cron (default UTC)");
+  cmd->add_option("--tz", f->tz, fmt::format("IANA time zone of --cron (default {})", model::ScheduleSpec{}.tz));
   cmd->footer("Prints the DAG run's id alone on stdout; with --cron, the DAG's id (each occurrence starts a run).\n"
               "Nothing is written when the document is invalid (exit 2): unknown dependencies, cycles, duplicate\n"
               "names, an empty graph, more than 10000 nodes.");
@@ -78,7 +78,7 @@ void add_submit(CLI::App& group, Context& ctx) {
       auto u = to_update(f->schedule, f->tz);
       model::ScheduleSpec sc;
       sc.cron = *u.cron;
-      sc.tz = u.tz.value_or("UTC");
+      sc.tz = u.tz.value_or(sc.tz);
       cron::validate_schedule(sc, d.definition.name);
       d.schedule = sc;
     }

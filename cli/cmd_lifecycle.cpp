@@ -57,7 +57,7 @@ void register_update(CLI::App& app, Context& ctx) {
   cmd->add_option("id", f->id, "Job id")->required();
   cmd->add_option("--name", f->name, "New name (\"\" removes it)");
   cmd->add_option("--queue", f->queue, "Move it to this queue");
-  cmd->add_option("--priority", f->priority, "critical, high, normal or low")
+  cmd->add_option("--priority", f->priority, model::join_or(model::names_of(model::kPriorityNames)))
       ->check(CLI::IsMember(model::names_of(model::kPriorityNames)));
   cmd->add_option("--timeout", f->timeout, "New timeout (e.g. 30m; 0 removes it)");
   cmd->add_option("--env", f->env, "Set NAME=VALUE in its environment (repeatable)");

@@ -33,7 +33,8 @@ namespace {
 
 struct SubmitFlags {
   std::vector<std::string> command;
-  std::string name, queue = "default", priority = "normal", timeout, cwd, payload, idempotency_key, file;
+  std::string name, queue = model::JobSpec{}.queue, priority{model::to_string(model::JobSpec{}.priority)};
+  std::string timeout, cwd, payload, idempotency_key, file;
   std::vector<std::string> env;
   std::string at, in, tz, on;
   bool wait = false;
@@ -88,12 +89,12 @@ model::JobSpec spec_from_flags(const SubmitFlags& f) {
     auto u = to_update(f.schedule, f.tz);
     model::ScheduleSpec sc;
     sc.cron = *u.cron;
-    sc.tz = u.tz.value_or("UTC");
+    sc.tz = u.tz.value_or(sc.tz);
     sc.misfire = u.misfire.value_or(sc.misfire);
     sc.catchup_window_us = u.catchup_window_us.value_or(sc.catchup_window_us);
     sc.overlap = u.overlap.value_or(sc.overlap);
     sc.max_concurrent = u.max_concurrent;
-    sc.jitter_us = u.jitter_us.value_or(0);
+    sc.jitter_us = u.jitter_us.value_or(sc.jitter_us);
     cron::validate_schedule(sc, s.name);
     s.schedule = std::move(sc);
   } else {
@@ -166,7 +167,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->add_option("command", f->command, "The command to run");
   cmd->add_option("--name", f->name, "A name for people to recognise the job by");
   cmd->add_option("--queue", f->queue, "Queue the job waits in")->capture_default_str();
-  cmd->add_option("--priority", f->priority, "critical, high, normal or low")
+  cmd->add_option("--priority", f->priority, model::join_or(model::names_of(model::kPriorityNames)))
       ->check(CLI::IsMember(model::names_of(model::kPriorityNames)))->capture_default_str();
   cmd->add_option("--timeout", f->timeout, "Kill the job after this long (e.g. 90s, 10m, 1h30m)");
   cmd->add_option("--env", f->env, "Environment variable NAME=VALUE for the job (repeatable)")->take_all();
@@ -181,7 +182,8 @@ void register_submit(CLI::App& app, Context& ctx) {
                              "Run at this time: RFC 3339 (2026-12-24T18:00:00Z), or 'YYYY-MM-DD HH:MM[:SS]' in --tz");
   cmd->add_option("--in", f->in, "Run this long from now (e.g. 90s, 10m, 1h30m)")->excludes(at);
   cmd->add_option("--tz", f->tz,
-                  "IANA time zone of --cron (default UTC), or of an --at without an offset (default: this host's zone)");
+                  fmt::format("IANA time zone of --cron (default {}), or of an --at without an offset (default: this "
+                              "host's zone)", model::ScheduleSpec{}.tz));
   auto* cron = cmd->add_option("--cron", f->schedule.cron,
                                "Make it a schedule: run on this cron expression in --tz (see `jobctl cron next`)")
                    ->excludes(at)

@@ -55,8 +55,9 @@ std::vector<std::string> add_webhook_flags(CLI::App& cmd, WebhookFlags& f) {
   cmd.add_option("--notify", f.notify,
                  "POST a JSON notification to this URL when a run succeeds, fails or dies (repeatable; see "
                  "--notify-on)");
-  cmd.add_option("--notify-on", f.notify_on, "With --notify: which ends to report: success, failure, dead "
-                                             "(default failure,dead)");
+  cmd.add_option("--notify-on", f.notify_on,
+                 fmt::format("With --notify: which ends to report: success, failure, dead (default {})",
+                             model::notify_on_text(model::Notify{}.on)));
   for (const char* name : {"--method", "--header", "--data", "--insecure", "--sign-secret"})
     cmd.get_option(name)->needs("--webhook");
   cmd.get_option("--notify-on")->needs("--notify");

@@ -28,7 +28,7 @@ std::vector<std::string> add_fleet_flags(CLI::App& cmd, FleetFlags& f, bool fan_
 // The webhook and notification flags of submit: --webhook, --method,
 // --header, --data, --insecure, --sign-secret, --notify, --notify-on.
 struct WebhookFlags {
-  std::string url, method = "POST", data, sign_secret, notify_on;
+  std::string url, method = model::Webhook{}.method, data, sign_secret, notify_on;
   std::vector<std::string> headers, notify;
   bool insecure = false;
 };

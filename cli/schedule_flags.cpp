@@ -1,22 +1,28 @@
 #include "cli/schedule_flags.hpp"
 
+#include <fmt/format.h>
+
 #include "common/util/duration.hpp"
 
 namespace jobctl::cli {
 
 std::vector<std::string> add_schedule_flags(CLI::App& cmd, ScheduleFlags& f) {
+  const model::ScheduleSpec d;  // the defaults, shown in the help
   cmd.add_option("--misfire", f.misfire,
-                 "Occurrences missed while no scheduler ran: skip, latest (default: run the newest) or all")
+                 fmt::format("Occurrences missed while no scheduler ran: {} (default {})",
+                             model::join_or(model::names_of(model::kMisfireNames)), model::to_string(d.misfire)))
       ->check(CLI::IsMember(model::names_of(model::kMisfireNames)));
-  cmd.add_option("--catchup-window", f.catchup_window, "How far back --misfire all reaches (default 1h)");
+  cmd.add_option("--catchup-window", f.catchup_window,
+                 fmt::format("How far back --misfire all reaches (default {})",
+                             util::format_duration(util::Micros(d.catchup_window_us))));
   cmd.add_option("--overlap", f.overlap,
-                 "An occurrence due while the last still runs: skip (default), buffer-one, buffer-all, "
-                 "cancel-other or allow")
+                 fmt::format("An occurrence due while the last still runs: {} (default {})",
+                             model::join_or(model::names_of(model::kOverlapNames)), model::to_string(d.overlap)))
       ->check(CLI::IsMember(model::names_of(model::kOverlapNames)));
   cmd.add_option("--max-concurrent", f.max_concurrent,
                  "Runs of the job's concurrency group at once, fleet-wide (a schedule: default 1, allow: no limit; "
                  "with --concurrency-key: default 1)")
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, model::kMaxConcurrentLimit));
   cmd.add_option("--jitter", f.jitter, "Start each occurrence up to this much later, spreading a herd (e.g. 30s)");
   return {"--misfire", "--catchup-window", "--overlap", "--jitter", "--max-concurrent"};
 }

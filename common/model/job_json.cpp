@@ -69,8 +69,9 @@ void validate(const JobSpec& s) {
       throw usage_error(fmt::format("environment variable '{}' contains a NUL byte", k));
   }
   if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
-  if (s.max_concurrent && *s.max_concurrent < 1)
-    throw usage_error("--max-concurrent must be at least 1", "leave it out for no limit");
+  if (s.max_concurrent && (*s.max_concurrent < 1 || *s.max_concurrent > kMaxConcurrentLimit))
+    throw usage_error(fmt::format("--max-concurrent must be 1 to {}, not {}", kMaxConcurrentLimit, *s.max_concurrent),
+                      "leave it out for no limit");
   if (s.concurrency_key.size() > 200 || s.concurrency_key.find('\0') != std::string::npos)
     throw usage_error("the concurrency key is longer than 200 characters or holds a NUL byte");
   if (s.tenant.size() > 64)

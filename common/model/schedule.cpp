@@ -17,8 +17,8 @@ int effective_max_concurrent(const ScheduleSpec& s) {
 }
 
 void validate(const ScheduleSpec& s) {
-  if (s.max_concurrent && *s.max_concurrent < 1)
-    throw usage_error(fmt::format("--max-concurrent must be at least 1, not {}", *s.max_concurrent),
+  if (s.max_concurrent && (*s.max_concurrent < 1 || *s.max_concurrent > kMaxConcurrentLimit))
+    throw usage_error(fmt::format("--max-concurrent must be 1 to {}, not {}", kMaxConcurrentLimit, *s.max_concurrent),
                       "leave it out for the policy's default");
   if (s.jitter_us < 0) throw usage_error("--jitter must not be negative");
   if (s.catchup_window_us <= 0) throw usage_error("--catchup-window must be positive", "for example --catchup-window 6h");

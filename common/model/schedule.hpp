@@ -45,6 +45,9 @@ std::string_view to_string(Overlap o);
 Misfire parse_misfire(std::string_view text);  // throws usage Error
 Overlap parse_overlap(std::string_view text);  // throws usage Error
 
+// The largest limit --max-concurrent (and a batch line's max_concurrent) takes.
+inline constexpr int kMaxConcurrentLimit = 100'000;
+
 struct ScheduleSpec {
   std::string cron;                      // the expression as typed
   std::string tz = "UTC";                // IANA zone it is evaluated in

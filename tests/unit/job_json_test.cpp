@@ -44,6 +44,8 @@ TEST_CASE("job json: bad lines are rejected naming the field") {
                         Case{R"({"command":["x"],"queue":"bad queue"})", "bad queue"},
                         Case{R"({"command":["x"],"env":{"A":1}})", "env.A"},
                         Case{R"({"command":["x"],"cwd":"rel/path"})", "cwd"},
+                        Case{R"({"command":["x"],"max_concurrent":100001})", "1 to 100000"},
+                        Case{R"({"command":["x"],"cron":"@hourly","max_concurrent":100001})", "1 to 100000"},
                         Case{R"(["x"])", "object"}}) {
     CAPTURE(c.line);
     try {
