@@ -8,8 +8,6 @@
 namespace jobctl::store {
 namespace {
 
-constexpr size_t kChunk = 5000;
-
 constexpr std::array<BatchColumn, 15> kColumns{{
     {"id", ColumnType::text},
     {"job_id", ColumnType::text},
@@ -49,13 +47,12 @@ int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {
       "CASE WHEN u.status = 'skipped' THEN NOW_US END, u.tenant, u.group_key, u.group_max, u.pinned FROM {} "
       "WHERE true ON CONFLICT DO NOTHING",
       c.batch(kColumns, 1, "u"));
+  BatchRows rows;
   int64_t inserted = 0;
-  for (size_t start = 0; start < runs.size(); start += kChunk) {
-    BatchRows rows;
-    for (size_t i = start; i < std::min(runs.size(), start + kChunk); ++i) rows.push_back(cells(runs[i]));
-    Params params;
-    c.bind_batch(params, kColumns, rows);
-    inserted += c.exec(sql, params);
+  for (size_t start = 0; start < runs.size(); start += kBatchRows) {
+    rows.clear();
+    for (size_t i = start; i < std::min(runs.size(), start + kBatchRows); ++i) rows.push_back(cells(runs[i]));
+    inserted += c.exec_batch(sql, {}, kColumns, rows);
   }
   return inserted;
 }

@@ -48,7 +48,7 @@ inline constexpr RunFromJob kRunFromJob{
     "j.queue, j.priority, j.tenant, CASE WHEN j.max_concurrent > 0 THEN COALESCE(j.concurrency_key, j.id) END, "
     "j.max_concurrent, j.version"};
 
-// Inserts the runs in batches (one statement each). A run whose occurrence
+// Inserts the runs in batches (Connection::exec_batch). A run whose occurrence
 // already has one is left out. Returns how many were inserted.
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs);
 

@@ -178,13 +178,22 @@ class PostgresConnection final : public Connection {
     return fmt::format("unnest({}) AS {} ({})", arrays, alias, names);
   }
 
-  void bind_batch(Params& params, std::span<const BatchColumn> columns, const BatchRows& rows) const override {
-    for (size_t c = 0; c < columns.size(); ++c) {
-      std::vector<std::optional<std::string>> items;
-      items.reserve(rows.size());
-      for (const auto& row : rows) items.push_back(array_item(row.at(c)));
-      params.emplace_back(pg_array(items));
+  // A statement per kBatchRows rows, each column bound as one array.
+  int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
+                     const BatchRows& rows) override {
+    int64_t changed = 0;
+    std::vector<std::optional<std::string>> items;
+    for (size_t start = 0; start < rows.size(); start += kBatchRows) {
+      const size_t end = std::min(rows.size(), start + kBatchRows);
+      Params p = params;
+      for (size_t c = 0; c < columns.size(); ++c) {
+        items.clear();
+        for (size_t r = start; r < end; ++r) items.push_back(array_item(rows[r][c]));
+        p.emplace_back(pg_array(items));
+      }
+      changed += exec(sql, p);
     }
+    return changed;
   }
 
   // Statements prepared with the old clock are dropped on both sides.

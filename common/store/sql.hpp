@@ -85,6 +85,8 @@ struct BatchColumn {
   ColumnType type;
 };
 using BatchRows = std::vector<std::vector<Value>>;  // one Value per column, in order
+// How many rows a caller hands exec_batch at a time: memory stays bounded.
+inline constexpr size_t kBatchRows = 5000;
 
 // How a transaction starts. `write` takes the write lock up front on SQLite
 // (BEGIN IMMEDIATE), so a read-then-write cannot fail halfway with BUSY.
@@ -119,11 +121,17 @@ class Connection {
   // `column` is one of the list bound as $n.
   virtual Value list(const std::vector<std::string>& items) const = 0;
   virtual std::string in_list(std::string_view column, int n) const = 0;
-  // Many rows bound as parameters $n, $n+1… (as many as bind_batch adds,
-  // so a batch's parameters come last) and read as the table `alias`
-  // with `columns`: the FROM item of an INSERT … SELECT or UPDATE … FROM.
+  // A batch of rows read as the table `alias` with `columns`: the FROM
+  // item of an INSERT … SELECT or UPDATE … FROM run by exec_batch, whose
+  // parameters $1…$n-1 come before the batch's.
   virtual std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const = 0;
-  virtual void bind_batch(Params& params, std::span<const BatchColumn> columns, const BatchRows& rows) const = 0;
+  // Runs `sql` (with batch(columns, params.size() + 1, …) in it) over
+  // `rows`, as one statement would: one reading of the clock for all of
+  // them. PostgreSQL binds thousands of rows at once as arrays (unnest);
+  // SQLite runs the prepared statement once per row, which is what it is
+  // fastest at. Returns the rows changed.
+  virtual int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
+                             const BatchRows& rows) = 0;
   // The store's clock (NOW_US) runs `us` ahead of the database's from now
   // on: a test's fake clock. Statements already prepared are prepared anew.
   virtual void shift_clock(int64_t us) = 0;

@@ -53,12 +53,6 @@ void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
   sqlite3_result_int64(ctx, *clock->now_us);
 }
 
-nlohmann::json json_item(const Value& v) {
-  if (std::holds_alternative<std::nullptr_t>(v)) return nullptr;
-  if (auto* n = std::get_if<int64_t>(&v)) return *n;
-  return std::get<std::string>(v);
-}
-
 class SqliteConnection final : public Connection {
  public:
   explicit SqliteConnection(const std::string& path) : path_(path), busy_timeout_(store_timeout()) {
@@ -80,7 +74,7 @@ class SqliteConnection final : public Connection {
     sqlite3_create_function(db_, "jobctl_now_us", 0, SQLITE_UTF8, &clock_, now_us, nullptr, nullptr);
     // WAL lets readers run beside the one writer; synchronous=FULL makes a
     // submit that returned durable even across power loss.
-    exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+    exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
   }
 
   ~SqliteConnection() override {
@@ -153,28 +147,39 @@ class SqliteConnection final : public Connection {
     return fmt::format("{} IN (SELECT value FROM json_each(${}))", column, n);
   }
 
-  // One parameter: a JSON array of rows, each an array of the columns.
+  // One row: a parameter per column. exec_batch runs the statement per row.
   std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const override {
     std::string picks;
-    for (size_t i = 0; i < columns.size(); ++i) picks += fmt::format("{}value->>{} AS {}", i ? ", " : "", i, columns[i].name);
-    return fmt::format("(SELECT {} FROM json_each(${})) AS {}", picks, n, alias);
+    for (size_t i = 0; i < columns.size(); ++i)
+      picks += fmt::format("{}${} AS {}", i ? ", " : "", n + static_cast<int>(i), columns[i].name);
+    return fmt::format("(SELECT {}) AS {}", picks, alias);
   }
 
-  void bind_batch(Params& params, std::span<const BatchColumn> columns, const BatchRows& rows) const override {
-    auto all = nlohmann::json::array();
+  int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
+                     const BatchRows& rows) override {
+    clock_.now_us.reset();  // one reading for the whole batch, as one statement
+    int64_t changed = 0;
     for (const auto& row : rows) {
-      auto cells = nlohmann::json::array();
-      for (size_t c = 0; c < columns.size(); ++c) cells.push_back(json_item(row.at(c)));
-      all.push_back(std::move(cells));
+      sqlite3_stmt* stmt = prepare(sql, params, Clock::keep);
+      for (size_t c = 0; c < columns.size(); ++c) bind(stmt, static_cast<int>(params.size() + c + 1), row[c]);
+      int rc;
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      }
+      finish(stmt, rc, sql);
+      changed += sqlite3_changes64(db_);
     }
-    params.emplace_back(all.dump());
+    return changed;
   }
 
   void shift_clock(int64_t us) override { clock_.offset_us += us; }
 
  private:
-  sqlite3_stmt* prepare(std::string_view sql, const Params& params) {
-    clock_.now_us.reset();
+  // Whether a statement reads the clock anew (each does) or keeps the
+  // reading of the batch it is a row of.
+  enum class Clock { read, keep };
+
+  sqlite3_stmt* prepare(std::string_view sql, const Params& params, Clock clock = Clock::read) {
+    if (clock == Clock::read) clock_.now_us.reset();
     std::string key(sql);
     auto it = cache_.find(key);
     sqlite3_stmt* stmt = nullptr;

@@ -35,8 +35,6 @@ std::string latest_run_of(const std::string& job) {
                      job);
 }
 
-constexpr size_t kChunk = 5000;
-
 struct NewRow {
   const model::JobSpec* spec;
   std::string job_id;
@@ -47,7 +45,7 @@ std::vector<Value> job_cells(const NewRow& r) {
   Writes<kJobs> w{Writer::key, Writer::definition};
   w.set("id", r.job_id);
   write_definition(w, *r.spec);
-  return w.values();
+  return std::move(w).values();
 }
 
 // A submitted job's run, due at --at when given, else --in after now.
@@ -65,7 +63,7 @@ NewRun first_run(const model::JobSpec& s, const std::string& job_id, const std::
   return r;
 }
 
-// The jobs, a batch per statement, and their first runs.
+// The jobs, in batches (Connection::exec_batch), and their first runs.
 void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition});
   std::string names;
@@ -73,12 +71,11 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
   const std::string sql =
       fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, NOW_US, NOW_US FROM {1}",
                   names, c.batch(columns, 2, "u"));
-  for (size_t start = 0; start < rows.size(); start += kChunk) {
-    BatchRows batch;
-    for (size_t i = start; i < std::min(rows.size(), start + kChunk); ++i) batch.push_back(job_cells(rows[i]));
-    Params params{actor};
-    c.bind_batch(params, columns, batch);
-    c.exec(sql, params);
+  BatchRows batch;
+  for (size_t start = 0; start < rows.size(); start += kBatchRows) {
+    batch.clear();
+    for (size_t i = start; i < std::min(rows.size(), start + kBatchRows); ++i) batch.push_back(job_cells(rows[i]));
+    c.exec_batch(sql, {actor}, columns, batch);
   }
   std::vector<NewRun> runs;
   for (const auto& r : rows)  // a schedule's runs are made by its leader, a fan-out's by insert_fan_out

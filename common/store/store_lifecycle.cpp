@@ -185,7 +185,7 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
   }
   Writes<kJobs> w{Writer::definition};
   write_definition(w, s);
-  Params params = w.values();
+  Params params = std::move(w).values();
   const size_t n = params.size();
   params.insert(params.end(), {next.schedule_anchor, nullable(next.next_fire_at), int64_t{next.version}, job_id});
   conn_->exec(fmt::format("UPDATE jobs SET {}, schedule_anchor = ${}, next_fire_at = ${}, version = ${}, "

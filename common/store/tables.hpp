@@ -197,32 +197,32 @@ class Cells {
 template <const Table& T>
 class Writes {
  public:
-  explicit Writes(std::initializer_list<Writer> writers) : writers_(writers), values_(T.size()), set_(T.size()) {}
+  explicit Writes(std::initializer_list<Writer> writers) {
+    for (Writer w : writers) writers_ |= bit(w);
+  }
 
   void set(ColumnName<T> c, Value v) {
     values_[c.index] = std::move(v);
     set_[c.index] = true;
   }
 
-  std::vector<Value> values() const {
+  // Moves the values out: call it once, last.
+  std::vector<Value> values() && {
+    for (size_t i = 0; i < T.size(); ++i)
+      if (written(T.columns[i].writer) && !set_[i]) throw_unset_column(T.columns[i].name);
     std::vector<Value> out;
-    for (size_t i = 0; i < T.size(); ++i) {
-      if (!written(T.columns[i].writer)) continue;
-      if (!set_[i]) throw_unset_column(T.columns[i].name);
-      out.push_back(values_[i]);
-    }
+    out.reserve(T.size());
+    for (size_t i = 0; i < T.size(); ++i)
+      if (written(T.columns[i].writer)) out.push_back(std::move(values_[i]));
     return out;
   }
 
  private:
-  bool written(Writer w) const {
-    for (Writer x : writers_)
-      if (x == w) return true;
-    return false;
-  }
-  std::vector<Writer> writers_;
-  std::vector<Value> values_;
-  std::vector<bool> set_;
+  static unsigned bit(Writer w) { return 1u << static_cast<unsigned>(w); }
+  bool written(Writer w) const { return (writers_ & bit(w)) != 0; }
+  unsigned writers_ = 0;  // a bit per Writer
+  std::array<Value, T.size()> values_;
+  std::array<bool, T.size()> set_{};
 };
 
 }  // namespace jobctl::store

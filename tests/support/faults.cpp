@@ -54,6 +54,13 @@ int64_t FaultyConnection::exec(std::string_view sql, const store::Params& params
   return n;
 }
 
+int64_t FaultyConnection::exec_batch(std::string_view sql, const store::Params& params,
+                                    std::span<const store::BatchColumn> columns, const store::BatchRows& rows) {
+  auto n = step([&] { return inner_->exec_batch(sql, params, columns, rows); });
+  if (lose_answer_ && !in_transaction_) answer_lost();
+  return n;
+}
+
 void FaultyConnection::begin(store::TxMode mode) {
   inner_->begin(mode);
   in_transaction_ = true;

@@ -58,10 +58,8 @@ class FaultyConnection final : public store::Connection {
   std::string batch(std::span<const store::BatchColumn> columns, int n, std::string_view alias) const override {
     return inner_->batch(columns, n, alias);
   }
-  void bind_batch(store::Params& params, std::span<const store::BatchColumn> columns,
-                  const store::BatchRows& rows) const override {
-    inner_->bind_batch(params, columns, rows);
-  }
+  int64_t exec_batch(std::string_view sql, const store::Params& params, std::span<const store::BatchColumn> columns,
+                     const store::BatchRows& rows) override;
   void shift_clock(int64_t us) override { inner_->shift_clock(us); }
 
  private:

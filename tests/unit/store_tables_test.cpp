@@ -44,9 +44,9 @@ TEST_CASE("store tables: cells are read by name and values written by name come 
   Writes<kThings> w{Writer::key, Writer::definition};
   w.set("size", int64_t{4});
   w.set("id", std::string("x2"));
-  CHECK_THROWS_AS(w.values(), jobctl::Error);  // name is unset: a mapper that forgot a column
+  CHECK_THROWS_AS(std::move(w).values(), jobctl::Error);  // name is unset: a mapper that forgot a column
   w.set("name", std::string("crate"));
-  auto values = w.values();
+  auto values = std::move(w).values();
   REQUIRE(values.size() == 3);
   CHECK(std::get<std::string>(values[0]) == "x2");
   CHECK(std::get<std::string>(values[1]) == "crate");
