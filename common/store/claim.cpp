@@ -342,7 +342,7 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
                   {c.run_id, int64_t{c.attempt}, worker_id, c.job_id});
       auto it = jobs.find(c.job_id);
       if (it == jobs.end()) {
-        auto job = conn_->query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", select_list(kJobs)), {c.job_id});
+        auto job = conn_->query(select_job_by_id(), {c.job_id});
         it = jobs.emplace(c.job_id, job_from_row(job.at(0)).spec).first;
       }
       c.spec = it->second;

@@ -98,6 +98,11 @@ void write_definition(Writes<kJobs>& w, const model::JobSpec& s) {
   w.set("notify", nullable(notify_to_text(s.notify)));
 }
 
+const std::string& select_job_by_id() {
+  static const std::string sql = "SELECT " + select_list(kJobs) + " FROM jobs j WHERE j.id = $1";
+  return sql;
+}
+
 model::Run run_from_row(const Row& row, size_t first) {
   const Cells<kRuns> c(row, first);
   model::Run r;

@@ -17,6 +17,10 @@ model::Job job_from_row(const Row& row, size_t first = 0);
 // The run in a row selected with select_list(kRuns), from column `first` on.
 model::Run run_from_row(const Row& row, size_t first = 0);
 
+// "SELECT <every jobs column> FROM jobs j WHERE j.id = $1", made once
+// (the claim asks it for every job it hands out on SQLite).
+const std::string& select_job_by_id();
+
 // Sets every Writer::definition column of jobs from `s`.
 void write_definition(Writes<kJobs>& w, const model::JobSpec& s);
 

@@ -112,14 +112,7 @@ class SqliteConnection final : public Connection {
     return rows;
   }
 
-  int64_t exec(std::string_view sql, const Params& params) override {
-    sqlite3_stmt* stmt = prepare(sql, params);
-    int rc;
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    }
-    finish(stmt, rc, sql);
-    return sqlite3_changes64(db_);
-  }
+  int64_t exec(std::string_view sql, const Params& params) override { return run(prepare(sql, params), sql); }
 
   void exec_script(std::string_view sql) override {
     char* err = nullptr;
@@ -162,11 +155,7 @@ class SqliteConnection final : public Connection {
     for (const auto& row : rows) {
       sqlite3_stmt* stmt = prepare(sql, params, Clock::keep);
       for (size_t c = 0; c < columns.size(); ++c) bind(stmt, static_cast<int>(params.size() + c + 1), row[c]);
-      int rc;
-      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-      }
-      finish(stmt, rc, sql);
-      changed += sqlite3_changes64(db_);
+      changed += run(stmt, sql);
     }
     return changed;
   }
@@ -194,6 +183,15 @@ class SqliteConnection final : public Connection {
     }
     for (size_t i = 0; i < params.size(); ++i) bind(stmt, static_cast<int>(i + 1), params[i]);
     return stmt;
+  }
+
+  // Steps a bound statement to its end; returns the rows it changed.
+  int64_t run(sqlite3_stmt* stmt, std::string_view sql) {
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    }
+    finish(stmt, rc, sql);
+    return sqlite3_changes64(db_);
   }
 
   static void bind(sqlite3_stmt* stmt, int idx, const Value& v) {

@@ -390,7 +390,7 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
     // A lost attempt is a failed one: --notify hears of it as the agent's
     // own failures are heard of. (The job is read only when it asks.)
     if (row.i64(9) == 0) continue;
-    auto job = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", select_list(kJobs)), {row.text(8)});
+    auto job = c.query(select_job_by_id(), {row.text(8)});
     if (!job.empty()) {
       model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
                                      static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,

@@ -384,7 +384,7 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
 }
 
 void restart_schedule(Connection& c, const std::string& job_id) {
-  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE j.id = $1", select_list(kJobs)), {job_id});
+  auto rows = c.query(select_job_by_id(), {job_id});
   if (rows.empty()) return;
   auto job = job_from_row(rows[0]);
   if (!job.spec.schedule) return;
