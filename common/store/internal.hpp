@@ -21,20 +21,22 @@ namespace jobctl::store {
 int64_t now_us(Connection& c);
 
 // Writes the jobs and their first runs in one transaction of its own.
-std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs);
+std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
+                                      const std::vector<model::JobSpec>& specs);
 // insert_jobs' work inside the caller's transaction; FirstRun::no writes
 // jobs without a first run (DAG nodes: their DAG runs make their runs).
 enum class FirstRun { yes, no };
-std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs,
+std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
                                      FirstRun first_run);
 // DAG nodes' jobs. Returns their ids.
-std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs);
+std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor,
+                                          const std::vector<model::JobSpec>& specs);
 // The id and status of the job's latest run, for a command that acts on
 // it (`action` names it in errors). Throws not_found / invalid_state.
 std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std::string& job_id, const char* action);
 
 // --notify: notification jobs (kind 'notification') and their runs.
-void write_notifications(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs);
+void write_notifications(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs);
 // Agent::rescue_expired and give_back_runs: the running runs `where` picks
 // (over runs r, jobs j and workers w, with `params`) lost their agent.
 // Each is pending again at once (or dead, or cancelled: see

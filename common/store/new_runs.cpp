@@ -26,10 +26,24 @@ constexpr std::array<BatchColumn, 15> kColumns{{
     {"pinned", ColumnType::text},
 }};
 
-std::vector<Value> cells(const NewRun& r) {
-  return {r.id,         r.job_id,   r.queue,   int64_t{r.priority},  r.status,         nullable(r.available_at),
-          r.delay_us,   nullable(r.occurrence),   int64_t{r.version},    r.origin,         r.error,
-          r.tenant,     nullable(r.group_key),    int64_t{r.group_max},  nullable(r.pinned_to)};
+// A run's cells, in kColumns' order.
+void write_cells(NewRun r, std::span<Value> out) {
+  std::array<Value, kColumns.size()> cells{std::move(r.id),
+                                            std::move(r.job_id),
+                                            std::move(r.queue),
+                                            int64_t{r.priority},
+                                            std::move(r.status),
+                                            nullable(r.available_at),
+                                            r.delay_us,
+                                            nullable(r.occurrence),
+                                            int64_t{r.version},
+                                            std::move(r.origin),
+                                            std::move(r.error),
+                                            std::move(r.tenant),
+                                            nullable(r.group_key),
+                                            int64_t{r.group_max},
+                                            nullable(r.pinned_to)};
+  std::move(cells.begin(), cells.end(), out.begin());
 }
 
 }  // namespace
@@ -39,7 +53,7 @@ std::optional<std::string> group_of(const model::JobSpec& s, const std::string& 
   return s.concurrency_key.empty() ? job_id : s.concurrency_key;
 }
 
-int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {
+int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run) {
   const std::string sql = fmt::format(
       "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
       "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, "
@@ -47,14 +61,11 @@ int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {
       "CASE WHEN u.status = 'skipped' THEN NOW_US END, u.tenant, u.group_key, u.group_max, u.pinned FROM {} "
       "WHERE true ON CONFLICT DO NOTHING",
       c.batch(kColumns, 1, "u"));
-  BatchRows rows;
-  int64_t inserted = 0;
-  for (size_t start = 0; start < runs.size(); start += kBatchRows) {
-    rows.clear();
-    for (size_t i = start; i < std::min(runs.size(), start + kBatchRows); ++i) rows.push_back(cells(runs[i]));
-    inserted += c.exec_batch(sql, {}, kColumns, rows);
-  }
-  return inserted;
+  return c.exec_batch(sql, {}, kColumns, count, [&](size_t i, std::span<Value> out) { write_cells(run(i), out); });
+}
+
+int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {
+  return insert_runs(c, runs.size(), [&](size_t i) { return runs[i]; });
 }
 
 }  // namespace jobctl::store

@@ -5,6 +5,7 @@
 // INSERT … SELECT statements of their own that copy the same columns
 // from the job with kRunFromJob.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,8 +49,10 @@ inline constexpr RunFromJob kRunFromJob{
     "j.queue, j.priority, j.tenant, CASE WHEN j.max_concurrent > 0 THEN COALESCE(j.concurrency_key, j.id) END, "
     "j.max_concurrent, j.version"};
 
-// Inserts the runs in batches (Connection::exec_batch). A run whose occurrence
-// already has one is left out. Returns how many were inserted.
+// Inserts `count` runs, the i-th made by run(i) as it is written, in
+// batches (Connection::exec_batch). A run whose occurrence already has one
+// is left out. Returns how many were inserted.
+int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run);
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs);
 
 }  // namespace jobctl::store

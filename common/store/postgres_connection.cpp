@@ -50,9 +50,13 @@ std::string translate(std::string_view sql, int64_t offset_us) {
   return out;
 }
 
-std::optional<std::string> array_item(const Value& v) {
+// How many rows one batch statement binds: memory stays bounded.
+constexpr size_t kBatchRows = 5000;
+
+// A batch cell as an array item: integers in decimal, NULL as none.
+std::optional<std::string_view> array_item(const Value& v, std::string& digits) {
   if (std::holds_alternative<std::nullptr_t>(v)) return std::nullopt;
-  if (auto* n = std::get_if<int64_t>(&v)) return std::to_string(*n);
+  if (auto* n = std::get_if<int64_t>(&v)) return digits = std::to_string(*n);
   return std::get<std::string>(v);
 }
 
@@ -179,18 +183,20 @@ class PostgresConnection final : public Connection {
   }
 
   // A statement per kBatchRows rows, each column bound as one array.
-  int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
-                     const BatchRows& rows) override {
+  int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
+                     const BatchFill& fill) override {
     int64_t changed = 0;
-    std::vector<std::optional<std::string>> items;
-    for (size_t start = 0; start < rows.size(); start += kBatchRows) {
-      const size_t end = std::min(rows.size(), start + kBatchRows);
-      Params p = params;
-      for (size_t c = 0; c < columns.size(); ++c) {
-        items.clear();
-        for (size_t r = start; r < end; ++r) items.push_back(array_item(rows[r][c]));
-        p.emplace_back(pg_array(items));
+    std::vector<Value> cells(columns.size());
+    std::vector<std::string> arrays(columns.size());
+    std::string digits;
+    for (size_t start = 0; start < rows; start += kBatchRows) {
+      for (auto& a : arrays) a.assign(1, '{');
+      for (size_t r = start; r < std::min(rows, start + kBatchRows); ++r) {
+        fill(r, cells);
+        for (size_t c = 0; c < columns.size(); ++c) append_pg_array_item(arrays[c], array_item(cells[c], digits));
       }
+      Params p = params;
+      for (auto& a : arrays) p.emplace_back(std::move(a += '}'));
       changed += exec(sql, p);
     }
     return changed;

@@ -62,7 +62,7 @@ model::Job job_from_row(const Row& row, size_t first) {
   return j;
 }
 
-void write_definition(Writes<kJobs>& w, const model::JobSpec& s) {
+void write_definition(Writes<kJobs>& w, const model::JobSpec& s, const model::RetryPolicy& retry) {
   w.set("name", s.name);
   w.set("queue", s.queue);
   w.set("priority", int64_t{static_cast<int>(s.priority)});
@@ -72,7 +72,7 @@ void write_definition(Writes<kJobs>& w, const model::JobSpec& s) {
   w.set("payload", nullable(s.payload));
   w.set("timeout_us", s.timeout_us);
   w.set("idempotency_key", nullable(s.idempotency_key));
-  const auto& r = s.retry;
+  const auto& r = retry;
   w.set("max_retries", int64_t{r.max_retries});
   w.set("backoff", std::string(model::to_string(r.backoff)));
   w.set("retry_delay_us", r.delay_us);

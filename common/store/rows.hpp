@@ -21,7 +21,8 @@ model::Run run_from_row(const Row& row, size_t first = 0);
 // (the claim asks it for every job it hands out on SQLite).
 const std::string& select_job_by_id();
 
-// Sets every Writer::definition column of jobs from `s`.
-void write_definition(Writes<kJobs>& w, const model::JobSpec& s);
+// Sets every Writer::definition column of jobs from `s`, whose retry
+// policy resolves to `retry` (a submit resolves it beside the spec).
+void write_definition(Writes<kJobs>& w, const model::JobSpec& s, const model::RetryPolicy& retry);
 
 }  // namespace jobctl::store

@@ -25,21 +25,23 @@ std::chrono::milliseconds store_timeout() {
 
 std::string pg_array(const std::vector<std::optional<std::string>>& items) {
   std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    if (!items[i]) {
-      out += "NULL";
-      continue;
-    }
-    out += '"';
-    for (char c : *items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
+  for (const auto& item : items) append_pg_array_item(out, item);
   out += '}';
   return out;
+}
+
+void append_pg_array_item(std::string& array, const std::optional<std::string_view>& item) {
+  if (array.size() > 1) array += ',';
+  if (!item) {
+    array += "NULL";
+    return;
+  }
+  array += '"';
+  for (char c : *item) {
+    if (c == '"' || c == '\\') array += '\\';
+    array += c;
+  }
+  array += '"';
 }
 
 std::string statement_summary(std::string_view sql) {

@@ -21,6 +21,7 @@
 // the statement's first line as context.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -84,9 +85,10 @@ struct BatchColumn {
   std::string_view name;
   ColumnType type;
 };
-using BatchRows = std::vector<std::vector<Value>>;  // one Value per column, in order
-// How many rows a caller hands exec_batch at a time: memory stays bounded.
-inline constexpr size_t kBatchRows = 5000;
+// A batch's rows, made one at a time as exec_batch reads them, so a large
+// batch is never held whole: fill(i, cells) writes row i's cells into
+// `cells`, one per column in order. The cells are reused from row to row.
+using BatchFill = std::function<void(size_t row, std::span<Value> cells)>;
 
 // How a transaction starts. `write` takes the write lock up front on SQLite
 // (BEGIN IMMEDIATE), so a read-then-write cannot fail halfway with BUSY.
@@ -126,12 +128,12 @@ class Connection {
   // parameters $1…$n-1 come before the batch's.
   virtual std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const = 0;
   // Runs `sql` (with batch(columns, params.size() + 1, …) in it) over
-  // `rows`, as one statement would: one reading of the clock for all of
-  // them. PostgreSQL binds thousands of rows at once as arrays (unnest);
-  // SQLite runs the prepared statement once per row, which is what it is
-  // fastest at. Returns the rows changed.
+  // `rows` rows that `fill` makes, as one statement would: one reading of
+  // the clock for all of them. PostgreSQL binds thousands of rows at once
+  // as arrays (unnest); SQLite runs the prepared statement once per row,
+  // which is what it is fastest at. Returns the rows changed.
   virtual int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
-                             const BatchRows& rows) = 0;
+                             size_t rows, const BatchFill& fill) = 0;
   // The store's clock (NOW_US) runs `us` ahead of the database's from now
   // on: a test's fake clock. Statements already prepared are prepared anew.
   virtual void shift_clock(int64_t us) = 0;
@@ -175,6 +177,9 @@ std::chrono::milliseconds store_timeout();
 // binds lists and batches, and the two PostgreSQL-only statements (the
 // claim, a batch of completions) bind theirs.
 std::string pg_array(const std::vector<std::optional<std::string>>& items);
+// Appends one item (NULL when none) to an array literal being written
+// between its "{" and "}".
+void append_pg_array_item(std::string& array, const std::optional<std::string_view>& item);
 
 // The first line of a statement, as context in error messages.
 std::string statement_summary(std::string_view sql);

@@ -148,13 +148,16 @@ class SqliteConnection final : public Connection {
     return fmt::format("(SELECT {}) AS {}", picks, alias);
   }
 
-  int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
-                     const BatchRows& rows) override {
+  int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
+                     const BatchFill& fill) override {
     clock_.now_us.reset();  // one reading for the whole batch, as one statement
     int64_t changed = 0;
-    for (const auto& row : rows) {
-      sqlite3_stmt* stmt = prepare(sql, params, Clock::keep);
-      for (size_t c = 0; c < columns.size(); ++c) bind(stmt, static_cast<int>(params.size() + c + 1), row[c]);
+    std::vector<Value> cells(columns.size());
+    sqlite3_stmt* stmt = statement(sql);
+    for (size_t r = 0; r < rows; ++r) {
+      fill(r, cells);
+      bind_all(stmt, params);
+      bind_all(stmt, cells, params.size() + 1);
       changed += run(stmt, sql);
     }
     return changed;
@@ -163,26 +166,30 @@ class SqliteConnection final : public Connection {
   void shift_clock(int64_t us) override { clock_.offset_us += us; }
 
  private:
-  // Whether a statement reads the clock anew (each does) or keeps the
-  // reading of the batch it is a row of.
-  enum class Clock { read, keep };
-
-  sqlite3_stmt* prepare(std::string_view sql, const Params& params, Clock clock = Clock::read) {
-    if (clock == Clock::read) clock_.now_us.reset();
-    std::string key(sql);
-    auto it = cache_.find(key);
-    sqlite3_stmt* stmt = nullptr;
-    if (it != cache_.end()) {
-      stmt = it->second;
-    } else {
-      std::string text = translate(sql);
-      int rc = sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT,
-                                  &stmt, nullptr);
-      if (rc != SQLITE_OK) fail(rc, sqlite3_errmsg(db_), sql);
-      cache_.emplace(std::move(key), stmt);
-    }
-    for (size_t i = 0; i < params.size(); ++i) bind(stmt, static_cast<int>(i + 1), params[i]);
+  // The statement that reads the clock anew, with its parameters bound.
+  sqlite3_stmt* prepare(std::string_view sql, const Params& params) {
+    clock_.now_us.reset();
+    sqlite3_stmt* stmt = statement(sql);
+    bind_all(stmt, params);
     return stmt;
+  }
+
+  // The prepared statement of `sql`, from the cache or made once.
+  sqlite3_stmt* statement(std::string_view sql) {
+    std::string key(sql);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    std::string text = translate(sql);
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
+                                nullptr);
+    if (rc != SQLITE_OK) fail(rc, sqlite3_errmsg(db_), sql);
+    cache_.emplace(std::move(key), stmt);
+    return stmt;
+  }
+
+  // Binds `values` as the parameters from `first` on.
+  void bind_all(sqlite3_stmt* stmt, std::span<const Value> values, size_t first = 1) {
+    for (size_t i = 0; i < values.size(); ++i) bind(stmt, static_cast<int>(first + i), values[i]);
   }
 
   // Steps a bound statement to its end; returns the rows it changed.

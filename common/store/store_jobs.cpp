@@ -37,15 +37,16 @@ std::string latest_run_of(const std::string& job) {
 
 struct NewRow {
   const model::JobSpec* spec;
+  const model::RetryPolicy* retry;  // spec's policy, resolved with its queue's defaults
   std::string job_id;
   std::string run_id;
 };
 
-std::vector<Value> job_cells(const NewRow& r) {
+void write_job_cells(const NewRow& r, std::span<Value> out) {
   Writes<kJobs> w{Writer::key, Writer::definition};
   w.set("id", r.job_id);
-  write_definition(w, *r.spec);
-  return std::move(w).values();
+  write_definition(w, *r.spec, *r.retry);
+  std::move(w).move_to(out);
 }
 
 // A submitted job's run, due at --at when given, else --in after now.
@@ -71,16 +72,15 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
   const std::string sql =
       fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, NOW_US, NOW_US FROM {1}",
                   names, c.batch(columns, 2, "u"));
-  BatchRows batch;
-  for (size_t start = 0; start < rows.size(); start += kBatchRows) {
-    batch.clear();
-    for (size_t i = start; i < std::min(rows.size(), start + kBatchRows); ++i) batch.push_back(job_cells(rows[i]));
-    c.exec_batch(sql, {actor}, columns, batch);
-  }
-  std::vector<NewRun> runs;
-  for (const auto& r : rows)  // a schedule's runs are made by its leader, a fan-out's by insert_fan_out
-    if (!r.run_id.empty()) runs.push_back(first_run(*r.spec, r.job_id, r.run_id));
-  insert_runs(c, runs);
+  c.exec_batch(sql, {actor}, columns, rows.size(),
+               [&](size_t i, std::span<Value> out) { write_job_cells(rows[i], out); });
+  std::vector<const NewRow*> first;  // a schedule's runs are made by its leader, a fan-out's by insert_fan_out
+  for (const auto& r : rows)
+    if (!r.run_id.empty()) first.push_back(&r);
+  insert_runs(c, first.size(), [&](size_t i) {
+    const NewRow& r = *first[i];
+    return first_run(*r.spec, r.job_id, r.run_id);
+  });
 }
 
 // A fan-out job's runs: one per matching agent, each --stagger after the
@@ -131,28 +131,32 @@ std::vector<SubmitResult> Jobs::submit(const std::vector<model::JobSpec>& specs)
   }
 }
 
-std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs) {
+std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
+                                      const std::vector<model::JobSpec>& specs) {
   Transaction tx(c, TxMode::write);
-  auto results = write_jobs(c, actor, std::move(specs), FirstRun::yes);
+  auto results = write_jobs(c, actor, specs, FirstRun::yes);
   tx.commit();
   return results;
 }
 
-std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs) {
+std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor,
+                                          const std::vector<model::JobSpec>& specs) {
   std::vector<std::string> ids;
-  for (const auto& r : write_jobs(c, actor, std::move(specs), FirstRun::no)) ids.push_back(r.job_id);
+  for (const auto& r : write_jobs(c, actor, specs, FirstRun::no)) ids.push_back(r.job_id);
   return ids;
 }
 
-std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, std::vector<model::JobSpec> specs, FirstRun first_run) {
+std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
+                                     FirstRun first_run) {
   std::set<std::string> spec_queues;
   for (const auto& s : specs) spec_queues.insert(s.queue);
   auto defaults = queue_defaults(c, spec_queues);
-  for (auto& s : specs) {
+  std::vector<model::RetryPolicy> retry;
+  retry.reserve(specs.size());
+  for (const auto& s : specs) {
     model::RetryOverrides policy = defaults[s.queue];
     policy.merge(s.retry_given);
-    s.retry = policy.resolve();
-    model::validate(s.retry);
+    model::validate(retry.emplace_back(policy.resolve()));
     if (s.schedule) cron::validate_schedule(*s.schedule, s.name);
   }
   std::set<std::string> keys;
@@ -165,7 +169,8 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, st
   results.reserve(specs.size());
   fresh.reserve(specs.size());
   std::set<std::string> queues;
-  for (const auto& s : specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& s = specs[i];
     if (!s.idempotency_key.empty()) {
       if (auto it = known.find(s.idempotency_key); it != known.end()) {
         results.push_back(it->second);
@@ -173,7 +178,7 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, st
       }
     }
     // A schedule's runs are made by its leader, a fan-out's below.
-    NewRow row{&s, util::new_ulid(),
+    NewRow row{&s, &retry[i], util::new_ulid(),
                s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid()};
     if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});

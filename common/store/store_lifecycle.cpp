@@ -184,7 +184,7 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
     next.next_fire_at = cron::next_occurrence(next, now);
   }
   Writes<kJobs> w{Writer::definition};
-  write_definition(w, s);
+  write_definition(w, s, s.retry);
   Params params = std::move(w).values();
   const size_t n = params.size();
   params.insert(params.end(), {next.schedule_anchor, nullable(next.next_fire_at), int64_t{next.version}, job_id});

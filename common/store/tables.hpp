@@ -206,14 +206,20 @@ class Writes {
     set_[c.index] = true;
   }
 
-  // Moves the values out: call it once, last.
-  std::vector<Value> values() && {
+  // Moves the values out, in the table's order, into `out` (as many cells
+  // as the writers' columns: a batch row) or a new vector. Call it once, last.
+  void move_to(std::span<Value> out) && {
     for (size_t i = 0; i < T.size(); ++i)
       if (written(T.columns[i].writer) && !set_[i]) throw_unset_column(T.columns[i].name);
-    std::vector<Value> out;
-    out.reserve(T.size());
+    size_t n = 0;
     for (size_t i = 0; i < T.size(); ++i)
-      if (written(T.columns[i].writer)) out.push_back(std::move(values_[i]));
+      if (written(T.columns[i].writer)) out[n++] = std::move(values_[i]);
+  }
+  std::vector<Value> values() && {
+    size_t n = 0;
+    for (const auto& c : T.columns) n += written(c.writer) ? 1 : 0;
+    std::vector<Value> out(n);
+    std::move(*this).move_to(out);
     return out;
   }
 

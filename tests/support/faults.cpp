@@ -55,8 +55,9 @@ int64_t FaultyConnection::exec(std::string_view sql, const store::Params& params
 }
 
 int64_t FaultyConnection::exec_batch(std::string_view sql, const store::Params& params,
-                                    std::span<const store::BatchColumn> columns, const store::BatchRows& rows) {
-  auto n = step([&] { return inner_->exec_batch(sql, params, columns, rows); });
+                                    std::span<const store::BatchColumn> columns, size_t rows,
+                                    const store::BatchFill& fill) {
+  auto n = step([&] { return inner_->exec_batch(sql, params, columns, rows, fill); });
   if (lose_answer_ && !in_transaction_) answer_lost();
   return n;
 }
