@@ -8,7 +8,6 @@
 #include "cli/output.hpp"
 #include "cli/read_input.hpp"
 #include "cli/resolve.hpp"
-#include "cli/schedule_flags.hpp"
 #include "common/cron/plan.hpp"
 #include "common/dag/dag.hpp"
 #include "common/model/job_json.hpp"
@@ -52,8 +51,7 @@ store::DagRunView require_run(Context& ctx, const std::string& id) {
 
 void add_submit(CLI::App& group, Context& ctx) {
   struct Flags {
-    std::string file, on_failure = "stop", tz;
-    ScheduleFlags schedule;
+    std::string file, on_failure = "stop", cron, tz;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("submit", "Submit a DAG from a JSON file (- for stdin); prints the DAG run's id");
@@ -63,7 +61,7 @@ void add_submit(CLI::App& group, Context& ctx) {
                   "depends on it)")
       ->check(CLI::IsMember({"stop", "continue"}))
       ->capture_default_str();
-  cmd->add_option("--cron", f->schedule.cron, "Run the DAG on this cron expression: one DAG run per occurrence");
+  cmd->add_option("--cron", f->cron, "Run the DAG on this cron expression: one DAG run per occurrence");
   cmd->add_option("--tz", f->tz, fmt::format("IANA time zone of --cron (default {})", model::ScheduleSpec{}.tz));
   cmd->footer("Prints the DAG run's id alone on stdout; with --cron, the DAG's id (each occurrence starts a run).\n"
               "Nothing is written when the document is invalid (exit 2): unknown dependencies, cycles, duplicate\n"
@@ -73,12 +71,11 @@ void add_submit(CLI::App& group, Context& ctx) {
     d.document = read_input(f->file, "dag submit");
     d.definition = dag::parse(d.document);
     d.on_failure = dag::parse_on_failure(f->on_failure);
-    if (!f->tz.empty() && f->schedule.cron.empty()) throw usage_error("--tz goes with --cron");
-    if (!f->schedule.cron.empty()) {
-      auto u = to_update(f->schedule, f->tz);
+    if (!f->tz.empty() && f->cron.empty()) throw usage_error("--tz goes with --cron");
+    if (!f->cron.empty()) {
       model::ScheduleSpec sc;
-      sc.cron = *u.cron;
-      sc.tz = u.tz.value_or(sc.tz);
+      sc.cron = f->cron;
+      if (!f->tz.empty()) sc.tz = f->tz;
       cron::validate_schedule(sc, d.definition.name);
       d.schedule = sc;
     }

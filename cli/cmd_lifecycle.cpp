@@ -8,8 +8,6 @@
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
-#include "cli/retry_flags.hpp"
-#include "cli/schedule_flags.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
@@ -20,28 +18,42 @@ namespace jobctl::cli {
 namespace {
 
 struct UpdateFlags {
-  std::string id, name, queue, priority, timeout, tz, on;
-  std::vector<std::string> env, unset_env, command;
+  std::string id;
+  std::vector<std::string> unset_env, command;
   std::optional<int> if_version;
-  RetryFlags retry;
-  ScheduleFlags schedule;
-  FleetFlags fleet;
+  std::unique_ptr<JobFlags> job;
 };
 
-store::JobUpdate to_job_update(const UpdateFlags& f, const CLI::App& cmd) {
+// The changes the given flags make, each value read by its field's apply()
+// as a batch line's key is. A flag given as "" changes nothing, except
+// where "" means none: --name, --on (any agent), --concurrency-key (the
+// job is its own group) and --tenant (the default tenant).
+store::JobUpdate to_job_update(const UpdateFlags& f) {
+  const JobFlags& j = *f.job;
+  jobdef::Draft d;
+  j.apply_to(d);
+  const model::JobSpec& s = d.spec;
+  auto has_value = [&](std::string_view flag) { return !j.text(flag).empty(); };
   store::JobUpdate u;
-  if (cmd.count("--name")) u.name = f.name;
-  if (!f.queue.empty()) u.queue = f.queue;
-  if (!f.priority.empty()) u.priority = model::parse_priority(f.priority);
-  if (!f.timeout.empty()) u.timeout_us = f.timeout == "0" ? 0 : util::parse_duration(f.timeout, "--timeout").count();
-  u.set_env = env_from_flags(f.env);
+  if (j.given("--name")) u.name = s.name;
+  if (has_value("--queue")) u.queue = s.queue;
+  if (has_value("--priority")) u.priority = s.priority;
+  if (has_value("--timeout")) u.timeout_us = s.timeout_us;
+  u.set_env = s.env;
   u.unset_env = f.unset_env;
-  if (cmd.count("--on")) u.target = model::parse_labels(f.on, "--on");
-  if (cmd.count("--concurrency-key")) u.concurrency_key = f.fleet.concurrency_key;
-  if (cmd.count("--tenant")) u.tenant = f.fleet.tenant;
+  if (j.given("--on")) u.target = s.target;
+  if (j.given("--concurrency-key")) u.concurrency_key = s.concurrency_key;
+  if (j.given("--tenant")) u.tenant = s.tenant;
   if (!f.command.empty()) u.command = command_from_args(f.command);
-  u.retry = to_overrides(f.retry);
-  u.schedule = to_update(f.schedule, f.tz);
+  u.retry = s.retry_given;
+  auto& sc = u.schedule;
+  if (has_value("--cron")) sc.cron = d.schedule.cron;
+  if (has_value("--tz")) sc.tz = d.tz;
+  if (has_value("--misfire")) sc.misfire = d.schedule.misfire;
+  if (has_value("--catchup-window")) sc.catchup_window_us = d.schedule.catchup_window_us;
+  if (has_value("--overlap")) sc.overlap = d.schedule.overlap;
+  sc.max_concurrent = s.max_concurrent;
+  if (has_value("--jitter")) sc.jitter_us = d.schedule.jitter_us;
   u.if_version = f.if_version;
   return u;
 }
@@ -55,19 +67,8 @@ void register_update(CLI::App& app, Context& ctx) {
   auto f = std::make_shared<UpdateFlags>();
   auto* cmd = app.add_subcommand("update", "Change a job in place: bumps its version; runs not yet started use the new one");
   cmd->add_option("id", f->id, "Job id")->required();
-  cmd->add_option("--name", f->name, "New name (\"\" removes it)");
-  cmd->add_option("--queue", f->queue, "Move it to this queue");
-  cmd->add_option("--priority", f->priority, model::join_or(model::names_of(model::kPriorityNames)))
-      ->check(CLI::IsMember(model::names_of(model::kPriorityNames)));
-  cmd->add_option("--timeout", f->timeout, "New timeout (e.g. 30m; 0 removes it)");
-  cmd->add_option("--env", f->env, "Set NAME=VALUE in its environment (repeatable)");
+  f->job = std::make_unique<JobFlags>(*cmd, jobdef::kUpdate);
   cmd->add_option("--unset-env", f->unset_env, "Remove NAME from its environment (repeatable)");
-  cmd->add_option("--on", f->on, "Only agents with all these labels run it (KEY=VALUE,…; \"\" lets any agent)");
-  add_fleet_flags(*cmd, f->fleet, false);
-  add_retry_flags(*cmd, f->retry);
-  cmd->add_option("--cron", f->schedule.cron, "A schedule: new cron expression");
-  cmd->add_option("--tz", f->tz, "A schedule: new IANA time zone");
-  add_schedule_flags(*cmd, f->schedule);
   cmd->add_option("--if-version", f->if_version,
                   "Only if the job is still at this version (else exit 6, nothing changed)")
       ->check(CLI::PositiveNumber);
@@ -76,8 +77,8 @@ void register_update(CLI::App& app, Context& ctx) {
               "started with. For a schedule, a new --cron, --tz or --jitter drops the occurrences made for the\n"
               "old times (shown as skipped in `schedule runs`) and fires from now on. Exit 6 when --if-version\n"
               "does not match. An update that changes nothing makes no new version.");
-  cmd->callback([f, cmd, &ctx] {
-    auto update = to_job_update(*f, *cmd);
+  cmd->callback([f, &ctx] {
+    auto update = to_job_update(*f);
     if (nothing_given(update))
       throw usage_error("nothing to update", "give a flag to change, e.g. --priority high, or a new command after --");
     auto r = resolve_id(ctx, f->id);

@@ -6,7 +6,7 @@
 
 #include "cli/context.hpp"
 #include "cli/output.hpp"
-#include "cli/retry_flags.hpp"
+#include "cli/job_flags.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/queues.hpp"
 #include "common/util/error.hpp"
@@ -63,7 +63,7 @@ std::string describe_limits(const store::QueueInfo& q) {
 void register_set(CLI::App& queue, Context& ctx) {
   struct Flags {
     std::string name, rate;
-    RetryFlags retry;
+    std::unique_ptr<JobFlags> retry;
     std::optional<int> max_concurrent, tenant_max_concurrent;
     bool clear = false;
   };
@@ -76,10 +76,12 @@ void register_set(CLI::App& queue, Context& ctx) {
   cmd->add_option("--tenant-max-concurrent", f->tenant_max_concurrent,
                   "Runs of any one tenant in the queue at once (0: no limit)")
       ->check(CLI::Range(0, 1000000));
-  add_retry_flags(*cmd, f->retry);
+  f->retry = std::make_unique<JobFlags>(*cmd, jobdef::kQueueSet);
   cmd->add_flag("--clear", f->clear, "Reset every retry default first (then apply the flags given)");
   cmd->callback([f, &ctx] {
-    auto given = to_overrides(f->retry);
+    jobdef::Draft retry;
+    f->retry->apply_to(retry);
+    const auto& given = retry.spec.retry_given;
     store::QueueLimits limits{f->max_concurrent, std::nullopt, f->tenant_max_concurrent};
     if (!f->rate.empty()) limits.rate = parse_rate(f->rate);
     if (given.empty() && !f->clear && limits.empty())

@@ -1,11 +1,113 @@
 #include "cli/job_flags.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/read_input.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::cli {
+namespace {
+
+using nlohmann::json;
+
+// A flag's value in the form a batch line gives it. Most flags take the
+// line's form as typed; these few do not.
+json line_value(const jobdef::Field& f, const std::string& text, const std::vector<std::string>& list) {
+  if (f.key == "env") return json(env_from_flags(list));
+  if (f.key == "cwd") return std::filesystem::absolute(text).lexically_normal().string();
+  if (f.key == "webhook.data") return text_or_file(text, "--data");
+  if (f.key == "payload") {
+    std::string payload = text_or_file(text, "--payload");
+    try {
+      return json::parse(payload);
+    } catch (const json::parse_error& e) {
+      throw usage_error(fmt::format("--payload is not valid JSON: {}", e.what()),
+                        "quote it for the shell, e.g. --payload '{\"n\": 1}', or use --payload @file.json");
+    }
+  }
+  if (f.kind == jobdef::FlagKind::list) return json(list);
+  return text;
+}
+
+}  // namespace
+
+JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
+  for (const auto& f : jobdef::job_fields()) {
+    if (f.flag.empty() || !(f.where & where)) continue;
+    Slot& s = slots_.emplace_back();
+    s.field = &f;
+    const std::string name(f.flag);
+    const std::string help = jobdef::help_of(f, where);
+    switch (f.kind) {
+      case jobdef::FlagKind::text:
+        s.option = cmd.add_option(name, s.text, help);
+        break;
+      case jobdef::FlagKind::count:
+        s.option = cmd.add_option(name, s.count, help)->check(CLI::Range(f.min, f.max));
+        break;
+      case jobdef::FlagKind::list:
+        s.option = cmd.add_option(name, s.list, help)->take_all();
+        break;
+      case jobdef::FlagKind::toggle:
+        s.option = cmd.add_flag(name, s.toggle, help);
+        break;
+    }
+    if (f.choices) s.option->check(CLI::IsMember(f.choices()));
+    // A new job's default not written into the help is shown as [default].
+    if (where == jobdef::kSubmit && f.shown_default && f.help.find("{default}") == std::string_view::npos) {
+      s.text = f.shown_default();
+      s.option->capture_default_str();
+    }
+    if (where != jobdef::kSubmit) continue;
+    if (!f.needs.empty()) s.option->needs(cmd.get_option(std::string(f.needs)));
+    for (auto other : f.excludes)
+      if (!other.empty()) s.option->excludes(cmd.get_option(std::string(other)));
+  }
+}
+
+std::vector<std::string> JobFlags::names() const {
+  std::vector<std::string> out;
+  for (const auto& s : slots_) out.emplace_back(s.field->flag);
+  return out;
+}
+
+const JobFlags::Slot& JobFlags::slot(std::string_view flag) const {
+  for (const auto& s : slots_)
+    if (s.field->flag == flag) return s;
+  throw Error(ExitCode::internal, fmt::format("{} is not a flag of this command", flag));
+}
+
+bool JobFlags::given(std::string_view flag) const { return slot(flag).option->count() > 0; }
+const std::string& JobFlags::text(std::string_view flag) const { return slot(flag).text; }
+const std::vector<std::string>& JobFlags::list(std::string_view flag) const { return slot(flag).list; }
+
+void JobFlags::apply_to(jobdef::Draft& d) const {
+  d.source = jobdef::Source::flag;
+  for (const auto& s : slots_) {
+    const auto& f = *s.field;
+    if (s.option->count() == 0) continue;
+    json value;
+    switch (f.kind) {
+      case jobdef::FlagKind::text:
+        if (s.text.empty()) continue;
+        value = line_value(f, s.text, s.list);
+        break;
+      case jobdef::FlagKind::count:
+        value = *s.count;
+        break;
+      case jobdef::FlagKind::list:
+        value = line_value(f, s.text, s.list);
+        break;
+      case jobdef::FlagKind::toggle:
+        value = s.toggle;
+        break;
+    }
+    f.apply(d, value, jobdef::Name{f, jobdef::Source::flag});
+  }
+}
 
 model::Command command_from_args(const std::vector<std::string>& args) {
   model::Command c;
@@ -23,61 +125,6 @@ std::map<std::string, std::string> env_from_flags(const std::vector<std::string>
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return env;
-}
-
-std::vector<std::string> add_fleet_flags(CLI::App& cmd, FleetFlags& f, bool fan_out) {
-  cmd.add_option("--concurrency-key", f.concurrency_key,
-                 "Share a concurrency group with every job naming this key: at most --max-concurrent (default 1) "
-                 "of them run at once, fleet-wide");
-  cmd.add_option("--tenant", f.tenant, "Who the job is for: tenants of a queue are served in turn within a priority");
-  if (!fan_out) return {"--concurrency-key", "--tenant"};
-  cmd.add_option("--on-each", f.on_each,
-                 "Run once on every live agent with all these labels (KEY=VALUE,…; '*': every agent), "
-                 "each its own run");
-  cmd.add_option("--stagger", f.stagger, "With --on-each: start each agent's run this long after the previous one");
-  return {"--concurrency-key", "--tenant", "--on-each", "--stagger"};
-}
-
-std::vector<std::string> add_webhook_flags(CLI::App& cmd, WebhookFlags& f) {
-  cmd.add_option("--webhook", f.url,
-                 "Make an HTTP request instead of running a command: http:// or https:// URL "
-                 "({{secret:NAME}} allowed)");
-  cmd.add_option("--method", f.method, "With --webhook: the HTTP method")->capture_default_str();
-  cmd.add_option("--header", f.headers,
-                 "With --webhook: a request header 'Name: value' (repeatable; {{secret:NAME}} allowed in the value)");
-  cmd.add_option("--data", f.data, "With --webhook: the request body ({{secret:NAME}} allowed); @FILE reads a file");
-  cmd.add_flag("--insecure", f.insecure,
-               "With --webhook: do NOT verify the server's TLS certificate (anyone on the path can read and alter "
-               "the request)");
-  cmd.add_option("--sign-secret", f.sign_secret,
-                 "With --webhook: sign each request with HMAC-SHA256 under the secret of this NAME "
-                 "(X-Job-Signature header)");
-  cmd.add_option("--notify", f.notify,
-                 "POST a JSON notification to this URL when a run succeeds, fails or dies (repeatable; see "
-                 "--notify-on)");
-  cmd.add_option("--notify-on", f.notify_on,
-                 fmt::format("With --notify: which ends to report: success, failure, dead (default {})",
-                             model::notify_on_text(model::Notify{}.on)));
-  for (const char* name : {"--method", "--header", "--data", "--insecure", "--sign-secret"})
-    cmd.get_option(name)->needs("--webhook");
-  cmd.get_option("--notify-on")->needs("--notify");
-  return {"--webhook", "--method", "--header", "--data", "--insecure", "--sign-secret", "--notify", "--notify-on"};
-}
-
-void apply_webhook_flags(const WebhookFlags& f, model::JobSpec& spec) {
-  if (!f.url.empty()) {
-    model::Webhook w;
-    w.url = f.url;
-    w.method = f.method;
-    for (const auto& h : f.headers) w.headers.push_back(model::parse_header(h));
-    if (!f.data.empty()) w.body = text_or_file(f.data, "--data");
-    w.insecure = f.insecure;
-    w.sign_secret = f.sign_secret;
-    spec.command = model::Command{};
-    spec.command.webhook = std::move(w);
-  }
-  spec.notify.urls = f.notify;
-  if (!f.notify_on.empty()) spec.notify.on = model::parse_notify_on(f.notify_on);
 }
 
 }  // namespace jobctl::cli

@@ -1,15 +1,57 @@
 #pragma once
-// Flag values shared by `submit` (a new job) and `update` (changing one),
-// so both read them the same way.
+// The flags of a job definition, added to a command from the field table
+// (common/jobdef/fields.hpp): submit takes them all, update those that
+// change a job, queue set the retry defaults. Their values are applied to a
+// definition by the same functions that read a batch line.
+#include <deque>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "common/jobdef/fields.hpp"
 #include "common/model/job.hpp"
 
 namespace jobctl::cli {
+
+class JobFlags {
+ public:
+  // Adds the flags of the fields `where` (jobdef::kSubmit, kUpdate or
+  // kQueueSet) takes, in the table's order, with their checks: choices,
+  // ranges and, for submit, what each needs and excludes.
+  JobFlags(CLI::App& cmd, jobdef::Where where);
+  JobFlags(const JobFlags&) = delete;
+  JobFlags& operator=(const JobFlags&) = delete;
+
+  // The flags added, for excludes().
+  std::vector<std::string> names() const;
+  // Whether the flag was on the command line (even as "").
+  bool given(std::string_view flag) const;
+  // A text flag's value ("" when not given).
+  const std::string& text(std::string_view flag) const;
+  // A list flag's values.
+  const std::vector<std::string>& list(std::string_view flag) const;
+
+  // Applies the given flags to `d`, in the table's order, skipping a text
+  // flag given as "" (its default). Throws usage Error naming the flag.
+  void apply_to(jobdef::Draft& d) const;
+
+ private:
+  struct Slot {
+    const jobdef::Field* field = nullptr;
+    CLI::Option* option = nullptr;
+    std::string text;
+    std::optional<int> count;
+    std::vector<std::string> list;
+    bool toggle = false;
+  };
+  const Slot& slot(std::string_view flag) const;
+
+  std::deque<Slot> slots_;  // CLI11 writes into them: their addresses must not move
+};
 
 // The arguments after `--`: one is a shell command line (run by sh -c, as
 // ssh does), several an argv executed directly.
@@ -17,24 +59,5 @@ model::Command command_from_args(const std::vector<std::string>& args);
 
 // --env NAME=VALUE values. Throws usage Error for one without a name or '='.
 std::map<std::string, std::string> env_from_flags(const std::vector<std::string>& assignments);
-
-// The fleet flags of submit and update: --concurrency-key and --tenant
-// (and, for submit, --on-each and --stagger). Returns their names.
-struct FleetFlags {
-  std::string concurrency_key, tenant, on_each, stagger;
-};
-std::vector<std::string> add_fleet_flags(CLI::App& cmd, FleetFlags& f, bool fan_out);
-
-// The webhook and notification flags of submit: --webhook, --method,
-// --header, --data, --insecure, --sign-secret, --notify, --notify-on.
-struct WebhookFlags {
-  std::string url, method = model::Webhook{}.method, data, sign_secret, notify_on;
-  std::vector<std::string> headers, notify;
-  bool insecure = false;
-};
-std::vector<std::string> add_webhook_flags(CLI::App& cmd, WebhookFlags& f);
-// Sets spec.command.webhook (when --webhook was given) and spec.notify
-// from the flags (--data @FILE reads the file). Throws usage Error.
-void apply_webhook_flags(const WebhookFlags& f, model::JobSpec& spec);
 
 }  // namespace jobctl::cli

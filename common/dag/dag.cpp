@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/jobdef/fields.hpp"
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
@@ -64,10 +65,9 @@ Node node_from_json(const std::string& name, const json& v) {
     }
     fields.erase(it);
   }
-  for (const char* timing : {"at", "in", "tz", "cron", "misfire", "catchup_window", "overlap", "jitter", "on_each",
-                             "stagger", "idempotency_key"})
-    if (fields.contains(timing))
-      throw usage_error(fmt::format("node '{}': field '{}' is not for a DAG node", name, timing),
+  for (const auto& field : jobdef::job_fields())
+    if ((field.where & jobdef::kLine) && !(field.where & jobdef::kDagNode) && fields.contains(field.key))
+      throw usage_error(fmt::format("node '{}': field '{}' is not for a DAG node", name, field.key),
                         "a node runs when its parents have succeeded; give the whole DAG --cron/--tz");
   try {
     node.spec = jobdef::job_spec_from_json(fields);

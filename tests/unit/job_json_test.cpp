@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
+#include "common/jobdef/fields.hpp"
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
@@ -22,6 +26,11 @@ TEST_CASE("job json: every documented field is read") {
   CHECK(s.cwd == "/tmp");
   CHECK(json::parse(*s.payload) == json::parse(R"({"k":[1,2]})"));
   CHECK(s.idempotency_key == "key-1");
+}
+
+TEST_CASE("job json: a timeout of 0 is no timeout, as `update --timeout 0` has it") {
+  CHECK(job_spec_from_json(json::parse(R"({"command":"true","timeout":"0"})")).timeout_us == 0);
+  CHECK_THROWS_AS(job_spec_from_json(json::parse(R"({"command":"true","timeout":"5"})")), jobctl::Error);
 }
 
 TEST_CASE("job json: a string command runs through sh -c") {
@@ -119,4 +128,51 @@ TEST_CASE("notify: one notification per state change, the most specific event as
   f.status = RunStatus::pending;
   CHECK(notification_jobs(job, f, false).empty());
   CHECK(notification_jobs(job, f, true).size() == 2);
+}
+
+TEST_CASE("job fields: every key a batch line takes comes back under its name in -o json") {
+  // Lines that together give every field a value (some fields exclude others).
+  const char* lines[] = {
+      R"({"command":"true","name":"n","queue":"q","priority":"high","timeout":"90s","env":{"A":"1"},"cwd":"/tmp",
+          "on":"role=web","concurrency_key":"k","max_concurrent":2,"tenant":"t","notify":"http://127.0.0.1/n",
+          "notify_on":"success","payload":{"a":1},"idempotency_key":"key","retries":1,"backoff":"fixed",
+          "retry_delay":"2s","max_retry_delay":"1m","retry_for":"1h","no_retry_exit_codes":"2",
+          "max_deliveries":3,"delivery":"at-most-once"})",
+      R"({"webhook":"http://127.0.0.1/hook","on_each":"role=web","stagger":"1s"})",
+      R"({"command":"true","cron":"@hourly","tz":"Europe/Berlin","misfire":"all","catchup_window":"2h",
+          "overlap":"allow","jitter":"5s"})",
+  };
+  // What -o json shows in place of a key: the time a job runs at, and the
+  // parts of a notification.
+  const std::map<std::string, std::string> shown_as{{"at", ""}, {"in", ""}, {"notify", "notify.urls"},
+                                                   {"notify_on", "notify.on"}};
+  std::set<std::string> found;
+  for (const char* line : lines) {
+    auto given = json::parse(line);
+    jobctl::model::Job job;
+    job.spec = job_spec_from_json(given);
+    job.spec.retry = job.spec.retry_given.resolve();  // as submit does (with no queue defaults)
+    auto out = to_json(jobctl::model::JobView{job, std::nullopt});
+    for (const auto& [key, value] : given.items()) {
+      CAPTURE(key);
+      std::string path = shown_as.count(key) ? shown_as.at(key) : key;
+      if (path.empty()) continue;
+      const json* at = nullptr;
+      if (auto dot = path.find('.'); dot != std::string::npos) {
+        at = &out.at(path.substr(0, dot)).at(path.substr(dot + 1));
+      } else {
+        for (const json* scope : {&out, &out.at("retry"), out["schedule"].is_null() ? &out : &out.at("schedule")})
+          if (scope->contains(key) && !(*scope)[key].is_null()) at = &(*scope)[key];
+      }
+      REQUIRE(at != nullptr);
+      CHECK_FALSE(at->is_null());
+      found.insert(key);
+    }
+  }
+  for (const auto& f : jobctl::jobdef::job_fields()) {
+    auto shown = shown_as.find(std::string(f.key));
+    if (!(f.where & jobctl::jobdef::kLine) || (shown != shown_as.end() && shown->second.empty())) continue;
+    CAPTURE(f.key);
+    CHECK(found.count(std::string(f.key)) == 1);
+  }
 }
