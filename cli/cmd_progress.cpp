@@ -10,6 +10,7 @@
 #include "cli/read_input.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -62,12 +63,7 @@ void register_progress(CLI::App& app, Context& ctx) {
       if (text.size() > kMaxCheckpoint)
         throw usage_error(fmt::format("--checkpoint is {} bytes, more than 64 KiB", text.size()),
                           "write the state to a file and checkpoint its path");
-      try {
-        checkpoint = nlohmann::json::parse(text).dump();
-      } catch (const nlohmann::json::parse_error& e) {
-        throw usage_error(fmt::format("--checkpoint is not valid JSON: {}", e.what()),
-                          "e.g. --checkpoint '{\"offset\": 1200}'");
-      }
+      checkpoint = util::parse_json_input(text, "--checkpoint", "e.g. --checkpoint '{\"offset\": 1200}'").dump();
     }
     std::string run = from_env("JOB_RUN_ID");
     int64_t fence = 0;

@@ -24,6 +24,7 @@
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -78,9 +79,7 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   for (size_t n = 1; std::getline(*in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      specs.push_back(jobdef::job_spec_from_json(nlohmann::json::parse(line)));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw usage_error(fmt::format("line {}: not valid JSON: {}", n, e.what()), "nothing was submitted");
+      specs.push_back(jobdef::job_spec_from_json(util::parse_json_input(line, "the job", "")));
     } catch (const Error& e) {
       throw usage_error(fmt::format("line {}: {}", n, e.what()),
                         e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");

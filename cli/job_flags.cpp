@@ -7,6 +7,7 @@
 
 #include "cli/read_input.hpp"
 #include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -20,13 +21,8 @@ json line_value(const jobdef::Field& f, const std::string& text, const std::vect
   if (f.key == "cwd") return std::filesystem::absolute(text).lexically_normal().string();
   if (f.key == "webhook.data") return text_or_file(text, "--data");
   if (f.key == "payload") {
-    std::string payload = text_or_file(text, "--payload");
-    try {
-      return json::parse(payload);
-    } catch (const json::parse_error& e) {
-      throw usage_error(fmt::format("--payload is not valid JSON: {}", e.what()),
-                        "quote it for the shell, e.g. --payload '{\"n\": 1}', or use --payload @file.json");
-    }
+    return util::parse_json_input(text_or_file(text, "--payload"), "--payload",
+                                  "quote it for the shell, e.g. --payload '{\"n\": 1}', or use --payload @file.json");
   }
   if (f.kind == jobdef::FlagKind::list) return json(list);
   return text;

@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 #include <regex>
+#include <sstream>
+
+#include <libpq-fe.h>
 
 #include <fmt/format.h>
 
@@ -21,11 +24,74 @@ std::string default_path() {
   return std::string(home) + "/.local/share/jobctl/jobs.db";
 }
 
+// Where a DSN holds a password: in a URI's user info, in its query, or as
+// a key=value pair. Group 2 is the password; "$1***$3" hides it.
+const std::regex (&password_patterns())[3] {
+  static const std::regex patterns[3] = {std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@]*)(@))"),
+                                         std::regex(R"(([?&]password=)([^&]*)())"),
+                                         std::regex(R"((password\s*=\s*)('[^']*'|\S+)())")};
+  return patterns;
+}
+
+// `text` (libpq's message about the DSN `dsn`, which may quote it) with
+// each password `dsn` holds replaced by ***.
+std::string hide_passwords(const std::string& dsn, std::string text) {
+  for (const auto& re : password_patterns()) {
+    for (std::sregex_iterator m(dsn.begin(), dsn.end(), re), end; m != end; ++m) {
+      const std::string secret = (*m)[2].str();
+      if (secret.empty()) continue;
+      for (size_t at; (at = text.find(secret)) != std::string::npos;) text.replace(at, secret.size(), "***");
+    }
+  }
+  return text;
+}
+
+// Whether `text` is a whole number in [min, max].
+bool integer_in(const std::string& text, long min, long max) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  long n = std::stol(text);
+  return n >= min && n <= max;
+}
+
+// A PostgreSQL DSN as libpq reads it (its syntax, keywords, percent
+// escapes), and the numbers in it, which libpq would only refuse when
+// connecting, as if the server were unreachable. Returns it as a Dsn.
+Dsn checked_postgres(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return usage_error(fmt::format("invalid PostgreSQL DSN '{}': {}", redacted({Backend::postgres, text}), why),
+                       "see jobctl(1), DATABASE: postgres://USER@HOST:PORT/DBNAME or key=value pairs");
+  };
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(text.c_str(), &error);
+  if (!options) {
+    std::string why = hide_passwords(text, error ? error : "libpq could not read it");
+    PQfreemem(error);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw bad(why);
+  }
+  std::string problem;
+  for (const PQconninfoOption* o = options; o->keyword && problem.empty(); ++o) {
+    if (!o->val) continue;
+    const std::string key = o->keyword, value = o->val;
+    if (key == "port") {  // one per host: 5432,5433
+      std::string port;
+      for (std::istringstream list(value); std::getline(list, port, ',');)
+        if (!port.empty() && !integer_in(port, 1, 65535)) problem = fmt::format("port '{}' is not 1 to 65535", port);
+    } else if (key == "connect_timeout" || key == "keepalives" || key == "keepalives_idle" ||
+               key == "keepalives_interval" || key == "keepalives_count" || key == "tcp_user_timeout") {
+      if (!integer_in(value, 0, 999'999'999)) problem = fmt::format("{} '{}' is not a whole number", key, value);
+    }
+  }
+  PQconninfoFree(options);
+  if (!problem.empty()) throw bad(problem);
+  return {Backend::postgres, text};
+}
+
 }  // namespace
 
 Dsn parse_dsn(const std::string& text) {
   if (text.empty()) throw usage_error("the database DSN is empty", "pass --db sqlite:PATH or --db postgres://…");
-  if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) return {Backend::postgres, text};
+  if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) return checked_postgres(text);
   if (starts_with(text, "sqlite:")) {
     std::string path = text.substr(7);
     if (starts_with(path, "//")) path = path.substr(2);  // sqlite:///abs/path
@@ -33,7 +99,7 @@ Dsn parse_dsn(const std::string& text) {
     return {Backend::sqlite, path};
   }
   static const std::regex kv(R"(^\s*[A-Za-z_]+\s*=)");
-  if (std::regex_search(text, kv)) return {Backend::postgres, text};
+  if (std::regex_search(text, kv)) return checked_postgres(text);
   if (text.find("://") != std::string::npos)
     throw usage_error(fmt::format("unsupported DSN scheme in '{}'", redacted({Backend::postgres, text})),
                       "use postgres://…, postgresql://…, a libpq key=value string, sqlite:PATH or a file path");
@@ -48,12 +114,9 @@ Dsn resolve_dsn(const std::optional<std::string>& flag) {
 
 std::string redacted(const Dsn& dsn) {
   if (dsn.backend == Backend::sqlite) return "sqlite:" + dsn.target;
-  static const std::regex uri_pw(R"(^(postgres(?:ql)?://[^:/@]*:)[^@]*@)");
-  static const std::regex kv_pw(R"((password\s*=\s*)('[^']*'|\S+))");
-  static const std::regex query_pw(R"(([?&]password=)[^&]*)");
-  std::string out = std::regex_replace(dsn.target, uri_pw, "$1***@");
-  out = std::regex_replace(out, query_pw, "$1***");
-  return std::regex_replace(out, kv_pw, "$1***");
+  std::string out = dsn.target;
+  for (const auto& re : password_patterns()) out = std::regex_replace(out, re, "$1***$3");
+  return out;
 }
 
 }  // namespace jobctl::config

@@ -11,6 +11,7 @@
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
 
 namespace jobctl::dag {
 namespace {
@@ -35,15 +36,8 @@ json parse_document(std::string_view text) {
     if (event == json::parse_event_t::key && depth == 2 && root_key == "jobs" && duplicate.empty() &&
         !names.insert(parsed.get<std::string>()).second)
       duplicate = parsed.get<std::string>();
-    return true;
   };
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end(), check);
-  } catch (const json::parse_error& e) {
-    throw usage_error(fmt::format("the DAG is not valid JSON: {}", e.what()),
-                      "see jobctl(1), DAGS, for the document's form");
-  }
+  json doc = util::parse_json_input(text, "the DAG", "see jobctl(1), DAGS, for the document's form", check);
   if (!duplicate.empty())
     throw usage_error(fmt::format("node '{}' is defined twice", duplicate), "give each node of \"jobs\" its own name");
   return doc;

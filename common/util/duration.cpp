@@ -41,8 +41,9 @@ Micros parse_duration(std::string_view text, std::string_view what) {
     if (i == ustart) throw bad("missing unit (us, ms, s, m, h, d)");
     int64_t mult = unit_micros(text.substr(ustart, i - ustart));
     if (mult == 0) throw bad(fmt::format("unknown unit '{}'", text.substr(ustart, i - ustart)));
+    // Compared before multiplying: a product past int64_t would wrap.
+    if (n > (kMaxDuration.count() - total) / mult) throw bad("longer than 100 years");
     total += n * mult;
-    if (total > 100LL * 365 * 86400 * 1000000) throw bad("longer than 100 years");
   }
   return Micros(total);
 }

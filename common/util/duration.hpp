@@ -10,8 +10,11 @@ namespace jobctl::util {
 
 using Micros = std::chrono::microseconds;
 
-// Parses a duration. Throws jobctl::Error (ExitCode::usage) naming `what`
-// (the flag) and the bad text.
+// The longest duration any flag or field takes: 100 years (of 365 days).
+inline constexpr Micros kMaxDuration{100LL * 365 * 86400 * 1'000'000};
+
+// Parses a duration of at most kMaxDuration. Throws jobctl::Error
+// (ExitCode::usage) naming `what` (the flag) and the bad text.
 Micros parse_duration(std::string_view text, std::string_view what);
 
 // Formats compactly and losslessly down to milliseconds: 5400s -> "1h30m".

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/util/civil.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 
@@ -48,6 +49,10 @@ std::optional<DateTime> parse_datetime(const std::string& text, const char* flag
   t.second = m[6].matched ? std::stoi(m[6]) : 0;
   if (t.month < 1 || t.month > 12 || t.day < 1 || t.day > 31 || t.hour > 23 || t.minute > 59 || t.second > 59)
     throw usage_error(fmt::format("invalid time '{}' for {}: a field is out of range", text, flag));
+  if (t.day > days_in_month(t.year, t.month))
+    throw usage_error(fmt::format("invalid time '{}' for {}: {:04}-{:02} has {} days", text, flag, t.year, t.month,
+                                  days_in_month(t.year, t.month)),
+                      "check the date; a time is never moved to the next month");
   if (m[7].matched) t.micros = std::stoll(m[7].str() + std::string(6 - static_cast<size_t>(m[7].length()), '0'));
   if (m[8].matched) {
     const std::string z = m[8].str();

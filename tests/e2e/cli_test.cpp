@@ -1,6 +1,8 @@
 // jobctl as a user runs it: the real binary against a real store.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/fixtures.hpp"
@@ -57,11 +59,20 @@ TEST_CASE("cli: one argument is a shell command line, several are an argv") {
 TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
   test::TempDir dir;
   test::TestDb db(dir);
+  const std::string deep = dir.file("deep.json");  // 100,000 levels crashed the CLI
+  std::ofstream(deep) << std::string(100'000, '[') << std::string(100'000, ']');
   struct Case {
     std::vector<std::string> args;
     std::string mentions;
   };
   std::vector<Case> cases{
+      {{"submit", "--payload", "@" + deep, "--", "true"}, "nested deeper than 64 levels"},
+      {{"submit", "--in", "106751992d", "--", "true"}, "longer than 100 years"},  // wrapped: due at once
+      {{"submit", "--timeout", "307445734562m", "--", "true"}, "longer than 100 years"},  // wrapped to 10 s
+      {{"gc", "--older-than", "307445734562m"}, "longer than 100 years"},  // deleted all older than 10 s
+      {{"dlq", "purge", "--older-than", "307445734562m"}, "longer than 100 years"},
+      {{"submit", "--at", "2027-02-30 10:00", "--", "true"}, "2027-02 has 28 days"},  // was 2 March
+      {{"cron", "next", "@daily", "--from", "2027-04-31T00:00:00Z"}, "2027-04 has 30 days"},
       {{"submit", "--timeout", "10", "--", "true"}, "'10'"},
       {{"submit", "--timeout", "5parsecs", "--", "true"}, "5parsecs"},
       {{"submit", "--priority", "urgent", "--", "true"}, "urgent"},
@@ -91,6 +102,10 @@ TEST_CASE("cli: an unreachable or malformed store is exit 5 or 2 with the DSN's 
   CHECK(bad.err().find("cannot connect") != std::string::npos);
   auto scheme = test::Process({JOBCTL_BIN, "--db", "mysql://h/db", "ls"}, {}, dir, "scheme");
   CHECK(scheme.wait() == 2);
+  auto port = test::Process({JOBCTL_BIN, "--db", "postgres://u:hunter2@127.0.0.1:notaport/db", "ls"}, {}, dir, "port");
+  CHECK(port.wait() == 2);  // was 5, as if the server were down
+  CHECK(port.err().find("invalid PostgreSQL DSN") != std::string::npos);
+  CHECK(port.err().find("hunter2") == std::string::npos);
 }
 
 TEST_CASE("cli: unknown ids are exit 3, cancelling a finished job is exit 4") {
@@ -131,6 +146,9 @@ TEST_CASE("cli: batch submit writes every line or none") {
   auto notjson = run_jobctl(db, dir, {"submit", "--file", "-"}, "{\"command\": [\"true\"]}\n{oops\n");
   CHECK(notjson.code == 2);
   CHECK(notjson.err.find("line 2") != std::string::npos);
+  auto huge = run_jobctl(db, dir, {"submit", "--file", "-"}, "{\"command\": \"true\", \"retries\": 1e400}\n");
+  CHECK(huge.code == 2);  // was 70
+  CHECK(huge.err.find("line 1: the job is not valid JSON") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"submit", "--file", "-", "--queue", "x"}, good).code == 2);
   CHECK(job_count(db, dir) == 3);
 }

@@ -33,6 +33,28 @@ TEST_CASE("dsn: malformed DSNs are usage errors") {
   }
 }
 
+TEST_CASE("dsn: a PostgreSQL DSN libpq cannot read is a usage error, not an unreachable server") {
+  for (const char* bad : {"postgres://u@h:notaport/db", "postgresql://%zz@127.0.0.1/x", "host=127.0.0.1 port=abc",
+                          "postgres://[::1/db", "postgres://h/db?bogus=1", "host=h connect_timeout=soon",
+                          "postgres://h:70000/db", "host=a,b port=5432,x", "host=h nosuchkey=1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_dsn(bad), doctest::Contains("invalid PostgreSQL DSN"), jobctl::Error);
+  }
+  for (const char* good : {"postgres://h1:5432,h2:5433/db?target_session_attrs=read-write", "host=a,b port=5432,5433",
+                           "postgresql:///jobs?host=/var/run/postgresql", "host=h port='' dbname=x"}) {
+    CAPTURE(good);
+    CHECK(parse_dsn(good).backend == Backend::postgres);
+  }
+  // libpq's message quotes the DSN; its password does not come along.
+  try {
+    parse_dsn("postgres://bob:hunter2@[::1/db");
+    FAIL("accepted");
+  } catch (const jobctl::Error& e) {
+    CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+    CHECK(std::string(e.what()).find("***") != std::string::npos);
+  }
+}
+
 TEST_CASE("dsn: passwords never appear in redacted text") {
   CHECK(redacted(parse_dsn("postgres://bob:s3cret@db/jobs")) == "postgres://bob:***@db/jobs");
   CHECK(redacted(parse_dsn("host=db password=s3cret dbname=x")).find("s3cret") == std::string::npos);

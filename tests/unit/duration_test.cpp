@@ -29,6 +29,21 @@ TEST_CASE("duration: parse rejects bare numbers, unknown units and junk") {
   }
 }
 
+TEST_CASE("duration: one past 100 years is refused, however large, and never wraps to a small one") {
+  CHECK(parse_duration("36500d", "x") == jobctl::util::kMaxDuration);
+  // 106751992d and 307445734562m wrapped past int64_t to a negative and a 10 s duration.
+  for (const char* big : {"36500d1us", "106751992d", "307445734562m", "999999999999d", "1d999999999999h"}) {
+    CAPTURE(big);
+    try {
+      parse_duration(big, "--older-than");
+      FAIL("accepted");
+    } catch (const jobctl::Error& e) {
+      CHECK(e.code() == jobctl::ExitCode::usage);
+      CHECK(std::string(e.what()).find("longer than 100 years") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("duration: format round-trips through parse") {
   for (const char* text : {"90s", "1h30m", "250ms", "2d3h", "1m1s"}) {
     CAPTURE(text);

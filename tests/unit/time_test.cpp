@@ -46,3 +46,12 @@ TEST_CASE("time: bad --at values are usage errors naming the problem") {
   fails_with("tomorrow", "", "invalid time");
   fails_with("2030-13-01 00:00", "", "out of range");
 }
+
+TEST_CASE("time: a day past the end of its month is refused, never moved into the next month") {
+  for (const char* text : {"2027-02-30 10:00", "2027-02-29T10:00:00Z", "2100-02-29 00:00", "2027-04-31 00:00"}) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(parse_at(text, "UTC", "--at"), doctest::Contains("days"), jobctl::Error);
+    CHECK_THROWS_AS(parse_time_arg(text, "--from", k2030), jobctl::Error);
+  }
+  CHECK(parse_at("2028-02-29 00:00", "UTC", "--at") == 1'835'395'200LL * kSec);  // a leap day
+}
