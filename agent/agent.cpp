@@ -61,7 +61,7 @@ Agent::Agent(Options opts)
   if (opts_.name.empty()) opts_.name = util::host_name();
   // Start-up talks to the store directly (each call bounded by the store
   // timeout); from the loop on, only the store thread does.
-  auto store = store::Store::open(dsn_);
+  auto store = store::Store::open(dsn_, dsn_.is_default ? store::Create::yes : store::Create::no);
   // A job may run in another directory (--cwd): a SQLite path is made absolute.
   if (opts_.export_db)
     opts_.job_db = dsn_.backend == config::Backend::sqlite

@@ -10,6 +10,7 @@
 #include "common/util/host.hpp"
 #include "common/model/labels.hpp"
 #include "common/util/strings.hpp"
+#include "common/util/utf8.hpp"
 
 namespace {
 
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : static_cast<int>(jobctl::ExitCode::usage);
   }
   try {
+    jobctl::util::require_utf8_arguments(argc, argv, "--db");  // --name, --label and --queues are stored
     if (!db.empty()) opts.db = db;
     opts.queues = split_queues(queues);
     labels.push_back("host=" + jobctl::util::host_name());

@@ -92,7 +92,7 @@ Args command_after(const Args& args, size_t i) {
 }
 
 std::unique_ptr<store::Store> open_store(const std::string& dsn) {
-  auto s = store::Store::open(config::parse_dsn(dsn));
+  auto s = store::Store::open(config::parse_dsn(dsn), store::Create::yes);
   s->require_schema();
   return s;
 }
@@ -143,7 +143,8 @@ Exit run_to_end(const Args& argv, seconds limit) {
 void mode_sql(const Args& a) {
   auto dsn = config::parse_dsn(a.at(0));
   auto conn =
-      dsn.backend == config::Backend::postgres ? store::open_postgres(dsn.target) : store::open_sqlite(dsn.target);
+      dsn.backend == config::Backend::postgres ? store::open_postgres(dsn.target)
+                                               : store::open_sqlite(dsn.target, store::Create::yes);
   for (const auto& row : conn->query(a.at(1))) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) line += (i ? "\t" : "") + row.text(i);

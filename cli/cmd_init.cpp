@@ -11,7 +11,7 @@ namespace jobctl::cli {
 void register_init(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("init", "Create or upgrade the store's schema (idempotent)");
   cmd->callback([&ctx] {
-    auto& s = ctx.store(Context::Schema::any);
+    auto& s = ctx.store(Context::Schema::create);
     int applied = s.admin().migrate();
     int version = s.admin().schema_version();
     if (ctx.format() == OutputFormat::json) {

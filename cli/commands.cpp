@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "cli/context.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -43,7 +46,12 @@ void add_global_options(CLI::App& app, Context& ctx) {
 // --actor, else JOBCTL_ACTOR, else the OS user and host running jobctl.
 std::string actor_of(const Context& ctx) {
   if (ctx.actor && !ctx.actor->empty()) return *ctx.actor;
-  if (const char* env = std::getenv("JOBCTL_ACTOR"); env && *env) return env;
+  if (const char* env = std::getenv("JOBCTL_ACTOR"); env && *env) {
+    if (!util::is_utf8(env))
+      throw usage_error(fmt::format("JOBCTL_ACTOR '{}' is not valid UTF-8", util::show_bytes(env)),
+                        "set it to a UTF-8 name, or pass --actor");
+    return env;
+  }
   std::string user = "uid " + std::to_string(geteuid());
   if (const passwd* pw = getpwuid(geteuid())) user = pw->pw_name;
   return user + "@" + util::host_name();
@@ -60,7 +68,9 @@ void add_global_options_below(CLI::App& app, Context& ctx) {
 
 store::Store& Context::store(Schema schema) {
   if (!store_) {
-    store_ = store::Store::open(config::resolve_dsn(db));
+    const auto dsn = config::resolve_dsn(db);
+    const bool may_create = schema == Schema::create || dsn.is_default;
+    store_ = store::Store::open(dsn, may_create ? store::Create::yes : store::Create::no);
     store_->set_actor(actor_of(*this));
     if (schema == Schema::require) store_->require_schema();
   }
@@ -89,6 +99,7 @@ int run(int argc, char** argv) {
   Context ctx;
   auto app = build_app(ctx);
   try {
+    util::require_utf8_arguments(argc, argv, "--db");  // what a command is given may be stored
     app->parse(argc, argv);
     return ctx.exit_code;
   } catch (const CLI::ParseError& e) {

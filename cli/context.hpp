@@ -19,8 +19,9 @@ class Context {
   std::string output = "auto";    // -o/--output: table, json, or auto (table on a terminal, else json)
   std::optional<std::string> actor;  // --actor; else JOBCTL_ACTOR; else user@host: who changes are recorded as
 
-  // The store, with its schema checked (`jobctl init` skips the check).
-  enum class Schema { require, any };
+  // The store, with its schema checked (doctor: any; init: any, and the
+  // store may be made here, as the default file may be by any command).
+  enum class Schema { require, any, create };
   store::Store& store(Schema schema = Schema::require);
   OutputFormat format() const;
   // Set by a command whose outcome is not plain success (wait: 1 or 124).

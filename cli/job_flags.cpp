@@ -51,7 +51,10 @@ JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
         s.option = cmd.add_flag(name, s.toggle, help);
         break;
     }
-    if (f.choices) s.option->check(CLI::IsMember(f.choices()));
+    // Names are taken in any case, an alias as the name it stands for
+    // (CLI11 runs the transform added last first).
+    if (f.choices) s.option->transform(CLI::IsMember(f.choices(), CLI::ignore_case));
+    if (f.aliases) s.option->transform(CLI::Transformer(f.aliases(), CLI::ignore_case).description(""));
     // A new job's default not written into the help is shown as [default].
     if (where == jobdef::kSubmit && f.shown_default && f.help.find("{default}") == std::string_view::npos) {
       s.text = f.shown_default();

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/util/error.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 
@@ -28,7 +29,11 @@ std::string read_input(const std::string& path, const std::string& what) {
 
 std::string text_or_file(const std::string& arg, const std::string& flag) {
   if (arg.empty() || arg[0] != '@') return arg;
-  return read_input(arg.substr(1), flag);
+  std::string text = read_input(arg.substr(1), flag);
+  if (!util::is_utf8(text))
+    throw usage_error(fmt::format("{}: '{}' is not valid UTF-8 text", flag, arg.substr(1)),
+                      "jobctl keeps text as UTF-8: convert it first, e.g. with iconv");
+  return text;
 }
 
 }  // namespace jobctl::cli

@@ -109,7 +109,7 @@ Dsn parse_dsn(const std::string& text) {
 Dsn resolve_dsn(const std::optional<std::string>& flag) {
   if (flag) return parse_dsn(*flag);
   if (const char* env = std::getenv("JOBCTL_DB"); env && *env) return parse_dsn(env);
-  return {Backend::sqlite, default_path()};
+  return {Backend::sqlite, default_path(), true};
 }
 
 std::string redacted(const Dsn& dsn) {

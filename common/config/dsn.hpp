@@ -16,6 +16,9 @@ enum class Backend { sqlite, postgres };
 struct Dsn {
   Backend backend = Backend::sqlite;
   std::string target;  // sqlite: file path; postgres: libpq conninfo as given
+  // Neither --db nor JOBCTL_DB named it: the default file, which either
+  // program makes on first use (any other store only `jobctl init` makes).
+  bool is_default = false;
 };
 
 // Throws jobctl::Error(ExitCode::usage) for an empty or malformed DSN.

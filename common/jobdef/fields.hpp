@@ -12,6 +12,7 @@
 // command after --, --env NAME=VALUE, --cwd, --payload @FILE, --data
 // @FILE) are turned into it by the CLI first.
 #include <array>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -77,7 +78,8 @@ struct Field {
   std::string_view help = {};
   std::string_view update_help = {};
   std::string (*shown_default)() = nullptr;        // shown in the help: as {default}, else as [default]
-  std::vector<std::string> (*choices)() = nullptr;  // the only values the flag takes
+  std::vector<std::string> (*choices)() = nullptr;  // the only values the flag takes (in any case)
+  std::map<std::string, std::string> (*aliases)() = nullptr;  // other words it takes, and the choice each means
   int min = 0, max = 0;                             // a count's range
   std::string_view needs = {};                      // a flag this one is meaningless without (submit)
   std::array<std::string_view, 2> excludes = {};    // flags this one cannot be given with

@@ -27,11 +27,12 @@ enum class RunStatus { blocked, pending, running, succeeded, failed, dead, cance
 // How an attempt ended (or that it has not yet).
 enum class AttemptOutcome { running, succeeded, failed, cancelled, released, lost };
 
-inline constexpr EnumNames<Priority, 4> kPriorityNames{{
+inline constexpr EnumNames<Priority, 5> kPriorityNames{{
     {Priority::critical, "critical"},
     {Priority::high, "high"},
     {Priority::normal, "normal"},
     {Priority::low, "low"},
+    {Priority::normal, "medium"},  // an alias: CRITICAL > HIGH > MEDIUM > LOW elsewhere
 }};
 inline constexpr EnumNames<RunStatus, 8> kRunStatusNames{{
     {RunStatus::blocked, "blocked"},

@@ -184,8 +184,12 @@ void append_pg_array_item(std::string& array, const std::optional<std::string_vi
 // The first line of a statement, as context in error messages.
 std::string statement_summary(std::string_view sql);
 
-// Throws jobctl::Error(ExitCode::store) when the database cannot be opened.
-std::unique_ptr<Connection> open_sqlite(const std::string& path);
+// Whether opening a SQLite store may make its file (and its directories).
+enum class Create { no, yes };
+
+// Throws jobctl::Error(ExitCode::store) when the database cannot be opened,
+// or (Create::no) has no file yet.
+std::unique_ptr<Connection> open_sqlite(const std::string& path, Create create);
 std::unique_ptr<Connection> open_postgres(const std::string& conninfo);
 
 }  // namespace jobctl::store

@@ -55,12 +55,18 @@ void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
 
 class SqliteConnection final : public Connection {
  public:
-  explicit SqliteConnection(const std::string& path) : path_(path), busy_timeout_(store_timeout()) {
-    std::error_code ec;
-    auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             nullptr);
+  SqliteConnection(const std::string& path, Create create) : path_(path), busy_timeout_(store_timeout()) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+    if (create == Create::yes) {
+      flags |= SQLITE_OPEN_CREATE;
+      std::error_code ec;
+      auto parent = std::filesystem::path(path).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    } else if (std::error_code ec; !std::filesystem::exists(path, ec)) {
+      throw Error(ExitCode::store, fmt::format("no store at '{}'", path),
+                  fmt::format("check --db and JOBCTL_DB, or create it with `jobctl --db sqlite:{} init`", path));
+    }
+    int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
@@ -245,6 +251,8 @@ class SqliteConnection final : public Connection {
 
 }  // namespace
 
-std::unique_ptr<Connection> open_sqlite(const std::string& path) { return std::make_unique<SqliteConnection>(path); }
+std::unique_ptr<Connection> open_sqlite(const std::string& path, Create create) {
+  return std::make_unique<SqliteConnection>(path, create);
+}
 
 }  // namespace jobctl::store

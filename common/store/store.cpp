@@ -16,12 +16,12 @@
 
 namespace jobctl::store {
 
-std::unique_ptr<Store> Store::open(const config::Dsn& dsn) {
-  auto conn = dsn.backend == config::Backend::postgres ? open_postgres(dsn.target) : open_sqlite(dsn.target);
+std::unique_ptr<Store> Store::open(const config::Dsn& dsn, Create create) {
+  auto conn = dsn.backend == config::Backend::postgres ? open_postgres(dsn.target) : open_sqlite(dsn.target, create);
   auto store = std::make_unique<Store>(std::move(conn));
   // Zero set-up for the embedded default: a new SQLite file gets its schema.
   // PostgreSQL is shared, so changing it stays an explicit `jobctl init`.
-  if (dsn.backend == config::Backend::sqlite &&
+  if (dsn.backend == config::Backend::sqlite && create == Create::yes &&
       store->connection().query("SELECT count(*) FROM sqlite_master").at(0).i64(0) == 0)
     store::migrate(store->connection());
   return store;

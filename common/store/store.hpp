@@ -38,9 +38,12 @@ class Admin;
 
 class Store {
  public:
-  // Opens the database. On SQLite an empty file gets the schema at once
-  // (zero set-up); otherwise the schema must be current (require_schema).
-  static std::unique_ptr<Store> open(const config::Dsn& dsn);
+  // Opens the database. A SQLite store that `create` allows to be made
+  // (`jobctl init`, and the default file on first use) gets its file and
+  // schema at once: zero set-up. Any other SQLite path must exist already,
+  // else Error(ExitCode::store) "no store at PATH". The schema must then be
+  // current (require_schema).
+  static std::unique_ptr<Store> open(const config::Dsn& dsn, Create create);
   explicit Store(std::unique_ptr<Connection> conn);
   Connection& connection() { return *conn_; }
   // Throws Error(ExitCode::store) with "run jobctl init" when the schema is

@@ -229,6 +229,21 @@ TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrad
   }
 }
 
+TEST_CASE("agent: a name, label or queue that is not UTF-8 is exit 2, and the agent never registers") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {"--name", "vm\xFF"}, {"--label", "role=\xC0\xAF"}, {"--queues", "q\xFF"}}) {
+    CAPTURE(flags[0]);
+    std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    test::Process agent(argv, {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+    CHECK(agent.wait() == 2);
+    CHECK(agent.err().find("is not valid UTF-8") != std::string::npos);
+  }
+  CHECK(json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).empty());
+}
+
 TEST_CASE("agent: --log-format json writes one JSON object per line, with run and job ids") {
   test::TempDir dir;
   test::TestDb db(dir);

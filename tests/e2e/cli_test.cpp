@@ -1,6 +1,7 @@
 // jobctl as a user runs it: the real binary against a real store.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -56,11 +57,26 @@ TEST_CASE("cli: one argument is a shell command line, several are an argv") {
   CHECK(json::parse(run_jobctl(db, dir, {"get", many, "-o", "json"}).out)["command"] == json::array({"echo", "a b"}));
 }
 
+TEST_CASE("cli: priority words are taken in any case, and medium is normal") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  for (const auto& [given, stored] : std::vector<std::pair<std::string, std::string>>{
+           {"HIGH", "high"}, {"Low", "low"}, {"medium", "normal"}, {"MEDIUM", "normal"}}) {
+    CAPTURE(given);
+    auto id = test::trim(run_jobctl(db, dir, {"submit", "--priority", given, "--", "true"}).out);
+    CHECK(json::parse(run_jobctl(db, dir, {"get", id, "-o", "json"}).out)["priority"] == stored);
+  }
+  auto help = run_jobctl(db, dir, {"submit", "--help"}).out;
+  CHECK(help.find("{critical,high,normal,low}") != std::string::npos);  // the alias is not offered
+}
+
 TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
   test::TempDir dir;
   test::TestDb db(dir);
   const std::string deep = dir.file("deep.json");  // 100,000 levels crashed the CLI
   std::ofstream(deep) << std::string(100'000, '[') << std::string(100'000, ']');
+  const std::string latin1 = dir.file("latin1.txt");
+  std::ofstream(latin1) << "caf\xE9";
   struct Case {
     std::vector<std::string> args;
     std::string mentions;
@@ -73,6 +89,12 @@ TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
       {{"dlq", "purge", "--older-than", "307445734562m"}, "longer than 100 years"},
       {{"submit", "--at", "2027-02-30 10:00", "--", "true"}, "2027-02 has 28 days"},  // was 2 March
       {{"cron", "next", "@daily", "--from", "2027-04-31T00:00:00Z"}, "2027-04 has 30 days"},
+      // Not UTF-8: exit 70 from the JSON encoder, or the database, before.
+      {{"submit", "--", "echo", "a\xFF" "b"}, "argument 'a\\xFFb' is not valid UTF-8"},
+      {{"submit", "--name", "a\xFF" "b", "--", "true"}, "not valid UTF-8"},
+      {{"submit", "--env", "A=\xC0\xAF", "--", "true"}, "not valid UTF-8"},
+      {{"submit", "--webhook", "http://127.0.0.1/\xFF"}, "not valid UTF-8"},
+      {{"submit", "--webhook", "http://127.0.0.1/", "--data", "@" + latin1}, "is not valid UTF-8 text"},
       {{"submit", "--timeout", "10", "--", "true"}, "'10'"},
       {{"submit", "--timeout", "5parsecs", "--", "true"}, "5parsecs"},
       {{"submit", "--priority", "urgent", "--", "true"}, "urgent"},
@@ -106,6 +128,29 @@ TEST_CASE("cli: an unreachable or malformed store is exit 5 or 2 with the DSN's 
   CHECK(port.wait() == 2);  // was 5, as if the server were down
   CHECK(port.err().find("invalid PostgreSQL DSN") != std::string::npos);
   CHECK(port.err().find("hunter2") == std::string::npos);
+}
+
+TEST_CASE("cli: a SQLite path with no store is exit 5 and creates nothing, except for init") {
+  test::TempDir dir;
+  const std::string typo = dir.file("typo/jobs.db");
+  auto in = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {JOBCTL_BIN, "--db", "sqlite:" + typo});
+    return test::Process(args, {}, dir, "jobctl");
+  };
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"ls"}, {"check", "--max-dlq", "0"}, {"submit", "--", "true"}, {"stats"}, {"doctor"}}) {
+    CAPTURE(args);
+    auto p = in(args);
+    CHECK(p.wait() == 5);  // was 0: ls printed [], check printed ok
+    CHECK(p.err().find("no store at '" + typo + "'") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("typo")));
+  }
+  auto agent = test::Process({JOBAGENT_BIN, "--db", "sqlite:" + typo}, {}, dir, "agent");
+  CHECK(agent.wait() == 5);
+  CHECK_FALSE(std::filesystem::exists(dir.file("typo")));
+  auto init = in({"init"});
+  CHECK(init.wait() == 0);
+  CHECK(in({"check", "--max-dlq", "0"}).wait() == 0);
 }
 
 TEST_CASE("cli: unknown ids are exit 3, cancelling a finished job is exit 4") {

@@ -151,7 +151,7 @@ TEST_CASE("lease: concurrent claimers never get the same run") {
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
-      auto s = store::Store::open(config::parse_dsn(db.dsn()));
+      auto s = store::Store::open(config::parse_dsn(db.dsn()), store::Create::no);
       auto w = worker(*s, "t" + std::to_string(t));
       for (;;) {
         auto c = s->agent().claim(w, {"default"}, 7, 30'000'000);

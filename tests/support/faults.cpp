@@ -189,7 +189,7 @@ void StoreFreeze::freeze() {
     proxy_->freeze();
     return;
   }
-  holder_ = store::open_sqlite(config::parse_dsn(dsn_).target);
+  holder_ = store::open_sqlite(config::parse_dsn(dsn_).target, store::Create::yes);
   holder_->begin(store::TxMode::write);
 }
 

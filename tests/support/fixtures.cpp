@@ -73,7 +73,7 @@ TestDb::TestDb(const TempDir& dir, int schema_version) {
 
 void TestDb::migrate_to(int version) {
   auto target = config::parse_dsn(dsn_);
-  auto conn = target.backend == config::Backend::sqlite ? store::open_sqlite(target.target)
+  auto conn = target.backend == config::Backend::sqlite ? store::open_sqlite(target.target, store::Create::yes)
                                                         : store::open_postgres(target.target);
   store::migrate_to(*conn, version < 0 ? store::kSchemaVersion : version);
 }
@@ -92,12 +92,12 @@ TestDb::~TestDb() {
 
 std::unique_ptr<store::Connection> TestDb::connect() const {
   auto target = config::parse_dsn(dsn_);
-  return target.backend == config::Backend::sqlite ? store::open_sqlite(target.target)
+  return target.backend == config::Backend::sqlite ? store::open_sqlite(target.target, store::Create::yes)
                                                    : store::open_postgres(target.target);
 }
 
 std::unique_ptr<store::Store> TestDb::open() {
-  auto s = store::Store::open(config::parse_dsn(dsn_));
+  auto s = store::Store::open(config::parse_dsn(dsn_), store::Create::yes);
   s->admin().migrate();
   return s;
 }

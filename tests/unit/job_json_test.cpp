@@ -33,6 +33,20 @@ TEST_CASE("job json: a timeout of 0 is no timeout, as `update --timeout 0` has i
   CHECK_THROWS_AS(job_spec_from_json(json::parse(R"({"command":"true","timeout":"5"})")), jobctl::Error);
 }
 
+TEST_CASE("names: read in any case, with aliases accepted and never shown") {
+  using jobctl::model::Priority;
+  CHECK(jobctl::model::parse_priority("HIGH") == Priority::high);
+  CHECK(jobctl::model::parse_priority("medium") == Priority::normal);
+  CHECK(jobctl::model::parse_priority("Medium") == Priority::normal);
+  CHECK(jobctl::model::to_string(Priority::normal) == "normal");
+  CHECK(jobctl::model::names_of(jobctl::model::kPriorityNames) ==
+        std::vector<std::string>{"critical", "high", "normal", "low"});
+  CHECK(jobctl::model::aliases_of(jobctl::model::kPriorityNames) ==
+        std::map<std::string, std::string>{{"medium", "normal"}});
+  CHECK(job_spec_from_json(json::parse(R"({"command":"true","priority":"MEDIUM"})")).priority == Priority::normal);
+  CHECK_THROWS_AS(jobctl::model::parse_priority("urgent"), jobctl::Error);
+}
+
 TEST_CASE("job json: a string command runs through sh -c") {
   auto s = job_spec_from_json(json::parse(R"({"command":"echo hi | wc -c"})"));
   CHECK(s.command.via_shell);

@@ -1,0 +1,22 @@
+#pragma once
+// UTF-8, the only text jobctl keeps: the store holds JSON and text columns,
+// which cannot carry other bytes, so text that is not UTF-8 is refused
+// where a user gives it, with exit 2, instead of failing deep inside.
+#include <string>
+#include <string_view>
+
+namespace jobctl::util {
+
+// Whether `text` is well-formed UTF-8: no stray continuation bytes,
+// overlong forms, surrogates or code points past U+10FFFF.
+bool is_utf8(std::string_view text);
+
+// `text` for a message: each byte outside well-formed UTF-8 as \xHH.
+std::string show_bytes(std::string_view text);
+
+// Throws Error(usage) when an argument of a program's command line is not
+// UTF-8, naming it; the value of `exempt` (a flag taking a path, such as
+// --db) may be any bytes.
+void require_utf8_arguments(int argc, const char* const* argv, std::string_view exempt);
+
+}  // namespace jobctl::util

@@ -1,0 +1,35 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/util/error.hpp"
+#include "common/util/utf8.hpp"
+
+using jobctl::util::is_utf8;
+using jobctl::util::show_bytes;
+
+TEST_CASE("utf8: well-formed text passes, every ill-formed sequence fails") {
+  for (const char* good : {"", "plain", "caf\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF",
+                           "\xED\x9F\xBF"}) {
+    CAPTURE(good);
+    CHECK(is_utf8(good));
+  }
+  for (const char* bad : {"a\xFF" "b", "\x80", "\xC0\xAF", "\xC3", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF0\x80\x80\xAF",
+                          "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xE2\x82"}) {
+    CAPTURE(show_bytes(bad));
+    CHECK_FALSE(is_utf8(bad));
+  }
+}
+
+TEST_CASE("utf8: a message shows the bytes that are not UTF-8 and keeps the rest") {
+  CHECK(show_bytes("caf\xC3\xA9 a\xFF" "b") == "caf\xC3\xA9 a\\xFFb");
+  CHECK(show_bytes("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate, byte by byte
+}
+
+TEST_CASE("utf8: every argument must be UTF-8 except the exempt flag's value") {
+  const char* ok[] = {"jobctl", "--db", "/tmp/\xFF.db", "--db=/tmp/\xFE", "submit", "--", "echo", "caf\xC3\xA9"};
+  CHECK_NOTHROW(jobctl::util::require_utf8_arguments(8, ok, "--db"));
+  const char* bad[] = {"jobctl", "submit", "--name", "a\xFF" "b"};
+  CHECK_THROWS_WITH_AS(jobctl::util::require_utf8_arguments(4, bad, "--db"),
+                       doctest::Contains("argument 'a\\xFFb' is not valid UTF-8"), jobctl::Error);
+}
