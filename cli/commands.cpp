@@ -2,6 +2,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -10,7 +11,9 @@
 
 #include "cli/context.hpp"
 #include "common/util/error.hpp"
+#include "common/model/names.hpp"
 #include "common/util/host.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
@@ -64,6 +67,49 @@ void add_global_options_below(CLI::App& app, Context& ctx) {
   }
 }
 
+// The deepest command the parse reached (`jobctl dlq ls` → ls).
+const CLI::App& reached(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) return reached(*sub);
+  return app;
+}
+
+// "jobctl dlq": the words a user types to reach `app`.
+std::string command_path(const CLI::App& app) {
+  return app.get_parent() ? command_path(*app.get_parent()) + " " + app.get_name() : app.get_name();
+}
+
+// A CLI11 parse error in the project's words: an unknown command with the
+// one meant, a group given no command with its commands, anything else
+// with where its options are listed.
+Error usage_error_of(const CLI::App& app, const CLI::ParseError& e) {
+  const CLI::App& at = reached(app);
+  const std::string path = command_path(at);
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : at.get_subcommands({}))
+    if (!sub->get_group().empty()) commands.push_back(sub->get_name());
+  if (!commands.empty() && at.get_subcommands().empty()) {
+    const auto rest = at.remaining();
+    if (rest.empty() || rest.front().rfind('-', 0) == 0)  // a group's few commands are worth listing
+      return usage_error(commands.size() <= 12 ? fmt::format("`{}` needs a command: {}", path, model::join_or(commands))
+                                               : fmt::format("`{}` needs a command", path),
+                         fmt::format("`{} --help` says what each does", path));
+    const std::string meant = util::closest(rest.front(), commands);
+    return usage_error(fmt::format("unknown command '{}'{}", rest.front(),
+                                   meant.empty() ? "" : fmt::format("; did you mean '{}'?", meant)),
+                       fmt::format("`{} --help` lists the commands", path));
+  }
+  std::string message = e.what();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  return usage_error(message, fmt::format("`{} --help` lists its options", path));
+}
+
+// Prints an error as one line and a hint; returns its exit code.
+int report(const Error& e) {
+  std::fprintf(stderr, "jobctl: error: %s\n", e.what());
+  if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+  return static_cast<int>(e.code());
+}
+
 }  // namespace
 
 store::Store& Context::store(Schema schema) {
@@ -103,12 +149,10 @@ int run(int argc, char** argv) {
     app->parse(argc, argv);
     return ctx.exit_code;
   } catch (const CLI::ParseError& e) {
-    int rc = app->exit(e);
-    return rc == 0 ? 0 : static_cast<int>(ExitCode::usage);
+    if (e.get_exit_code() == 0) return app->exit(e);  // --help, --version
+    return report(usage_error_of(*app, e));
   } catch (const Error& e) {
-    std::fprintf(stderr, "jobctl: error: %s\n", e.what());
-    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
-    return static_cast<int>(e.code());
+    return report(e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "jobctl: internal error: %s\n", e.what());
     return static_cast<int>(ExitCode::internal);

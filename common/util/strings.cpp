@@ -1,5 +1,7 @@
 #include "common/util/strings.hpp"
 
+#include <algorithm>
+
 namespace jobctl::util {
 
 std::vector<std::string> split(std::string_view text, char sep) {
@@ -17,6 +19,38 @@ uint64_t stable_hash(std::string_view text) {
   uint64_t h = 14695981039346656037ULL;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
   return h;
+}
+
+namespace {
+
+// Optimal string alignment distance.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::min<size_t>(2, word.empty() ? 0 : (word.size() - 1) / 2) + 1;  // the first too far
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
 }
 
 }  // namespace jobctl::util

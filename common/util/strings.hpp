@@ -13,4 +13,10 @@ std::vector<std::string> split(std::string_view text, char sep);
 // std::hash), for values that must not move, such as cron's H and jitter.
 uint64_t stable_hash(std::string_view text);
 
+// The candidate nearest `word` by edit distance (insertions, deletions,
+// substitutions and swaps of neighbours), if it is near enough to be what
+// was meant: at most 2 edits, and fewer than half the word's letters. ""
+// if none is.
+std::string closest(std::string_view word, const std::vector<std::string>& candidates);
+
 }  // namespace jobctl::util

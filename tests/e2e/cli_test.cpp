@@ -57,6 +57,29 @@ TEST_CASE("cli: one argument is a shell command line, several are an argv") {
   CHECK(json::parse(run_jobctl(db, dir, {"get", many, "-o", "json"}).out)["command"] == json::array({"echo", "a b"}));
 }
 
+TEST_CASE("cli: a mistyped command is named with the one meant, and a group alone lists its commands") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  struct Case {
+    std::vector<std::string> args;
+    std::string error, hint;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"sumbit", "--", "true"}, "unknown command 'sumbit'; did you mean 'submit'?", "`jobctl --help`"},
+           {{"dlq"}, "`jobctl dlq` needs a command: ls, show, replay or purge", "`jobctl dlq --help`"},
+           {{"dlq", "lss"}, "unknown command 'lss'; did you mean 'ls'?", "`jobctl dlq --help`"},
+           {{"frobnicate"}, "unknown command 'frobnicate'\n", "`jobctl --help`"},
+           {{"submit", "--bogus", "--", "true"}, "jobctl: error: ", "`jobctl submit --help` lists its options"},
+       }) {
+    CAPTURE(c.args);
+    auto r = run_jobctl(db, dir, c.args);
+    CHECK(r.code == 2);
+    CHECK(r.err.rfind("jobctl: error: ", 0) == 0);  // the project's one format, not CLI11's
+    CHECK(r.err.find(c.error) != std::string::npos);
+    CHECK(r.err.find("hint: " + c.hint) != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: priority words are taken in any case, and medium is normal") {
   test::TempDir dir;
   test::TestDb db(dir);
