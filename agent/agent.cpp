@@ -74,6 +74,7 @@ Agent::Agent(Options opts)
                                 opts_.concurrency, JOBCTL_VERSION,
                                 duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
   worker_id_ = store->agent().register_worker(reg);
+  refuse_namesakes(*store, opts_, worker_id_);
   take_over(*store, runner_, opts_, worker_id_);  // this incarnation's lock; a dead earlier one's runs back
   store_ = std::make_unique<StoreThread>(std::move(store));
   metrics_.version = JOBCTL_VERSION;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/exec/supervisor.hpp"
+#include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
@@ -77,6 +78,19 @@ std::string lock_directory() {
     throw usage_error(fmt::format("the lock directory {} is not a directory of this user's that only it may use", dir),
                       "remove it, or set XDG_RUNTIME_DIR to a directory of your own");
   return dir;
+}
+
+void refuse_namesakes(store::Store& store, const Options& opts, const std::string& worker_id) {
+  const std::string host = util::host_name();
+  for (const auto& w : store.admin().list_workers()) {
+    if (w.id == worker_id || w.name != opts.name || w.state == model::WorkerState::gone) continue;
+    if (w.host == host && !alive(w.pid)) continue;  // a dead incarnation of this agent
+    if (w.id > worker_id) continue;                 // it registered after us: it gives way
+    store.agent().set_worker_state(worker_id, model::WorkerState::gone);
+    throw Error(ExitCode::invalid_state,
+                fmt::format("another live agent is named '{}' (pid {} on host {})", opts.name, w.pid, w.host),
+                "give this one its own --name, or stop that one first");
+  }
 }
 
 void take_over(store::Store& store, Runner& runner, const Options& opts, const std::string& worker_id) {

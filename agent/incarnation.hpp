@@ -26,6 +26,15 @@ namespace jobctl::agent {
 // user's own or the lock cannot be made; store errors propagate.
 void take_over(store::Store& store, Runner& runner, const Options& opts, const std::string& worker_id);
 
+// Refuses to run beside another live agent of the same name (on --on-each
+// and in `jobctl workers` a name is one agent): one on another host whose
+// heartbeat is fresh, or one on this host whose process is alive. Of two
+// starting at once, the one registered later gives way. An earlier
+// incarnation of this agent that died is no namesake: take_over handles
+// it. Throws Error(ExitCode::invalid_state), after marking `worker_id`
+// gone.
+void refuse_namesakes(store::Store& store, const Options& opts, const std::string& worker_id);
+
 // The lock directory (made 0700 when missing). Throws Error(ExitCode::usage)
 // when it is not a directory of this user's that only this user may use.
 std::string lock_directory();

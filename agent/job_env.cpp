@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "common/model/limits.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::agent {
@@ -52,7 +53,9 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
   if (run.checkpoint) env["JOB_CHECKPOINT"] = *run.checkpoint;
   else env.erase("JOB_CHECKPOINT");
   if (!store_dsn.empty() && !run.spec.env.count("JOBCTL_DB")) env["JOBCTL_DB"] = store_dsn;  // a job's own --env wins
-  if (run.spec.payload) env["JOB_PAYLOAD"] = *run.spec.payload;
+  // Standard input always has it; the environment only while it fits well
+  // within what Linux allows a variable (128 KiB).
+  if (run.spec.payload && run.spec.payload->size() <= model::kMaxPayloadInEnv) env["JOB_PAYLOAD"] = *run.spec.payload;
   else env.erase("JOB_PAYLOAD");
   std::vector<std::string> out;
   out.reserve(env.size());

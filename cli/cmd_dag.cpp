@@ -14,6 +14,7 @@
 #include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/tz.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -66,11 +67,12 @@ void add_submit(CLI::App& group, Context& ctx) {
   cmd->footer("Prints the DAG run's id alone on stdout; with --cron, the DAG's id (each occurrence starts a run).\n"
               "Nothing is written when the document is invalid (exit 2): unknown dependencies, cycles, duplicate\n"
               "names, an empty graph, more than 10000 nodes.");
-  cmd->callback([f, &ctx] {
+  cmd->callback([f, cmd, &ctx] {
     store::DagSubmit d;
     d.document = read_input(f->file, "dag submit");
     d.definition = dag::parse(d.document);
     d.on_failure = dag::parse_on_failure(f->on_failure);
+    if (cmd->count("--tz")) util::given_zone(f->tz, "--tz");
     if (!f->tz.empty() && f->cron.empty()) throw usage_error("--tz goes with --cron");
     if (!f->cron.empty()) {
       model::ScheduleSpec sc;

@@ -53,7 +53,7 @@ std::map<std::string, int> agents_by_queue(const std::vector<model::Worker>& wor
 
 std::map<std::string, bool> paused_queues(store::Store& store) {
   std::map<std::string, bool> paused;
-  for (const auto& q : store.queues().list_queues()) paused[q.name] = q.paused;
+  for (const auto& name : store.queues().paused_queues()) paused[name] = true;
   return paused;
 }
 

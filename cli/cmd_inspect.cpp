@@ -7,6 +7,7 @@
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
 #include "cli/waiting.hpp"
+#include "cli/waiting_reasons.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/admin.hpp"
 #include "common/store/jobs.hpp"
@@ -24,48 +25,27 @@ std::string duration_between(int64_t from, const std::optional<int64_t>& to) {
   return util::format_duration(util::Micros(*to - from));
 }
 
-// Why the pending run of a job with --on may wait forever: no agent that
-// is alive has its labels. Empty when it can run. The agents are read once
-// per command, on first need.
-class WaitingReasons {
- public:
-  explicit WaitingReasons(Context& ctx) : ctx_(ctx) {}
+// A run's status as people read it: a pending run that failed before waits
+// for its retry.
+std::string status_text(const model::Run& r) {
+  std::string status(model::to_string(r.status));
+  if (r.status == model::RunStatus::pending && r.failures > 0)
+    status += fmt::format(" (retry after {} failure{})", r.failures, r.failures == 1 ? "" : "s");
+  return status;
+}
 
-  std::string operator()(const model::JobView& v) {
-    if (!v.latest_run) return "";
-    return (*this)(v.job, *v.latest_run);
-  }
-
-  // The same for one run of the job (a fan-out job's runs each have theirs).
-  std::string operator()(const model::Job& job, const model::Run& run) {
-    const auto& target = job.spec.target;
-    if (run.status != model::RunStatus::pending || (target.empty() && run.pinned_to.empty())) return "";
-    if (!workers_) workers_ = ctx_.store().admin().list_workers();
-    for (const auto& w : *workers_)
-      if (w.state != model::WorkerState::gone && model::labels_match(target, w.labels) &&
-          (run.pinned_to.empty() || run.pinned_to == w.name))
-        return "";
-    if (!run.pinned_to.empty()) return "no eligible agent: agent " + run.pinned_to + " is not live";
-    return "no eligible agent: none of the live agents has " + model::labels_display(target);
-  }
-
- private:
-  Context& ctx_;
-  std::optional<std::vector<model::Worker>> workers_;
-};
-
-nlohmann::json with_waiting(const model::JobView& v, const std::string& waiting) {
+nlohmann::json with_waiting(const model::JobView& v, const WaitingReason& waiting) {
   auto j = model::to_json(v);
-  j["waiting"] = waiting.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting);
+  j["waiting"] = waiting.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting.detail);
   return j;
 }
 
-void show_job(const model::JobView& v, const std::string& waiting) {
+void show_job(const model::JobView& v, const WaitingReason& waiting) {
   const auto& j = v.job;
   std::vector<std::pair<std::string, std::string>> f{
       {"id", j.id},
       {"name", j.spec.name.empty() ? "-" : j.spec.name},
-      {"status", v.latest_run ? std::string(model::to_string(v.latest_run->status)) : "-"},
+      {"status", v.latest_run ? status_text(*v.latest_run) : "-"},
       {j.spec.command.webhook ? "webhook" : "command", j.spec.command.display()},
       {"queue", j.spec.queue},
       {"priority", std::string(model::to_string(j.spec.priority))},
@@ -81,6 +61,7 @@ void show_job(const model::JobView& v, const std::string& waiting) {
   }
   for (const auto& url : j.spec.notify.urls) f.emplace_back("notify", url + " (on " + model::notify_on_text(j.spec.notify.on) + ")");
   if (j.kind == "notification") f.emplace_back("kind", "notification (--notify delivery)");
+  if (!j.damaged.empty()) f.emplace_back("damaged", j.damaged);
   if (j.deleted_at) f.emplace_back("deleted", util::format_time(*j.deleted_at) + " (jobctl restore undoes it)");
   if (j.paused) f.emplace_back("paused", "yes");
   if (!j.spec.target.empty()) f.emplace_back("on", model::labels_display(j.spec.target));
@@ -91,7 +72,7 @@ void show_job(const model::JobView& v, const std::string& waiting) {
                                                  j.spec.concurrency_key.empty() ? "of this job"
                                                                                 : "key " + j.spec.concurrency_key));
   if (!j.spec.tenant.empty()) f.emplace_back("tenant", j.spec.tenant);
-  if (!waiting.empty()) f.emplace_back("waiting", waiting);
+  if (!waiting.empty()) f.emplace_back("waiting", waiting.detail);
   if (!j.spec.cwd.empty()) f.emplace_back("cwd", j.spec.cwd);
   for (const auto& [k, val] : j.spec.env) f.emplace_back("env", k + "=" + val);
   if (j.spec.payload) f.emplace_back("payload", cell(*j.spec.payload, 200));
@@ -120,8 +101,8 @@ void show_job(const model::JobView& v, const std::string& waiting) {
 void show_per_agent(const model::Job& job, const std::vector<model::Run>& runs, WaitingReasons& waiting) {
   std::vector<TableRow> rows;
   for (const auto& r : runs) {
-    std::string status(model::to_string(r.status));
-    if (auto why = waiting(job, r); !why.empty()) status += " (" + why + ")";
+    std::string status = status_text(r);
+    if (auto why = waiting(job, r); !why.empty()) status += " (" + why.detail + ")";
     rows.push_back({r.pinned_to, status, std::to_string(r.attempts), r.exit_code ? std::to_string(*r.exit_code) : "-",
                     opt_time(r.started_at), r.started_at ? duration_between(*r.started_at, r.finished_at) : "-", r.id,
                     r.error.empty() ? "" : cell(r.error, 60)});
@@ -138,7 +119,7 @@ void register_get(CLI::App& app, Context& ctx) {
     auto r = resolve_id(ctx, *id);
     if (r.run) r.job.latest_run = r.run;
     WaitingReasons reasons(ctx);
-    std::string waiting = reasons(r.job);
+    WaitingReason waiting = reasons(r.job);
     auto per_agent = per_agent_runs(ctx, r.job);
     if (ctx.format() == OutputFormat::json) {
       auto j = with_waiting(r.job, waiting);
@@ -147,7 +128,7 @@ void register_get(CLI::App& app, Context& ctx) {
         for (const auto& run : per_agent) {
           auto one = model::to_json(run);
           auto why = reasons(r.job.job, run);
-          one["waiting"] = why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why);
+          one["waiting"] = why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why.detail);
           j["per_agent"].push_back(std::move(one));
         }
       }
@@ -222,8 +203,8 @@ void register_ls(CLI::App& app, Context& ctx) {
     int64_t now = util::now_micros();
     for (const auto& v : jobs) {
       const auto& r = v.latest_run;
-      std::string status = r ? std::string(model::to_string(r->status)) : "-";
-      if (!waiting(v).empty()) status += " (no eligible agent)";
+      std::string status = r ? status_text(*r) : "-";
+      if (auto why = waiting(v); !why.empty()) status += " (" + why.brief + ")";
       rows.push_back({v.job.id, cell(v.job.spec.name, 24), status,
                       v.job.spec.queue, std::string(model::to_string(v.job.spec.priority)),
                       util::format_age(v.job.created_at, now), cell(v.job.spec.command.display(), 50)});

@@ -1,5 +1,6 @@
 // jobctl progress: a running job reports how far it got, and leaves a
 // checkpoint for the next attempt of its run.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,6 +44,10 @@ void register_progress(CLI::App& app, Context& ctx) {
   cmd->add_option("--checkpoint", f->checkpoint,
                   "JSON the run's next attempt receives in JOB_CHECKPOINT (@FILE reads a file); at most 64 KiB");
   cmd->callback([f, &ctx] {
+    // The job's stderr may be a pipe nobody reads any more (its agent is
+    // gone and the run was rescued): an error must still end in its exit
+    // status, not in SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
     double value = 0;
     try {
       size_t used = 0;

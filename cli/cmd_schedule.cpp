@@ -10,9 +10,11 @@
 #include "common/cron/cron.hpp"
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/dags.hpp"
 #include "common/store/schedules.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/tz.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -63,12 +65,17 @@ void register_cron_next(CLI::App& app, Context& ctx) {
               "first of a repeated hour. See jobctl(1), CRON EXPRESSIONS.");
   cmd->callback([f, &ctx] {
     auto expr = cron::Expr::parse(f->expr, f->key);
-    auto zone = util::TimeZone::locate(f->tz);
+    auto zone = util::TimeZone::locate(util::given_zone(f->tz, "--tz"));
     int64_t from = f->from.empty() ? util::now_micros() : util::parse_at(f->from, f->tz, "--from", util::OwnOffset::wins);
     std::vector<int64_t> times;
     for (auto t = expr.next(from, *zone, from); t && static_cast<int>(times.size()) < f->count;
          t = expr.next(*t, *zone, from))
       times.push_back(*t);
+    if (times.empty())
+      std::fprintf(stderr, "note: it does not fire before the year 10000, where jobctl's calendar ends\n");
+    else if (static_cast<int>(times.size()) < f->count)
+      std::fprintf(stderr, "note: it fires only %zu time%s before the year 10000, where jobctl's calendar ends\n",
+                   times.size(), times.size() == 1 ? "" : "s");
     if (ctx.format() == OutputFormat::json) {
       nlohmann::json out = nlohmann::json::array();
       for (int64_t t : times) {
@@ -115,6 +122,34 @@ void register_schedules_ls(CLI::App& app, Context& ctx) {
   });
 }
 
+// A schedule named by its job id (a run id), or a scheduled DAG by the id
+// `dag submit --cron` printed.
+Resolved resolve_schedule(Context& ctx, const std::string& id) {
+  std::string job = ctx.store().dags().schedule_job_of(normalize_id(id));
+  return resolve_id(ctx, job.empty() ? id : job);
+}
+
+// A scheduled DAG's occurrences are DAG runs.
+void print_dag_occurrences(Context& ctx, const model::Job& schedule, int limit) {
+  auto runs = ctx.store().dags().list_dag_runs(limit, schedule.dag_id);
+  if (ctx.format() == OutputFormat::json) {
+    print_json_list(runs, [](const store::DagRunView& v) {
+      return nlohmann::json{{"dag_run_id", v.id},
+                            {"dag_id", v.dag_id},
+                            {"status", v.status},
+                            {"occurrence", v.occurrence ? nlohmann::json(util::format_time(*v.occurrence)) : nlohmann::json(nullptr)},
+                            {"created_at", util::format_time(v.created_at)}};
+    });
+    return;
+  }
+  auto zone = util::TimeZone::locate(schedule.spec.schedule->tz);
+  std::vector<TableRow> rows;
+  for (const auto& v : runs)
+    rows.push_back({v.id, v.occurrence ? util::format_local(*v.occurrence, *zone) : "(forced trigger)", v.status,
+                    util::format_time(v.created_at)});
+  print_table({"DAG RUN", "OCCURRENCE", "STATUS", "CREATED"}, rows);
+}
+
 void register_schedule_runs(CLI::App& group, Context& ctx) {
   struct Flags {
     std::string id;
@@ -122,10 +157,14 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("runs", "Past occurrences of a schedule: when, status, duration, why skipped");
-  cmd->add_option("id", f->id, "Schedule (job) id")->required();
+  cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id")->required();
   cmd->add_option("--limit", f->limit, "How many, newest first")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto r = resolve_id(ctx, f->id);
+    auto r = resolve_schedule(ctx, f->id);
+    if (r.job.job.kind == "dag") {
+      print_dag_occurrences(ctx, r.job.job, f->limit);
+      return;
+    }
     auto runs = ctx.store().schedules().schedule_runs(r.job.job.id, f->limit);
     if (ctx.format() == OutputFormat::json) {
       print_json_list(runs, [](const model::Run& run) { return model::to_json(run); });
@@ -151,10 +190,10 @@ void register_schedule_trigger(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("trigger", "Run one occurrence of a schedule now (obeys --overlap unless --force)");
-  cmd->add_option("id", f->id, "Schedule (job) id")->required();
+  cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id")->required();
   cmd->add_flag("--force", f->force, "Start it even if the overlap policy would skip it or make it wait");
   cmd->callback([f, &ctx] {
-    auto r = resolve_id(ctx, f->id);
+    auto r = resolve_schedule(ctx, f->id);
     std::string run = ctx.store().schedules().trigger(r.job.job.id, f->force);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
     else std::printf("%s\n", run.c_str());
@@ -167,14 +206,15 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("backfill", "Run the occurrences of a past span that have no run yet");
-  cmd->add_option("id", f->id, "Schedule (job) id")->required();
+  cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id")->required();
   cmd->add_option("--from", f->from, "First time of the span: RFC 3339, or 'YYYY-MM-DD HH:MM' in --tz")->required();
   cmd->add_option("--to", f->to, "Last time of the span (inclusive)")->required();
   cmd->add_option("--tz", f->tz, "IANA zone of --from/--to without an offset")->capture_default_str();
   cmd->callback([f, &ctx] {
+    util::given_zone(f->tz, "--tz");
     int64_t from = util::parse_at(f->from, f->tz, "--from", util::OwnOffset::wins);
     int64_t to = util::parse_at(f->to, f->tz, "--to", util::OwnOffset::wins);
-    auto r = resolve_id(ctx, f->id);
+    auto r = resolve_schedule(ctx, f->id);
     auto result = ctx.store().schedules().backfill(r.job.job.id, from, to);
     if (ctx.output == "json") {
       print_json({{"id", r.job.job.id}, {"occurrences", result.occurrences}, {"created", result.created}});

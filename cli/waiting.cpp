@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
+#include "cli/waiting_reasons.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
@@ -71,6 +72,38 @@ class ProgressLine {
   std::string last_;
 };
 
+// On a terminal, says once why a pending run may wait for ever (no live
+// agent serves its queue, ...), and again whenever the reason changes. The
+// agents are read at most every few seconds.
+class WaitingNote {
+ public:
+  explicit WaitingNote(Context& ctx) : ctx_(ctx), on_(isatty(STDERR_FILENO) == 1) {}
+
+  void check(const model::JobView& view, const std::vector<model::Run>& runs, ProgressLine& progress) {
+    using Clock = std::chrono::steady_clock;
+    if (!on_ || Clock::now() < next_) return;
+    next_ = Clock::now() + std::chrono::seconds(5);
+    WaitingReasons reasons(ctx_);
+    std::string detail;
+    for (const auto& run : runs)
+      if (auto why = reasons(view.job, run); !why.empty()) {
+        detail = why.detail;
+        break;
+      }
+    if (detail == shown_) return;
+    shown_ = detail;
+    if (detail.empty()) return;
+    progress.clear();
+    std::fprintf(stderr, "jobctl: job %s is waiting: %s\n", view.job.id.c_str(), detail.c_str());
+  }
+
+ private:
+  Context& ctx_;
+  bool on_;
+  std::chrono::steady_clock::time_point next_{};
+  std::string shown_;
+};
+
 }  // namespace
 
 int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Micros> timeout, WaitReport report) {
@@ -78,11 +111,13 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
   auto give_up = timeout ? Clock::now() + *timeout : Clock::time_point::max();
   auto pause = std::chrono::milliseconds(20);
   ProgressLine progress;
+  WaitingNote note(ctx);
   for (;;) {
     auto view = ctx.store().jobs().get_job(job_id);
     if (!view) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
     auto runs = awaited(ctx, *view);
     if (runs.size() == 1) progress.show(runs[0]);
+    note.check(*view, runs, progress);
     if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const auto& r) { return model::is_final(r.status); })) {
       progress.clear();
       if (ctx.output == "json" && report == WaitReport::with_json) print_json(model::to_json(*view));

@@ -1,6 +1,8 @@
 #include "common/config/dsn.hpp"
 
 #include <cstdlib>
+#include <optional>
+#include <utility>
 #include <regex>
 #include <sstream>
 
@@ -53,16 +55,47 @@ bool integer_in(const std::string& text, long min, long max) {
   return n >= min && n <= max;
 }
 
+Error bad_postgres(const std::string& text, const std::string& why) {
+  return usage_error(fmt::format("invalid PostgreSQL DSN '{}': {}", redacted({Backend::postgres, text}), why),
+                     "see jobctl(1), DATABASE: postgres://USER@HOST:PORT/DBNAME or key=value pairs");
+}
+
+// jobctl's own `schema` option, taken out of a DSN libpq would refuse it
+// in: the DSN without it, and its value if it was there.
+std::pair<std::string, std::optional<std::string>> take_schema(const std::string& text) {
+  std::smatch m;
+  if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) {
+    static const std::regex in_query(R"(([?&])schema=([^&]*)(&?))");
+    if (!std::regex_search(text, m, in_query)) return {text, std::nullopt};
+    // "?schema=x&a=b" keeps "?a=b"; "&schema=x" goes; "?schema=x" goes.
+    std::string rest = m.prefix().str() + (m[3].length() ? m[1].str() : "") + m.suffix().str();
+    return {rest, m[2].str()};
+  }
+  static const std::regex keyword(R"((^|\s)schema\s*=\s*('[^']*'|\S*))");
+  if (!std::regex_search(text, m, keyword)) return {text, std::nullopt};
+  std::string value = m[2].str();
+  if (value.size() >= 2 && value.front() == '\'') value = value.substr(1, value.size() - 2);
+  std::string rest = m.prefix().str() + m.suffix().str();  // the space before it goes with it
+  rest.erase(0, rest.find_first_not_of(" \t\n"));
+  return {rest, value};
+}
+
+// A schema name jobctl accepts: a lower-case SQL identifier, as the server
+// would fold an unquoted one.
+bool plain_identifier(const std::string& name) {
+  static const std::regex ident(R"([a-z_][a-z0-9_]{0,62})");
+  return std::regex_match(name, ident);
+}
+
 // A PostgreSQL DSN as libpq reads it (its syntax, keywords, percent
 // escapes), and the numbers in it, which libpq would only refuse when
 // connecting, as if the server were unreachable. Returns it as a Dsn.
 Dsn checked_postgres(const std::string& text) {
-  auto bad = [&](const std::string& why) {
-    return usage_error(fmt::format("invalid PostgreSQL DSN '{}': {}", redacted({Backend::postgres, text}), why),
-                       "see jobctl(1), DATABASE: postgres://USER@HOST:PORT/DBNAME or key=value pairs");
-  };
+  auto bad = [&](const std::string& why) { return bad_postgres(text, why); };
+  (void)postgres_target(text);  // jobctl's own options, and libpq's reading of the rest
   char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(text.c_str(), &error);
+  const std::string conninfo = take_schema(text).first;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
   if (!options) {
     std::string why = hide_passwords(text, error ? error : "libpq could not read it");
     PQfreemem(error);
@@ -88,6 +121,29 @@ Dsn checked_postgres(const std::string& text) {
 }
 
 }  // namespace
+
+PostgresTarget postgres_target(const std::string& dsn) {
+  auto [conninfo, schema] = take_schema(dsn);
+  if (schema && !schema->empty() && !plain_identifier(*schema))
+    throw bad_postgres(dsn, fmt::format("schema '{}' is not a lower-case name of letters, digits and _ (at most 63)",
+                                        *schema));
+  PostgresTarget t{conninfo, ""};
+  char* error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &error);
+  if (!parsed) {
+    PQfreemem(error);
+    return t;  // checked_postgres says what is wrong with it
+  }
+  std::string own;
+  for (const PQconninfoOption* o = parsed; o->keyword; ++o)
+    if (o->val && std::string(o->keyword) == "options") own = o->val;
+  PQconninfoFree(parsed);
+  // The DSN's own search_path wins unless schema= is given; schema= empty
+  // sends nothing.
+  if (schema ? schema->empty() : own.find("search_path") != std::string::npos) return t;
+  t.options = (own.empty() ? "" : own + " ") + "-csearch_path=" + (schema ? *schema : kDefaultSchema);
+  return t;
+}
 
 Dsn parse_dsn(const std::string& text) {
   if (text.empty()) throw usage_error("the database DSN is empty", "pass --db sqlite:PATH or --db postgres://…");

@@ -21,6 +21,23 @@ struct Dsn {
   bool is_default = false;
 };
 
+// PostgreSQL: jobctl's tables live in a schema of their own, `jobctl`
+// unless the DSN says otherwise with jobctl's own option `schema=NAME`
+// (`?schema=NAME` in a URI), or sets search_path itself
+// (options=-csearch_path=...); `schema=` (empty) leaves the search_path
+// to the server and the role (for a pooler that refuses startup options).
+inline constexpr const char* kDefaultSchema = "jobctl";
+
+// How to reach a PostgreSQL DSN with libpq: the DSN without jobctl's own
+// options, and the `options` startup parameter that selects the schema
+// (empty: none to send).
+struct PostgresTarget {
+  std::string conninfo;
+  std::string options;
+};
+// Throws jobctl::Error(ExitCode::usage) for a malformed DSN.
+PostgresTarget postgres_target(const std::string& dsn);
+
 // Throws jobctl::Error(ExitCode::usage) for an empty or malformed DSN.
 Dsn resolve_dsn(const std::optional<std::string>& flag);
 Dsn parse_dsn(const std::string& text);

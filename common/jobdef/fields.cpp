@@ -9,6 +9,7 @@
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
+#include "common/util/tz.hpp"
 
 namespace jobctl::jobdef {
 namespace {
@@ -230,12 +231,13 @@ const Field kFields[] = {
      .excludes = {"--at"}},
     {.key = "tz",
      .where = kTiming | kUpdate,
-     .apply = [](Draft& d, const json& v, const Name& n) { d.tz = text(v, n); },
+     .apply = [](Draft& d, const json& v, const Name& n) { d.tz = util::given_zone(text(v, n), n.label()); },
      .flag = "--tz",
      .help = "IANA time zone of --cron (default {default}), or of an --at without an offset (default: this host's "
              "zone)",
      .update_help = "A schedule: new IANA time zone",
-     .shown_default = [] { return model::ScheduleSpec{}.tz; }},
+     .shown_default = [] { return model::ScheduleSpec{}.tz; },
+     .empty_is_value = true},
     {.key = "cron",
      .where = kTiming | kUpdate,
      .apply = [](Draft& d, const json& v, const Name& n) {

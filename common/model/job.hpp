@@ -125,6 +125,10 @@ struct Job {
   // "notification": a --notify delivery of another job's run.
   std::string kind = "job";
   std::string dag_id;
+  // What of its stored row could not be read (a value edited by hand or
+  // written by a broken tool), those fields left at their defaults; empty
+  // when the row is sound. Such a job is listed, and its runs go dead.
+  std::string damaged;
 };
 
 struct Run {

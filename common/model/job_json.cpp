@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "common/model/limits.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
@@ -30,10 +31,25 @@ json utf8_safe(const std::string& bytes) {
 
 void put(json& j, const char* key, const std::optional<json>& v) { j[key] = v ? *v : json(nullptr); }
 
+void check_sizes(const JobSpec& s) {
+  check_size(s.name.size(), kMaxNameBytes, "the name", "give a shorter --name");
+  size_t command = 0;
+  for (const auto& a : s.command.argv) command += a.size() + 1;
+  check_size(command, kMaxCommandBytes, "the command", "put the script in a file and run the file");
+  size_t env = 0;
+  for (const auto& [k, v] : s.env) env += k.size() + v.size() + 2;
+  check_size(env, kMaxEnvBytes, "the environment (--env)", "pass large values in --payload or a file");
+  check_size(s.cwd.size(), kMaxCwdBytes, "--cwd", "give a shorter path");
+  if (s.payload)
+    check_size(s.payload->size(), kMaxPayloadBytes, "the payload", "store the data elsewhere and pass its location");
+  for (const auto& url : s.notify.urls) check_size(url.size(), kMaxUrlBytes, "a --notify URL", "give a shorter URL");
+}
+
 }  // namespace
 
 
 void validate(const JobSpec& s) {
+  check_sizes(s);
   if (s.command.webhook) {
     validate(*s.command.webhook);
     // What only a process has would be silently ignored.
@@ -117,7 +133,8 @@ json to_json(const Run& r) {
   j["progress"] = r.progress ? json(*r.progress) : json(nullptr);
   j["progress_message"] = r.progress_message.empty() ? json(nullptr) : json(r.progress_message);
   put(j, "progress_at", opt_time(r.progress_at));
-  j["checkpoint"] = r.checkpoint ? json::parse(*r.checkpoint) : json(nullptr);
+  // Stored JSON that does not parse (edited by hand) is shown as text.
+  j["checkpoint"] = !r.checkpoint ? json(nullptr) : json::accept(*r.checkpoint) ? json::parse(*r.checkpoint) : json(*r.checkpoint);
   return j;
 }
 
@@ -193,6 +210,7 @@ json to_json(const JobView& v) {
   j["webhook"] = s.command.webhook ? to_json(*s.command.webhook) : json(nullptr);
   j["notify"] = s.notify.empty() ? json(nullptr) : to_json(s.notify);
   j["kind"] = job.kind;
+  j["damaged"] = job.damaged.empty() ? json(nullptr) : json(job.damaged);
   return j;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/model/limits.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::model {
@@ -68,6 +69,11 @@ std::vector<std::string> secret_references(std::string_view text, std::string_vi
 }
 
 void validate(const Webhook& w) {
+  check_size(w.url.size(), kMaxUrlBytes, "the --webhook URL", "send long values in --data");
+  size_t headers = 0;
+  for (const auto& [name, value] : w.headers) headers += name.size() + value.size() + 4;
+  check_size(headers, kMaxHeadersBytes, "the headers (--header)", "send long values in --data");
+  if (w.body) check_size(w.body->size(), kMaxBodyBytes, "the body (--data)", "send a reference to the data instead");
   auto scheme_end = w.url.find("://");
   std::string scheme = scheme_end == std::string::npos ? "" : w.url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https")

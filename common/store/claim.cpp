@@ -311,6 +311,8 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
                                      int64_t lease_us) {
   std::vector<ClaimedRun> out;
   if (limit <= 0 || queues.empty()) return out;
+  // Runs whose job's row does not decode: they go dead here, not to an agent.
+  std::vector<std::pair<ClaimedRun, std::string>> damaged;
   Transaction tx(*conn_, TxMode::write);
   Params params{worker_id, lease_us, conn_->list(queues), int64_t{limit}};
   if (conn_->dialect() == Dialect::postgres) {
@@ -321,8 +323,10 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     params.push_back(conn_->list(limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
-      c.spec = job_from_row(row, kClaimed.size()).spec;
-      out.push_back(std::move(c));
+      auto job = job_from_row(row, kClaimed.size());
+      c.spec = std::move(job.spec);
+      if (!job.damaged.empty()) damaged.emplace_back(std::move(c), std::move(job.damaged));
+      else out.push_back(std::move(c));
     }
   } else {
     // The fair share: the claim divided among the (queue, tenant) pairs with runs due.
@@ -334,7 +338,7 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
                .at(0)
                .i64(0));
     params.push_back((limit + active - 1) / active);
-    std::map<std::string, model::JobSpec> jobs;
+    std::map<std::string, model::Job> jobs;
     for (const auto& row : conn_->query(kClaimSqlite, params)) {
       ClaimedRun c = claimed_from_row(row);
       conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version) "
@@ -343,16 +347,23 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
       auto it = jobs.find(c.job_id);
       if (it == jobs.end()) {
         auto job = conn_->query(select_job_by_id(), {c.job_id});
-        it = jobs.emplace(c.job_id, job_from_row(job.at(0)).spec).first;
+        it = jobs.emplace(c.job_id, job_from_row(job.at(0))).first;
       }
-      c.spec = it->second;
+      c.spec = it->second.spec;
       out.push_back(std::move(c));
     }
     account(*conn_, out);
+    std::erase_if(out, [&](ClaimedRun& c) {
+      const auto& damage = jobs.at(c.job_id).damaged;
+      if (damage.empty()) return false;
+      damaged.emplace_back(std::move(c), damage);
+      return true;
+    });
     std::sort(out.begin(), out.end(), [](const ClaimedRun& a, const ClaimedRun& b) {
       return std::tie(a.spec.priority, a.available_at, a.run_id) < std::tie(b.spec.priority, b.available_at, b.run_id);
     });
   }
+  for (const auto& [run, damage] : damaged) end_damaged_run(*conn_, run, damage);
   // A DAG node gets its parents' results.
   for (auto& c : out)
     if (!c.dag_run_id.empty()) c.parent_results = parent_results(*conn_, c.dag_run_id, c.job_id);

@@ -59,7 +59,8 @@ class Dags {
   // A DAG run with its nodes; `id` may also name a DAG (its newest run).
   // Throws not_found.
   DagRunView get_dag_run(const std::string& id);
-  std::vector<DagRunView> list_dag_runs(int limit);  // newest first, without nodes
+  // Newest first, without nodes; of one DAG when `dag_id` is given.
+  std::vector<DagRunView> list_dag_runs(int limit, const std::string& dag_id = "");
   // Cancels the nodes not started and asks running ones to stop. Returns
   // how many it cancelled or asked. Throws not_found / invalid_state.
   int cancel_dag_run(const std::string& id);
@@ -71,6 +72,9 @@ class Dags {
   int retry_dag_run(const std::string& id);
   // The definition the DAG was submitted with.
   std::string dag_document(const std::string& dag_id);
+  // A scheduled DAG's schedule: the job that fires it (`dag submit --cron`
+  // prints the DAG's id). Empty for an unscheduled DAG or another id.
+  std::string schedule_job_of(const std::string& dag_id);
 
  private:
   Connection* conn_;

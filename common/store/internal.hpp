@@ -17,6 +17,8 @@
 
 namespace jobctl::store {
 
+struct ClaimedRun;
+
 // The store's clock (NOW_US), µs since the epoch.
 int64_t now_us(Connection& c);
 
@@ -42,6 +44,10 @@ void write_notifications(Connection& c, const std::string& actor, const std::vec
 // Each is pending again at once (or dead, or cancelled: see
 // rescue_expired), its attempt closed as lost with why_for(the worker's
 // name). Returns how many.
+// A claimed run whose job's row did not decode (Job::damaged) goes dead at
+// once with the damage as its error; its attempt is closed as failed.
+void end_damaged_run(Connection& c, const ClaimedRun& run, const std::string& damage);
+
 int lose_runs(Connection& c, const std::string& actor, const std::string& where, const Params& params,
               const std::function<std::string(const std::string&)>& why_for);
 

@@ -1,5 +1,6 @@
 #include "common/store/migrations.hpp"
 
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -376,7 +377,71 @@ std::string migration_sql(Dialect d, int version) {
   return sql;
 }
 
+// PostgreSQL: whether the public schema holds a store made before jobctl
+// had a schema of its own.
+bool legacy_tables_in_public(Connection& conn) {
+  if (conn.dialect() != Dialect::postgres) return false;
+  // jobctl's own: these five together, and its migrations table's shape.
+  auto rows = conn.query(
+      "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename IN ('schema_migrations', 'runs', "
+      "'attempts', 'workers', 'scheduler_lease')");
+  if (rows.at(0).i64(0) != 5) return false;
+  return !conn.query("SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = "
+                     "'schema_migrations' AND column_name = 'applied_at'")
+              .empty();
+}
+
+// jobctl's tables, as every migration above made them.
+constexpr const char* kTables[] = {"schema_migrations", "jobs", "runs", "attempts", "workers", "queues",
+                                   "scheduler_lease", "job_events", "tenants", "dags", "dag_nodes", "dag_edges",
+                                   "dag_runs"};
+
+// The schema the search_path names first ("$user" aside), to be created.
+std::string search_path_schema(Connection& conn) {
+  std::string path = conn.query("SELECT current_setting('search_path')").at(0).text(0);
+  std::string first;
+  for (std::istringstream list(path); std::getline(list, first, ',');) {
+    first.erase(0, first.find_first_not_of(' '));
+    first.erase(first.find_last_not_of(' ') + 1);
+    if (first.size() >= 2 && first.front() == '"') first = first.substr(1, first.size() - 2);
+    if (!first.empty() && first != "$user") return first;
+  }
+  throw Error(ExitCode::store, fmt::format("the search_path '{}' names no schema for jobctl's tables", path),
+              "add schema=NAME to --db (jobctl(1), DATABASE)");
+}
+
+// PostgreSQL: the schema jobctl's tables go in exists; a store made before
+// jobctl had a schema of its own (its tables in public) is moved into it.
+void prepare_schema(Connection& conn) {
+  const std::string schema = search_path_schema(conn);
+  // Only when missing: CREATE SCHEMA checks the right to create before it
+  // looks, and a role that may use a schema need not be allowed to make one.
+  if (conn.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", {schema}).empty())
+    conn.exec_script(fmt::format("CREATE SCHEMA \"{}\"", schema));
+  if (schema == "public" || !legacy_tables_in_public(conn)) return;
+  if (!conn.query("SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'schema_migrations'", {schema})
+           .empty())
+    return;  // it has a store of its own: the one in public stays
+  for (const char* table : kTables)
+    conn.exec_script(fmt::format("ALTER TABLE IF EXISTS public.{} SET SCHEMA \"{}\"", table, schema));
+}
+
 }  // namespace
+
+Error missing_schema(Connection& conn) {
+  if (conn.dialect() == Dialect::postgres) {
+    const std::string schema = search_path_schema(conn);
+    auto usable = conn.query("SELECT has_schema_privilege(oid, 'USAGE') FROM pg_namespace WHERE nspname = $1", {schema});
+    if (!usable.empty() && usable[0].text(0) != "t" && usable[0].text(0) != "1")
+      return Error(ExitCode::store, fmt::format("PostgreSQL: permission denied for schema {}", schema),
+                   fmt::format("connect as a role that may use it, or `GRANT USAGE ON SCHEMA {} TO ...`", schema));
+    if (schema != "public" && legacy_tables_in_public(conn))
+      return Error(ExitCode::store,
+                   fmt::format("jobctl's tables are in schema public, not in schema {}", schema),
+                   "run `jobctl init` to move them there, or add schema=public to --db");
+  }
+  return Error(ExitCode::store, "the database has no jobctl schema", "run `jobctl init` (with the same --db)");
+}
 
 int schema_version(Connection& conn) {
   // One round trip in the common case; a missing table means no schema.
@@ -392,7 +457,10 @@ int migrate(Connection& conn) { return migrate_to(conn, kSchemaVersion); }
 
 int migrate_to(Connection& conn, int target) {
   Transaction tx(conn, TxMode::write);
-  if (conn.dialect() == Dialect::postgres) conn.query("SELECT pg_advisory_xact_lock(7230652077)");
+  if (conn.dialect() == Dialect::postgres) {
+    conn.query("SELECT pg_advisory_xact_lock(7230652077)");
+    prepare_schema(conn);
+  }
   conn.exec_script("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
   int current = schema_version(conn);
   if (current > kSchemaVersion)

@@ -6,6 +6,7 @@
 // Time columns are BIGINT microseconds since the epoch, UTC, from the
 // database clock (NOW_US), the same unit on both backends.
 #include "common/store/sql.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::store {
 
@@ -21,6 +22,14 @@ int schema_version(Connection& conn);
 // Error(ExitCode::store) when the database is newer than this build.
 int migrate(Connection& conn);
 // Applies migrations up to `target` only: for tests of upgrades.
+// PostgreSQL: first makes the schema the connection's search_path names
+// (config::postgres_target), and moves a store found in public (see
+// below) into it when that schema has none.
 int migrate_to(Connection& conn, int target);
+
+// Why schema_version() found no store, as the Error to throw (exit 5): a
+// store in public made before jobctl had a schema of its own, a schema
+// this role may not use, or none at all (run `jobctl init`).
+Error missing_schema(Connection& conn);
 
 }  // namespace jobctl::store

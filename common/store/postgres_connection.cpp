@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -97,6 +98,29 @@ struct ResultGuard {
   PGresult* res;
   ~ResultGuard() { PQclear(res); }
 };
+
+// The hint for a server error that is the server's condition or its
+// settings (exit 5, with the server's own message), not a bug in jobctl:
+// none for any other SQLSTATE.
+std::optional<std::string> server_condition(const std::string& state) {
+  auto is = [&](std::string_view prefix) { return state.rfind(prefix, 0) == 0; };
+  if (state == "25006")
+    return "the server is read-only (a standby?): point --db at the primary; with several hosts in the DSN, add "
+           "target_session_attrs=read-write";
+  if (state == "57014")
+    return "it ran past the store timeout, which jobctl makes the session's statement_timeout: a lock held "
+           "elsewhere or a busy server; retry, or raise JOBCTL_STORE_TIMEOUT";
+  if (state == "55P03") return "a lock was not granted within lock_timeout; retry, or raise lock_timeout for jobctl's role";
+  if (state == "42501")
+    return "the role lacks a privilege on jobctl's tables or schema; connect as their owner, or grant it (jobctl(1), "
+           "POSTGRESQL)";
+  if (state == "3D000" || state == "3F000") return "check the database and schema named in --db";
+  if (state == "28P01" || state == "28000") return "check the user and password in --db or ~/.pgpass";
+  if (is("08") || is("57P") || is("53") || is("58")) return "check that the server is up and has room; jobctl retries "
+                                                            "where it can";
+  if (is("40")) return "the transaction conflicted with another and was rolled back; retry";
+  return std::nullopt;
+}
 
 class PostgresConnection final : public Connection {
   using Clock = std::chrono::steady_clock;
@@ -387,9 +411,10 @@ class PostgresConnection final : public Connection {
     std::string state = res && PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "";
     std::string msg = one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (state == "23505") throw UniqueViolation(msg);
-    if (PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 ||
-        state == "3D000" || state == "28P01" || state == "28000")
+    if (PQstatus(conn_) != CONNECTION_OK)
       throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg));
+    if (auto hint = server_condition(state))
+      throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg), *hint);
     throw Error(ExitCode::internal, fmt::format("PostgreSQL: {} (in: {})", msg, statement_summary(sql)));
   }
 

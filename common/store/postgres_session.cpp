@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/config/dsn.hpp"
 #include "common/store/sql.hpp"
 
 namespace jobctl::store {
@@ -12,16 +13,21 @@ void ignore_notice(void*, const char*) {}
 
 }  // namespace
 
-PGconn* connect_postgres(const std::string& conninfo) {
+PGconn* connect_postgres(const std::string& dsn) {
   // Keywords are applied in order and the DSN (expanded from dbname) comes
-  // last, so a DSN that sets any of these keeps its own value.
+  // after them, so a DSN that sets any of these keeps its own value; the
+  // options that select jobctl's schema (they include the DSN's own) last.
+  const auto target = config::postgres_target(dsn);
+  const std::string& conninfo = target.conninfo;
   auto timeout_ms = store_timeout().count();
   // Whole seconds, and libpq treats less than 2 as 2.
   std::string connect_timeout = std::to_string(std::clamp<int64_t>((timeout_ms + 999) / 1000, 2, 10));
   std::string user_timeout = std::to_string(timeout_ms);
   const char* keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "tcp_user_timeout", "dbname", nullptr};
-  const char* values[] = {connect_timeout.c_str(), "1", "10", "5", "3", user_timeout.c_str(), conninfo.c_str(), nullptr};
+                        "keepalives_count", "tcp_user_timeout", "dbname", target.options.empty() ? nullptr : "options",
+                        nullptr};
+  const char* values[] = {connect_timeout.c_str(), "1", "10", "5", "3", user_timeout.c_str(), conninfo.c_str(),
+                          target.options.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, 1);
   // libpq prints server notices (and a FATAL on an idle connection) to
   // stderr by default, outside the log's format: errors reach us as results.

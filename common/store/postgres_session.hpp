@@ -14,8 +14,9 @@
 
 namespace jobctl::store {
 
-// Opens a connection with the defaults above (the DSN's own settings win)
-// and notices silenced. Never null; check PQstatus.
-PGconn* connect_postgres(const std::string& conninfo);
+// Opens a connection to `dsn` (jobctl's form: see config::postgres_target
+// for its schema) with the defaults above (the DSN's own settings win) and
+// notices silenced. Never null; check PQstatus.
+PGconn* connect_postgres(const std::string& dsn);
 
 }  // namespace jobctl::store

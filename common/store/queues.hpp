@@ -3,6 +3,7 @@
 // Every method follows the contract in store.hpp.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,8 @@ class Queues {
   void set_queue_limits(const std::string& queue, const QueueLimits& limits);
   // Every queue that has defaults or runs, by name.
   std::vector<QueueInfo> list_queues();
+  // The names of the paused queues (cheap: reads no runs).
+  std::set<std::string> paused_queues();
   // Pauses or resumes a queue: no agent claims the runs of a paused queue
   // (running ones finish). Returns false when it already was in that state.
   bool set_queue_paused(const std::string& queue, bool paused);

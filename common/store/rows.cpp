@@ -1,9 +1,33 @@
 #include "common/store/rows.hpp"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "common/model/job_json.hpp"
 #include "common/store/encodings.hpp"
 
 namespace jobctl::store {
+namespace {
+
+// Decodes one stored value with `read`; one that does not decode leaves its
+// field at the default and is named in Job::damaged, so that one bad row
+// takes down neither a listing nor an agent.
+void note_damage(model::Job& j, std::string_view column, std::string why) {
+  if (why.size() > 160) why = why.substr(0, 157) + "...";
+  j.damaged += fmt::format("{}column {} is unreadable: {}", j.damaged.empty() ? "" : "; ", column, why);
+}
+
+template <class Read>
+void decode(model::Job& j, std::string_view column, Read&& read) {
+  try {
+    read();
+  } catch (const std::exception& e) {
+    note_damage(j, column, e.what());
+  }
+}
+
+}  // namespace
+
 // Each column is read here and written in write_definition below, in the
 // same order: a new column is a line in each.
 model::Job job_from_row(const Row& row, size_t first) {
@@ -14,10 +38,14 @@ model::Job job_from_row(const Row& row, size_t first) {
   s.name = c.text("name");
   s.queue = c.text("queue");
   s.priority = static_cast<model::Priority>(c.i64("priority"));
-  s.command = command_from_text(c.text("command"));
-  s.env = env_from_text(c.text("env"));
+  decode(j, "command", [&] { s.command = command_from_text(c.text("command")); });
+  decode(j, "env", [&] { s.env = env_from_text(c.text("env")); });
   s.cwd = c.text("cwd");
   s.payload = c.opt_text("payload");
+  if (s.payload && !nlohmann::json::accept(*s.payload)) {
+    s.payload.reset();
+    note_damage(j, "payload", "not JSON");
+  }
   s.timeout_us = c.i64("timeout_us");
   s.idempotency_key = c.text("idempotency_key");
   j.version = static_cast<int>(c.i64("version"));
@@ -25,21 +53,21 @@ model::Job job_from_row(const Row& row, size_t first) {
   j.created_at = c.i64("created_at");
   auto& r = s.retry;
   r.max_retries = static_cast<int>(c.i64("max_retries"));
-  r.backoff = model::parse_backoff(c.text("backoff"));
+  decode(j, "backoff", [&] { r.backoff = model::parse_backoff(c.text("backoff")); });
   r.delay_us = c.i64("retry_delay_us");
   r.max_delay_us = c.i64("max_retry_delay_us");
   r.retry_for_us = c.i64("retry_for_us");
-  r.no_retry_exit_codes = model::ExitCodeSet::parse(c.text("no_retry_exit_codes"));
+  decode(j, "no_retry_exit_codes", [&] { r.no_retry_exit_codes = model::ExitCodeSet::parse(c.text("no_retry_exit_codes")); });
   r.max_deliveries = static_cast<int>(c.i64("max_deliveries"));
-  r.delivery = model::parse_delivery(c.text("delivery"));
+  decode(j, "delivery", [&] { r.delivery = model::parse_delivery(c.text("delivery")); });
   const int64_t max_concurrent = c.i64("max_concurrent");
   if (!c.is_null("cron")) {
     model::ScheduleSpec sc;
     sc.cron = c.text("cron");
     sc.tz = c.text("tz");
-    sc.misfire = model::parse_misfire(c.text("misfire"));
+    decode(j, "misfire", [&] { sc.misfire = model::parse_misfire(c.text("misfire")); });
     sc.catchup_window_us = c.i64("catchup_window_us");
-    sc.overlap = model::parse_overlap(c.text("overlap"));
+    decode(j, "overlap", [&] { sc.overlap = model::parse_overlap(c.text("overlap")); });
     if (max_concurrent > 0) sc.max_concurrent = static_cast<int>(max_concurrent);
     sc.jitter_us = c.i64("jitter_us");
     s.schedule = std::move(sc);
@@ -47,18 +75,18 @@ model::Job job_from_row(const Row& row, size_t first) {
     j.schedule_anchor = c.i64("schedule_anchor");
   }
   j.deleted_at = c.opt_i64("deleted_at");
-  if (!c.is_null("target")) s.target = labels_from_text(c.text("target"));
+  if (!c.is_null("target")) decode(j, "target", [&] { s.target = labels_from_text(c.text("target")); });
   s.concurrency_key = c.text("concurrency_key");
   // A bare --concurrency-key's limit of 1 is its default, not a choice: it
   // reads back unset, so removing the key removes the limit.
   if (!s.schedule && max_concurrent > 0 && !(max_concurrent == 1 && !c.is_null("concurrency_key")))
     s.max_concurrent = static_cast<int>(max_concurrent);
   s.tenant = c.text("tenant");
-  if (!c.is_null("fan_out")) s.fan_out = labels_from_text(c.text("fan_out"));
+  if (!c.is_null("fan_out")) decode(j, "fan_out", [&] { s.fan_out = labels_from_text(c.text("fan_out")); });
   s.stagger_us = c.i64("stagger_us");
   j.kind = c.text("kind");
   j.dag_id = c.text("dag_id");
-  if (!c.is_null("notify")) s.notify = notify_from_text(c.text("notify"));
+  if (!c.is_null("notify")) decode(j, "notify", [&] { s.notify = notify_from_text(c.text("notify")); });
   return j;
 }
 

@@ -35,8 +35,7 @@ int Admin::migrate() { return store::migrate(*conn_); }
 
 void Store::require_schema() {
   int v = store::schema_version(*conn_);
-  if (v == 0)
-    throw Error(ExitCode::store, "the database has no jobctl schema", "run `jobctl init` (with the same --db)");
+  if (v == 0) throw missing_schema(*conn_);
   if (v < kSchemaVersion)
     throw Error(ExitCode::store,
                 fmt::format("the database schema is at version {}, this build needs version {}", v, kSchemaVersion),

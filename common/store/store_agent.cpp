@@ -27,6 +27,7 @@
 #include "common/model/job_json.hpp"
 #include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
+#include "common/store/cancel_requests.hpp"
 #include "common/store/dag_progress.hpp"
 #include "common/store/encodings.hpp"
 #include "common/store/internal.hpp"
@@ -41,8 +42,9 @@ namespace jobctl::store {
 namespace {
 
 // PostgreSQL: a batch of completions in one statement. Fenced like
-// kFinishRun; returns the runs it finished.
-constexpr const char* kCompletePostgres = R"SQL(
+// finish_run_sql(); returns the runs it finished. A cancelled run's error is
+// the reason its cancel was asked for (cancel_requests.hpp): CANCEL_ERROR.
+constexpr const char* kCompletePostgresTemplate = R"SQL(
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
                        $8::bytea[], $9::bytea[], $10::text[], $11::int8[], $12::int[], $13::text[])
@@ -59,12 +61,12 @@ WITH input AS (
          available_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NOW_US + d.delay ELSE r.available_at END,
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
          lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code,
-         error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE d.error END
+         error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND r.status = 'running'
-  RETURNING r.id, r.queue, r.group_key
+  RETURNING r.id, r.queue, r.group_key, r.error
 ), closed AS (
   UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
-         error = d.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
+         error = f.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
          timings = d.timings
   FROM done d JOIN finished f ON f.id = d.run_id
   WHERE a.run_id = d.run_id AND a.attempt = d.attempt
@@ -75,11 +77,27 @@ SELECT f.id, f.queue, f.group_key IS NOT NULL OR EXISTS (SELECT 1 FROM queues x 
 FROM finished f
 )SQL";
 
-constexpr const char* kFinishRun =
-    "UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
-    "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
-    "lease_owner = NULL, lease_expires_at = NULL, exit_code = $4, error = $5 "
-    "WHERE id = $1 AND fence = $2 AND status = 'running'";
+const std::string& complete_postgres_sql() {
+  static const std::string sql = [] {
+    std::string s = kCompletePostgresTemplate;
+    std::string error = cancelled_error_sql("d.status", "r.cancel_requested", "d.error");
+    s.replace(s.find("CANCEL_ERROR"), std::string_view("CANCEL_ERROR").size(), error);
+    return s;
+  }();
+  return sql;
+}
+
+// One completion, fenced; returns the error recorded (see
+// cancel_requests.hpp), which the attempt gets too.
+const std::string& finish_run_sql() {
+  static const std::string sql =
+      "UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
+      "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
+      "lease_owner = NULL, lease_expires_at = NULL, exit_code = $4, error = " +
+      cancelled_error_sql("$3", "cancel_requested", "$5") +
+      " WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING error";
+  return sql;
+}
 // $3: 'pending', or 'cancelled' for a deleted job's run.
 constexpr const char* kReleaseRun =
     "UPDATE runs SET status = $3, lease_owner = NULL, lease_expires_at = NULL, available_at = NOW_US, "
@@ -105,8 +123,8 @@ Value opt_int(const std::optional<int>& v) {
   return int64_t{*v};
 }
 
-void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome) {
-  c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), d.error,
+void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome, const std::string& error) {
+  c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
                          d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr)});
 }
@@ -125,6 +143,21 @@ std::string bytea_text(const std::string& bytes) {
     out += kHex[c & 15];
   }
   return out;
+}
+
+// One completion, in the caller's transaction: the run fenced, its attempt
+// closed. False when the fence no longer holds.
+bool finish_one(Connection& c, const Completion& d) {
+  std::string status(model::to_string(d.status)), error = d.error;
+  if (d.status == model::RunStatus::pending && job_deleted(c, d.run_id)) {
+    status = "cancelled";
+    error = kDeletedError;
+  }
+  auto finished = c.query(finish_run_sql(), {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
+                                             int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}});
+  if (finished.empty()) return false;
+  close_attempt(c, d, d.outcome, finished[0].text(0));
+  return true;
 }
 
 std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
@@ -147,7 +180,7 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
   std::set<std::string> finished, wake;
-  for (const auto& row : c.query(kCompletePostgres, params)) {
+  for (const auto& row : c.query(complete_postgres_sql(), params)) {
     finished.insert(row.text(0));
     if (row.text(2) == "t") wake.insert(row.text(1));
   }
@@ -243,17 +276,7 @@ std::vector<bool> Agent::complete(const std::vector<Completion>& done) {
   if (conn_->dialect() == Dialect::postgres) {
     applied = complete_postgres(*conn_, done);
   } else {
-    for (const auto& d : done) {
-      std::string status(model::to_string(d.status)), error = d.error;
-      if (d.status == model::RunStatus::pending && job_deleted(*conn_, d.run_id)) {
-        status = "cancelled";
-        error = kDeletedError;
-      }
-      bool ok = conn_->exec(kFinishRun, {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
-                                         int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}}) == 1;
-      if (ok) close_attempt(*conn_, d, d.outcome);
-      applied.push_back(ok);
-    }
+    for (const auto& d : done) applied.push_back(finish_one(*conn_, d));
   }
   std::vector<model::JobSpec> notifications;
   for (size_t i = 0; i < done.size(); ++i) {
@@ -299,7 +322,7 @@ void Agent::release(const std::vector<Completion>& runs) {
     const bool deleted = job_deleted(*conn_, d.run_id);
     auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence, deleted ? "cancelled" : "pending", kDeletedError});
     if (rows.empty()) continue;
-    close_attempt(*conn_, d, model::AttemptOutcome::released);
+    close_attempt(*conn_, d, model::AttemptOutcome::released, d.error);
     if (!deleted) wake_queue(*conn_, rows[0].text(0));
   }
   tx.commit();
@@ -351,6 +374,13 @@ int Agent::give_back_runs(const std::string& worker_id, const std::string& why) 
   return n;
 }
 
+void end_damaged_run(Connection& c, const ClaimedRun& run, const std::string& damage) {
+  Completion d = completion_of(run, model::RunStatus::dead);
+  d.error = "the job's stored row is damaged, so it cannot run: " + damage +
+            " (fix the row, or resubmit the job and delete this one)";
+  if (finish_one(c, d)) advance_dag(c, d.dag_run_id, d.job_id, d.status);
+}
+
 int lose_runs(Connection& c, const std::string& actor, const std::string& where, const Params& params,
                      const std::function<std::string(const std::string&)>& why_for) {
   // PostgreSQL: runs another rescuer holds are left to it, and so are the
@@ -359,24 +389,27 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
   auto lost = c.query(
       "SELECT r.id, r.attempts, r.queue, COALESCE(w.name, r.lease_owner), r.deliveries - r.failures, "
       "j.max_deliveries, j.delivery, r.dag_run_id, r.job_id, CASE WHEN j.notify IS NULL THEN 0 ELSE 1 END, "
-      "CASE WHEN j.deleted_at IS NULL THEN 0 ELSE 1 END FROM runs r JOIN jobs j ON j.id = r.job_id "
+      "CASE WHEN j.deleted_at IS NULL THEN 0 ELSE 1 END, r.cancel_requested FROM runs r JOIN jobs j ON j.id = r.job_id "
       "LEFT JOIN workers w ON w.id = r.lease_owner WHERE " + where + lock,
       params);
   for (const auto& row : lost) {
     std::string why = why_for(row.text(3));
     // A lost attempt is run again at once, unless the job may not run
     // twice, or it has now been delivered too often without any result,
-    // or the job was deleted meanwhile.
+    // or the job was deleted meanwhile, or it was asked to stop.
     std::string status = "pending", run_error = why;
-    if (row.text(6) == "at-most-once") {
+    if (row.i64(10) == 1) {
+      status = "cancelled";
+      run_error = kDeletedError;
+    } else if (row.i64(11) != 0) {
+      status = "cancelled";
+      run_error = cancelled_error(row.i64(11)) + " (its agent was lost before it stopped)";
+    } else if (row.text(6) == "at-most-once") {
       status = "dead";
       run_error = "at-most-once: its agent was lost during the attempt, so it is not run again";
     } else if (row.i64(4) >= row.i64(5)) {
       status = "dead";
       run_error = fmt::format("poison: delivered {} times without a result", row.i64(4));
-    } else if (row.i64(10) == 1) {
-      status = "cancelled";
-      run_error = kDeletedError;
     }
     c.exec("UPDATE runs SET status = $2, lease_owner = NULL, lease_expires_at = NULL, "
                 "available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "

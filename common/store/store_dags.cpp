@@ -8,6 +8,7 @@
 // parents finishing at once on two agents serialise on the child's row, so
 // it is released exactly once. When a node ends dead or cancelled, the
 // run's on_failure policy cancels what can no longer run.
+#include "common/store/cancel_requests.hpp"
 #include "common/store/dag_progress.hpp"
 
 #include <map>
@@ -253,9 +254,10 @@ DagRunView Dags::get_dag_run(const std::string& id) {
   return v;
 }
 
-std::vector<DagRunView> Dags::list_dag_runs(int limit) {
+std::vector<DagRunView> Dags::list_dag_runs(int limit, const std::string& dag_id) {
   std::vector<DagRunView> out;
-  for (const auto& row : conn_->query(std::string(kDagRunSelect) + "ORDER BY r.id DESC LIMIT $1", {int64_t{limit}}))
+  for (const auto& row : conn_->query(std::string(kDagRunSelect) + "WHERE ($2 = '' OR r.dag_id = $2) ORDER BY r.id DESC LIMIT $1",
+                                      {int64_t{limit}, dag_id}))
     out.push_back(dag_run_from_row(*conn_, row));
   return out;
 }
@@ -270,12 +272,10 @@ int Dags::cancel_dag_run(const std::string& id) {
   conn_->exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE id = $1", {run_id});
   // Running nodes first, then those waiting: a completion also locks a
   // parent before its children, so the two cannot deadlock.
-  auto asked = conn_->query(
-      "UPDATE runs SET cancel_requested = 1 WHERE dag_run_id = $1 AND status = 'running' RETURNING id", {run_id});
+  auto asked = ask_to_stop(*conn_, CancelReason::dag, "dag_run_id = $1", {run_id});
   int64_t n = conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user "
                           "(dag cancel)' WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
                           {run_id});
-  for (const auto& row : asked) wake_cancel(*conn_, row.text(0));
   tx.commit();
   return static_cast<int>(n + static_cast<int64_t>(asked.size()));
 }
@@ -334,6 +334,11 @@ int Dags::retry_dag_run(const std::string& id) {
   wake_queues(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {run_id}));
   tx.commit();
   return n;
+}
+
+std::string Dags::schedule_job_of(const std::string& dag_id) {
+  auto rows = conn_->query("SELECT id FROM jobs WHERE dag_id = $1 AND kind = 'dag'", {dag_id});
+  return rows.empty() ? "" : rows[0].text(0);
 }
 
 std::string Dags::dag_document(const std::string& dag_id) {

@@ -9,6 +9,7 @@
 
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/cancel_requests.hpp"
 #include "common/store/dag_progress.hpp"
 #include "common/store/encodings.hpp"
 #include "common/store/fan_out.hpp"
@@ -40,6 +41,7 @@ struct NewRow {
   const model::RetryPolicy* retry;  // spec's policy, resolved with its queue's defaults
   std::string job_id;
   std::string run_id;
+  std::optional<int64_t> due;  // --at, unless it has passed: then now, as for no --at
 };
 
 void write_job_cells(const NewRow& r, std::span<Value> out) {
@@ -50,13 +52,15 @@ void write_job_cells(const NewRow& r, std::span<Value> out) {
 }
 
 // A submitted job's run, due at --at when given, else --in after now.
-NewRun first_run(const model::JobSpec& s, const std::string& job_id, const std::string& run_id) {
+NewRun first_run(const NewRow& row, const std::string& run_id) {
+  const model::JobSpec& s = *row.spec;
+  const std::string& job_id = row.job_id;
   NewRun r;
   r.id = run_id;
   r.job_id = job_id;
   r.queue = s.queue;
   r.priority = static_cast<int>(s.priority);
-  r.available_at = s.run_at_us;
+  r.available_at = row.due;
   r.delay_us = s.delay_us;
   r.tenant = s.tenant;
   r.group_key = group_of(s, job_id);
@@ -79,7 +83,7 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
     if (!r.run_id.empty()) first.push_back(&r);
   insert_runs(c, first.size(), [&](size_t i) {
     const NewRow& r = *first[i];
-    return first_run(*r.spec, r.job_id, r.run_id);
+    return first_run(r, r.run_id);
   });
 }
 
@@ -94,7 +98,7 @@ std::string insert_fan_out(Connection& c, const NewRow& row) {
                 "`jobctl workers` lists the agents and their labels; start one with jobagent --label");
   std::vector<NewRun> runs;
   for (size_t i = 0; i < agents.size(); ++i) {
-    NewRun r = first_run(s, row.job_id, util::new_ulid());
+    NewRun r = first_run(row, util::new_ulid());
     const int64_t stagger = static_cast<int64_t>(i) * s.stagger_us;
     if (r.available_at) *r.available_at += stagger;
     r.delay_us += stagger;
@@ -169,6 +173,8 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
   results.reserve(specs.size());
   fresh.reserve(specs.size());
   std::set<std::string> queues;
+  // A time in the past means now (read once, and only for --at).
+  std::optional<int64_t> now;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
     if (!s.idempotency_key.empty()) {
@@ -179,7 +185,11 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
     }
     // A schedule's runs are made by its leader, a fan-out's below.
     NewRow row{&s, &retry[i], util::new_ulid(),
-               s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid()};
+               s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid(), s.run_at_us};
+    if (row.due) {
+      if (!now) now = now_us(c);
+      if (*row.due < *now) row.due.reset();
+    }
     if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});
     queues.insert(s.queue);
@@ -242,7 +252,9 @@ std::vector<model::JobView> Jobs::get_jobs(const std::vector<std::string>& job_i
 std::vector<model::JobView> Jobs::list_jobs(const JobFilter& filter) {
   std::string sql = fmt::format(
       "SELECT {}, {} {} "
-      "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1) AND ($2 = '' OR j.queue = $2) "
+      "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1 "
+      // A run waiting for its retry after a failure is pending; `failed` finds it.
+      "OR ($1 = 'failed' AND r.status = 'pending' AND r.failures > 0)) AND ($2 = '' OR j.queue = $2) "
       "AND j.dag_id IS NULL AND j.kind = 'job' "
       "ORDER BY j.id DESC LIMIT $3",
       select_list(kJobs), select_list(kRuns), kJobsWithLatestRun);
@@ -322,8 +334,7 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
     outcome = CancelOutcome::cancelled;
     audit(*conn_, actor_, job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
   } else if (status == model::RunStatus::running) {
-    conn_->exec("UPDATE runs SET cancel_requested = 1 WHERE id = $1", {run_id});
-    wake_cancel(*conn_, run_id);
+    ask_to_stop(*conn_, CancelReason::user, "id = $1", {run_id});
     outcome = CancelOutcome::requested;
     audit(*conn_, actor_, job_id, "cancel", nlohmann::json{{"run", run_id}, {"running", true}}.dump());
   } else {

@@ -15,6 +15,7 @@
 
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
+#include "common/store/cancel_requests.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/jobs.hpp"
 #include "common/store/new_runs.hpp"
@@ -25,6 +26,10 @@
 
 namespace jobctl::store {
 namespace {
+
+// The error of an occurrence made ahead that a delete skipped (restore
+// makes it pending again).
+constexpr const char* kSkippedByDelete = "skipped: the job was deleted";
 
 using nlohmann::json;
 
@@ -230,22 +235,18 @@ int Jobs::delete_job(const std::string& job_id, CancelRunning cancel_running) {
                 fmt::format("`jobctl restore {}` undoes the delete", job_id));
   // next_fire_at NULL: the leader's scan no longer meets it (restore sets it again).
   conn_->exec("UPDATE jobs SET deleted_at = NOW_US, updated_at = NOW_US, next_fire_at = NULL WHERE id = $1", {job_id});
-  // Occurrences made ahead are skipped, not cancelled: a skipped occurrence
-  // holds no place, so a restore before their time makes them again.
+  // Occurrences made ahead are skipped, not cancelled: a restore before
+  // their time makes them pending again (restore_job).
   int64_t cancelled = conn_->exec(
       "UPDATE runs SET finished_at = NOW_US, "
       "status = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN 'skipped' ELSE 'cancelled' END, "
-      "error = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN 'skipped: the job was deleted' "
+      "error = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN '" + std::string(kSkippedByDelete) + "' "
       "ELSE 'cancelled: the job was deleted' END "
       "WHERE job_id = $1 AND status IN ('pending', 'blocked')",
       {job_id});
   size_t stopping = 0;
   if (cancel_running == CancelRunning::yes) {
-    auto rows = conn_->query("UPDATE runs SET cancel_requested = 1 WHERE job_id = $1 AND status = 'running' "
-                             "AND cancel_requested = 0 RETURNING id",
-                             {job_id});
-    stopping = rows.size();
-    for (const auto& row : rows) wake_cancel(*conn_, row.text(0));
+    stopping = ask_to_stop(*conn_, CancelReason::job_deleted, "job_id = $1", {job_id}).size();
   }
   audit(*conn_, actor_, job_id, "delete", json{{"cancelled", cancelled}, {"stopping", stopping}}.dump());
   tx.commit();
@@ -258,6 +259,11 @@ void Jobs::restore_job(const std::string& job_id) {
   if (!job.deleted_at)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is not deleted: there is nothing to restore", job_id));
   conn_->exec("UPDATE jobs SET deleted_at = NULL, updated_at = NOW_US WHERE id = $1", {job_id});
+  // The occurrences the delete skipped that are still ahead wait again:
+  // each keeps its run, and the leader makes no second one for it.
+  conn_->exec(std::string("UPDATE runs SET status = 'pending', finished_at = NULL, error = '' WHERE job_id = $1 "
+                          "AND status = 'skipped' AND available_at > NOW_US AND error = '") + kSkippedByDelete + "'",
+              {job_id});
   restart_schedule(*conn_, job_id);
   audit(*conn_, actor_, job_id, "restore");
   tx.commit();

@@ -94,6 +94,12 @@ std::vector<QueueInfo> Queues::list_queues() {
   return out;
 }
 
+std::set<std::string> Queues::paused_queues() {
+  std::set<std::string> out;
+  for (const auto& row : conn_->query("SELECT name FROM queues WHERE paused <> 0")) out.insert(row.text(0));
+  return out;
+}
+
 void Queues::set_queue_limits(const std::string& queue, const QueueLimits& limits) {
   if ((limits.max_concurrent && *limits.max_concurrent < 0) || (limits.rate && !(*limits.rate >= 0)) ||
       (limits.tenant_max_concurrent && *limits.tenant_max_concurrent < 0))

@@ -16,6 +16,7 @@
 
 #include "common/cron/plan.hpp"
 #include "common/store/fan_out.hpp"
+#include "common/store/cancel_requests.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/new_runs.hpp"
 #include "common/store/rows.hpp"
@@ -245,15 +246,13 @@ int Scheduler::enforce_overlap() {
                      {std::string(policy), std::string(reason)});
   // cancel-other: a due occurrence asks the older running ones to stop; it
   // starts once they have.
-  auto cancelled = conn_->query(
-      "UPDATE runs SET cancel_requested = 1 WHERE status = 'running' AND cancel_requested = 0 "
-      "AND occurrence IS NOT NULL AND EXISTS (SELECT 1 FROM runs p JOIN jobs g ON g.id = p.job_id "
+  auto cancelled = ask_to_stop(*conn_, CancelReason::overlap,
+      "occurrence IS NOT NULL AND EXISTS (SELECT 1 FROM runs p JOIN jobs g ON g.id = p.job_id "
       "WHERE p.job_id = runs.job_id AND g.overlap = 'cancel-other' AND p.status = 'pending' "
       "AND COALESCE(p.pinned_to, '') = COALESCE(runs.pinned_to, '') "
       "AND p.occurrence > runs.occurrence AND p.available_at <= NOW_US AND p.group_key IS NOT NULL "
-      "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max) "
-      "RETURNING id");
-  for (const auto& row : cancelled) wake_cancel(*conn_, row.text(0));
+      "AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running') >= p.group_max)",
+      {});
   tx.commit();
   return static_cast<int>(n + static_cast<int64_t>(cancelled.size()));
 }

@@ -569,4 +569,11 @@ std::shared_ptr<const TimeZone> TimeZone::locate(const std::string& name) {
   return zone;
 }
 
+const std::string& given_zone(const std::string& name, std::string_view what) {
+  if (name.empty())
+    throw usage_error(fmt::format("{} is empty", what),
+                      "give an IANA zone name, e.g. UTC or Europe/Berlin; leave it out for the default");
+  return name;
+}
+
 }  // namespace jobctl::util

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace jobctl::util {
 
@@ -47,5 +48,10 @@ class TimeZone {
   };
   virtual Local resolve(int64_t local_s) const = 0;
 };
+
+// A zone name a user gave (--tz, "tz"), checked: an empty one is refused,
+// since it would mean this host's zone to one command and the default to
+// another. Throws usage Error naming `what`; returns `name`.
+const std::string& given_zone(const std::string& name, std::string_view what);
 
 }  // namespace jobctl::util

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <fstream>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -62,6 +64,22 @@ TEST_CASE("agent: runs a job with its payload, environment and identifiers, and 
   CHECK(a[0]["outcome"] == "succeeded");
   CHECK(a[0]["exit_code"] == 0);
   CHECK(a[0]["worker"] == "agent");
+}
+
+TEST_CASE("agent: a payload too large for the environment reaches the job on standard input only") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  // 300 KiB: more than Linux takes in one environment variable (128 KiB).
+  std::ofstream(dir.file("big.json")) << "\"" << std::string(300 * 1024, 'x') << "\"";
+  std::string seen = dir.file("seen");
+  auto id = submit(db, dir, {"--payload", "@" + dir.file("big.json"), "--",
+                             "wc -c > " + seen + "; echo \"${JOB_PAYLOAD-unset}\" >> " + seen});
+  REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto lines = test::lines(test::read_file(seen));
+  REQUIRE(lines.size() == 2);
+  CHECK(test::trim(lines[0]) == std::to_string(300 * 1024 + 2));
+  CHECK(lines[1] == "unset");
 }
 
 TEST_CASE("agent: a failing command, a missing command and a signal are recorded as failures") {

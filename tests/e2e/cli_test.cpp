@@ -100,6 +100,9 @@ TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
   std::ofstream(deep) << std::string(100'000, '[') << std::string(100'000, ']');
   const std::string latin1 = dir.file("latin1.txt");
   std::ofstream(latin1) << "caf\xE9";
+  const std::string huge = dir.file("huge.json");  // accepted, then "Argument list too long" at start, before
+  std::ofstream(huge) << "\"" << std::string(1100 * 1024, 'x') << "\"";
+  const std::string big(200 * 1024, 'x');
   struct Case {
     std::vector<std::string> args;
     std::string mentions;
@@ -127,6 +130,14 @@ TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
       {{"submit", "--queue", "has space", "--", "true"}, "has space"},
       {{"submit"}, "no command"},
       {{"get", "not-an-id"}, "not-an-id"},
+      // Sizes: each field within its documented limit (jobctl(1), LIMITS).
+      {{"submit", "--payload", "@" + huge, "--", "true"}, "the payload is 1126402 bytes, more than 1024 KiB"},
+      {{"submit", "--", big}, "the command is 204801 bytes, more than 64 KiB"},
+      {{"submit", "--env", "BIG=" + big, "--", "true"}, "the environment (--env) is"},
+      {{"submit", "--name", std::string(1025, 'n'), "--", "true"}, "the name is 1025 bytes, more than 1 KiB"},
+      {{"submit", "--cwd", "/" + std::string(5000, 'd'), "--", "true"}, "--cwd is 5001 bytes"},
+      {{"submit", "--webhook", "http://127.0.0.1/" + std::string(9000, 'u')}, "the --webhook URL is"},
+      {{"submit", "--webhook", "http://127.0.0.1/", "--data", "@" + huge}, "the body (--data) is"},
       {{"wait", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--timeout", "soon"}, "soon"},
   };
   for (const auto& c : cases) {
@@ -136,6 +147,12 @@ TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
     CHECK(r.err.find(c.mentions) != std::string::npos);
     CHECK(r.out.empty());
   }
+  // A batch line is held to the same limits, and nothing of the batch is written.
+  auto batch = run_jobctl(db, dir, {"submit", "--file", "-"},
+                          "{\"command\": \"true\"}\n{\"command\": \"true\", \"name\": \"" + std::string(2000, 'n') + "\"}\n");
+  CHECK(batch.code == 2);
+  CHECK(batch.err.find("line 2") != std::string::npos);
+  CHECK(batch.err.find("the name is 2000 bytes") != std::string::npos);
   CHECK(job_count(db, dir) == 0);
 }
 

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -132,4 +133,34 @@ TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest, and 
   auto dot = run_jobctl(db, dir, {"dag", "graph", id});
   CHECK(dot.code == 0);
   CHECK(dot.out.find("\"a\" -> \"b\";") != std::string::npos);
+}
+
+TEST_CASE("dag: the id dag submit --cron prints is taken by schedule trigger, backfill and runs") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  json doc{{"name", "nightly"}, {"jobs", {{"a", {{"command", "true"}}}, {"b", {{"command", "true"}, {"depends_on", {"a"}}}}}}};
+  auto submitted = run_jobctl(db, dir, {"dag", "submit", "-", "--cron", "0 3 * * *"}, doc.dump());
+  REQUIRE_MESSAGE(submitted.code == 0, submitted.err);
+  std::string dag_id = test::trim(submitted.out);
+
+  auto triggered = run_jobctl(db, dir, {"schedule", "trigger", dag_id});
+  REQUIRE_MESSAGE(triggered.code == 0, triggered.err);
+  auto dag_run = test::trim(triggered.out);
+  CHECK(run_jobctl(db, dir, {"dag", "status", dag_run}).code == 0);
+
+  auto backfilled = run_jobctl(db, dir, {"schedule", "backfill", dag_id, "--from", "2026-01-01 00:00", "--to",
+                                         "2026-01-02 23:59", "-o", "json"});
+  REQUIRE_MESSAGE(backfilled.code == 0, backfilled.err);
+  CHECK(json::parse(backfilled.out)["created"] == 2);
+
+  auto runs = run_jobctl(db, dir, {"schedule", "runs", dag_id, "-o", "json"});
+  REQUIRE_MESSAGE(runs.code == 0, runs.err);
+  auto listed = json::parse(runs.out);
+  REQUIRE(listed.size() == 3);  // the trigger and two nights
+  std::set<std::string> seen;
+  for (const auto& r : listed) {
+    CHECK(r["dag_id"] == dag_id);
+    seen.insert(r["occurrence"].is_null() ? r["dag_run_id"].get<std::string>() : r["occurrence"].get<std::string>());
+  }
+  CHECK(seen == std::set<std::string>{dag_run, "2026-01-01T03:00:00.000Z", "2026-01-02T03:00:00.000Z"});
 }

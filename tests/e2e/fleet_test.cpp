@@ -232,3 +232,28 @@ TEST_CASE("fleet: a queue's --rate holds over 20 s") {
   CHECK(in_window <= 110);
   CHECK(in_window >= 50);
 }
+
+TEST_CASE("fleet: a second live agent may not take a name in use; a restart after a crash may") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto first = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "vm");
+  test::eventually([&] { return json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).size() == 1; },
+                   "the first agent to register");
+  auto second = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "vm");
+  CHECK(second->wait() == 4);
+  CHECK(second->err().find("another live agent is named 'vm'") != std::string::npos);
+  CHECK(first->running());
+  // The refused one is not counted among the live agents.
+  auto workers = json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out);
+  int live = 0;
+  for (const auto& w : workers) live += w["state"] == "active" ? 1 : 0;
+  CHECK(live == 1);
+  // Killed, the first leaves a fresh heartbeat behind; its restart is no
+  // namesake of it.
+  first->signal(SIGKILL);
+  first->wait();
+  auto restarted = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "vm");
+  auto id = test::submit(db, dir, {"--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(restarted->running());
+}

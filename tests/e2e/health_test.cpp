@@ -165,6 +165,29 @@ TEST_CASE("progress: a stale fence is refused while the run is running") {
   CHECK(stale.code == 4);
   CHECK(stale.err.find("stale fence") != std::string::npos);
   CHECK(test::get(db, dir, id)["run"]["progress"] == 0.25);
+
+  // A job whose agent is gone writes to a stderr pipe nobody reads: the
+  // refusal still ends in exit 4, not in SIGPIPE.
+  int gone[2];
+  REQUIRE(pipe(gone) == 0);
+  close(gone[0]);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);  // as a job gets it from its agent
+    dup2(gone[1], STDOUT_FILENO);
+    dup2(gone[1], STDERR_FILENO);
+    std::string run_env = "JOB_RUN_ID=" + run_id, fence_env = "JOB_FENCE_TOKEN=" + std::to_string(fence - 1);
+    putenv(run_env.data());
+    putenv(fence_env.data());
+    execl(JOBCTL_BIN, JOBCTL_BIN, "--db", db.dsn().c_str(), "progress", "0.3", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(gone[1]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 4);
   std::ofstream(go).put('x');
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
 }

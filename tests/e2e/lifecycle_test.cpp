@@ -130,7 +130,7 @@ TEST_CASE("lifecycle: submit --on runs a job on the agent with the labels, or sa
   auto g = get(db, dir, none);
   CHECK(g["status"] == "pending");
   CHECK(g["on"] == "role=cache");
-  CHECK(g["waiting"] == "no eligible agent: none of the live agents has role=cache");
+  CHECK(g["waiting"] == "no eligible agent: none of the live agents of queue default has role=cache");
   auto listed = json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out);
   REQUIRE(listed.size() == 5);
   CHECK(listed[0]["id"] == none);  // newest first
@@ -139,4 +139,53 @@ TEST_CASE("lifecycle: submit --on runs a job on the agent with the labels, or sa
   CHECK(run_jobctl(db, dir, {"ls", "-o", "table"}).out.find("pending (no eligible agent)") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"submit", "--on", "role", "--", "true"}).code == 2);
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).size() == 5);  // nothing written by the bad one
+}
+
+TEST_CASE("lifecycle: get, ls and wait say when no live agent serves a job's queue, or the queue is paused") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});  // serves default only
+  test::eventually([&] { return json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).size() == 1; },
+                   "the agent to register");
+  auto ci = submit(db, dir, {"--queue", "ci", "--", "true"});
+  auto g = get(db, dir, ci);
+  CHECK(g["status"] == "pending");
+  CHECK(g["waiting"] == "no eligible agent: no live agent serves queue ci (start one with `jobagent --queues ci`)");
+  CHECK(run_jobctl(db, dir, {"ls", "-o", "table"}).out.find("pending (no eligible agent)") != std::string::npos);
+
+  // wait, on a terminal, says so instead of hanging silently.
+  auto waited = test::run_jobctl_on_terminal(db, {"wait", ci, "--timeout", "1s"});
+  CHECK(waited.code == 124);
+  CHECK(waited.out.find("job " + ci + " is waiting: no eligible agent: no live agent serves queue ci") !=
+        std::string::npos);
+  // ...and not into a pipe, where a script reads only the outcome.
+  CHECK(run_jobctl(db, dir, {"wait", ci, "--timeout", "1s"}).err.find("is waiting") == std::string::npos);
+
+  // A paused queue is named as the reason.
+  REQUIRE(run_jobctl(db, dir, {"queue", "pause", "default"}).code == 0);
+  auto held = submit(db, dir, {"--", "true"});
+  CHECK(get(db, dir, held)["waiting"] == "queue default is paused: `jobctl queue resume default` lets agents claim it again");
+  CHECK(run_jobctl(db, dir, {"ls", "-o", "table"}).out.find("pending (queue paused)") != std::string::npos);
+  REQUIRE(run_jobctl(db, dir, {"queue", "resume", "default"}).code == 0);
+  CHECK(run_jobctl(db, dir, {"wait", held}).code == 0);
+  CHECK(get(db, dir, held)["waiting"].is_null());
+}
+
+TEST_CASE("lifecycle: ls --status failed finds a job waiting for its retry after a failure") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  auto failing = submit(db, dir, {"--retries", "3", "--retry-delay", "1h", "--max-retry-delay", "2h", "--", "exit 3"});
+  auto fine = submit(db, dir, {"--", "true"});
+  test::eventually([&] { return get(db, dir, failing)["run"]["attempts"] == 1; }, "the first attempt");
+  CHECK(run_jobctl(db, dir, {"wait", fine}).code == 0);
+  auto g = get(db, dir, failing);
+  CHECK(g["status"] == "pending");
+  auto listed = json::parse(run_jobctl(db, dir, {"ls", "--status", "failed", "-o", "json"}).out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["id"] == failing);
+  CHECK(run_jobctl(db, dir, {"ls", "--status", "failed", "-o", "table"}).out.find("pending (retry after 1 failure)") !=
+        std::string::npos);
+  CHECK(run_jobctl(db, dir, {"get", failing, "-o", "table"}).out.find("pending (retry after 1 failure)") != std::string::npos);
+  CHECK(json::parse(run_jobctl(db, dir, {"ls", "--status", "succeeded", "-o", "json"}).out).size() == 1);
 }

@@ -57,6 +57,25 @@ TEST_CASE("cron next: prints fire times across a DST gap, and refuses a bad expr
   auto zone = run_jobctl(db, dir, {"submit", "--cron", "@daily", "--tz", "Mars/Olympus", "--", "true"});
   CHECK(zone.code == 2);
   CHECK(zone.err.find("Mars/Olympus") != std::string::npos);
+  // An empty zone is one rule everywhere: refused, not the host's zone in
+  // one command and UTC in another.
+  for (std::vector<std::string> args : {std::vector<std::string>{"cron", "next", "@daily", "--tz", ""},
+                                        {"submit", "--cron", "@daily", "--tz", "", "--", "true"},
+                                        {"submit", "--at", "2030-01-01 10:00", "--tz", "", "--", "true"},
+                                        {"schedule", "backfill", "01J0000000000000000000000A", "--from", "2026-01-01",
+                                         "--to", "2026-01-02", "--tz", ""}}) {
+    auto empty = run_jobctl(db, dir, args);
+    CHECK_MESSAGE(empty.code == 2, args[0]);
+    CHECK(empty.err.find("--tz is empty") != std::string::npos);
+  }
+  auto batch_tz = run_jobctl(db, dir, {"submit", "--file", "-"}, R"({"command": "true", "cron": "@daily", "tz": ""})");
+  CHECK(batch_tz.code == 2);
+  CHECK(batch_tz.err.find("tz") != std::string::npos);
+  // Times end at the year 9999, and cron next says so.
+  auto end = run_jobctl(db, dir, {"cron", "next", "0 0 1 1 *", "-n", "10000", "--from", "9990-01-01T00:00:00Z", "-o", "json"});
+  CHECK(end.code == 0);
+  CHECK(nlohmann::json::parse(end.out)["next"].size() == 9);
+  CHECK(end.err.find("it fires only 9 times before the year 10000") != std::string::npos);
   auto store = db.open();
   CHECK(count(*store, "SELECT count(*) FROM jobs") == 0);  // nothing written
 }

@@ -49,6 +49,23 @@ TEST_CASE("lease: heartbeat extends every lease the worker holds and nobody else
   CHECK(*s->jobs().get_run(theirs[0].run_id)->lease_expires_at < before + 30'000'000);
 }
 
+TEST_CASE("lease: a run asked to stop whose agent is lost is cancelled, not run again") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto run_id = submit_one(*s);
+  auto first = s->agent().claim(a, {"default"}, 1, 20'000);
+  REQUIRE(first.size() == 1);
+  CHECK(s->jobs().cancel(first[0].job_id) == store::CancelOutcome::requested);
+  outlive(*s, 20'000);
+  CHECK(s->agent().rescue_expired() == 1);
+  auto run = s->jobs().get_run(run_id);
+  CHECK(run->status == RunStatus::cancelled);
+  CHECK(run->error == "cancelled by user (its agent was lost before it stopped)");
+  CHECK(s->agent().claim(a, {"default"}, 1, 20'000).empty());
+}
+
 TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is fenced out") {
   test::TempDir dir;
   test::TestDb db(dir);

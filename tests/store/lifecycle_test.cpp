@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
@@ -202,7 +203,7 @@ TEST_CASE("lifecycle: delete stops a schedule and keeps its history, and restore
   CHECK(v->job.deleted_at);
   CHECK(s->jobs().runs_of(job).size() == before);  // history kept
   // Made ahead for times still to come: skipped, so a restore makes them
-  // again; one that came due meanwhile is cancelled.
+  // pending again; one that came due meanwhile is cancelled.
   int skipped = 0;
   for (const auto& run : s->jobs().runs_of(job)) {
     CHECK((run.status == RunStatus::skipped || run.status == RunStatus::cancelled));
@@ -243,6 +244,11 @@ TEST_CASE("lifecycle: delete stops a schedule and keeps its history, and restore
       ++pending;
     }
   CHECK(pending >= 28);
+  // ...each once: an occurrence the delete skipped waits again in its own
+  // run rather than beside a second one (schedule runs would show both).
+  std::map<int64_t, int> per_occurrence;
+  for (const auto& run : s->jobs().runs_of(job)) ++per_occurrence[*run.occurrence];
+  for (const auto& [at, count] : per_occurrence) CHECK_MESSAGE(count == 1, "occurrence " << at);
   CHECK(s->jobs().list_jobs(live).size() == 1);
 }
 

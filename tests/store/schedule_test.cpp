@@ -302,6 +302,15 @@ TEST_CASE("schedule: overlap cancel-other asks the running occurrence to stop") 
   auto leases = s->agent().heartbeat(a, model::WorkerState::active, 10 * kSecond);
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].cancel_requested);
+
+  // The agent stops it and reports a cancel: the run says why, not "by user".
+  auto done = store::completion_of(first[0], RunStatus::cancelled);
+  done.error = "cancelled by user";
+  REQUIRE(s->agent().complete({done}) == std::vector<bool>{true});
+  auto run = s->jobs().get_run(first[0].run_id);
+  CHECK(run->status == RunStatus::cancelled);
+  CHECK(run->error == "cancelled: a newer occurrence is due (overlap cancel-other)");
+  CHECK(s->jobs().attempts(first[0].run_id).at(0).error == run->error);
 }
 
 TEST_CASE("schedule: update bumps the version and drops the occurrences made under the old one") {

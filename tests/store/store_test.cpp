@@ -1,6 +1,7 @@
 // The Store contract, on the backend JOBCTL_TEST_BACKEND names.
 #include <doctest/doctest.h>
 
+#include "common/model/job_json.hpp"
 #include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
 #include "common/store/jobs.hpp"
@@ -271,4 +272,58 @@ TEST_CASE("store: a shifted clock moves NOW_US in every statement, prepared befo
   CHECK(s->now() - before >= day);
   c.shift_clock(-day);
   CHECK(s->now() - before < 60'000'000);
+}
+
+TEST_CASE("store: a job due at a time already past is due now, as submit --at documents") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  const int64_t hour = 3'600'000'000;
+  auto past = job("past"), future = job("future");
+  past.run_at_us = s->now() - hour;
+  future.run_at_us = s->now() + hour;
+  auto made = s->jobs().submit({past, future});
+  auto then = s->jobs().get_run(made[0].run_id);
+  CHECK(then->available_at >= then->created_at);  // not an hour late: check --max-oldest stays quiet
+  CHECK(s->jobs().get_run(made[1].run_id)->available_at == *future.run_at_us);
+  auto w = worker(*s);
+  auto claimed = s->agent().claim(w, {"default"}, 8, 10'000'000);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].run_id == made[0].run_id);
+}
+
+TEST_CASE("store: a job whose stored row is damaged is still listed, and its run goes dead with the reason") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto made = s->jobs().submit({job("broken"), job("fine"), job("bad-payload")});
+  s->connection().exec("UPDATE jobs SET env = 'not json', backoff = 'sideways' WHERE id = $1", {made[0].job_id});
+  s->connection().exec("UPDATE jobs SET payload = '{\"cut\": ' WHERE id = $1", {made[2].job_id});
+
+  store::JobFilter all;
+  auto listed = s->jobs().list_jobs(all);  // a listing does not fail on it
+  REQUIRE(listed.size() == 3);
+  auto broken = s->jobs().get_job(made[0].job_id);
+  REQUIRE(broken);
+  CHECK(broken->job.damaged.find("column env is unreadable") != std::string::npos);
+  CHECK(broken->job.damaged.find("column backoff is unreadable") != std::string::npos);
+  CHECK(s->jobs().get_job(made[1].job_id)->job.damaged.empty());
+  CHECK(s->jobs().get_job(made[2].job_id)->job.damaged == "column payload is unreadable: not JSON");
+  CHECK(model::to_json(*broken)["damaged"] == broken->job.damaged);
+
+  // The claim hands the agent only the sound one; the others are dead.
+  auto w = worker(*s);
+  auto claimed = s->agent().claim(w, {"default"}, 8, 10'000'000);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].job_id == made[1].job_id);
+  for (int i : {0, 2}) {
+    auto run = s->jobs().get_run(made[i].run_id);
+    CHECK(run->status == RunStatus::dead);
+    CHECK(run->error.find("the job's stored row is damaged, so it cannot run: column") == 0);
+    auto attempts = s->jobs().attempts(made[i].run_id);
+    REQUIRE(attempts.size() == 1);
+    CHECK(attempts[0].outcome == "failed");
+    CHECK(attempts[0].finished_at);
+  }
+  CHECK(s->agent().claim(w, {"default"}, 8, 10'000'000).empty());
 }

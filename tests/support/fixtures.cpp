@@ -1,6 +1,8 @@
 #include "tests/support/fixtures.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -179,6 +181,39 @@ Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::s
   Process p({"/bin/sh", "-c", "exec " + cmd + "< '" + in_path + "'"}, env, dir, label);
   int code = p.wait();
   return Result{code, p.out(), p.err()};
+}
+
+Result run_jobctl_on_terminal(const TestDb& db, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{JOBCTL_BIN, "--db", db.dsn()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_argv;
+  for (auto& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execv(JOBCTL_BIN, c_argv.data());
+    _exit(127);
+  }
+  Result r;
+  bool ended = false;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a hang guard
+  while (!ended && std::chrono::steady_clock::now() < give_up) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(master, buf, sizeof buf);
+    if (n > 0) r.out.append(buf, static_cast<size_t>(n));
+    else ended = true;  // EIO: the child closed the terminal (it exited)
+  }
+  close(master);
+  if (!ended) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!ended) FAIL("jobctl on a terminal did not finish");
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 std::string submit(const TestDb& db, const TempDir& dir, std::vector<std::string> args) {

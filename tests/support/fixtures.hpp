@@ -91,6 +91,10 @@ struct Result {
 Result run_jobctl(const TestDb& db, const TempDir& dir, const std::vector<std::string>& args,
                   const std::string& stdin_text = "", const std::vector<std::string>& env = {});
 
+// The same on a terminal (a pty for stdin, stdout and stderr, read
+// together into `out`), for what jobctl says only to a person.
+Result run_jobctl_on_terminal(const TestDb& db, const std::vector<std::string>& args);
+
 // `jobctl submit ARGS…`: the new job's id (fails the test unless exit 0).
 std::string submit(const TestDb& db, const TempDir& dir, std::vector<std::string> args);
 // `jobctl get ID -o json` (fails the test unless exit 0).

@@ -73,3 +73,30 @@ TEST_CASE("dsn: flag, then JOBCTL_DB, then the XDG default") {
   setenv("HOME", "/home/u", 1);
   CHECK(resolve_dsn(std::nullopt).target == "/home/u/.local/share/jobctl/jobs.db");
 }
+
+TEST_CASE("dsn: jobctl's schema is jobctl unless schema= or the DSN's own search_path says otherwise") {
+  using jobctl::config::postgres_target;
+  auto t = postgres_target("host=db dbname=app");
+  CHECK(t.conninfo == "host=db dbname=app");
+  CHECK(t.options == "-csearch_path=jobctl");
+  t = postgres_target("host=db schema=ops dbname=app");
+  CHECK(t.conninfo == "host=db dbname=app");
+  CHECK(t.options == "-csearch_path=ops");
+  t = postgres_target("host=db dbname=app schema=''");
+  CHECK(t.options.empty());  // the role's search_path, for a pooler that refuses startup options
+  t = postgres_target("host=db options='-cwork_mem=64MB' dbname=app");
+  CHECK(t.options == "-cwork_mem=64MB -csearch_path=jobctl");
+  t = postgres_target("host=db options='-csearch_path=mine' dbname=app");
+  CHECK(t.options.empty());  // the DSN's own search_path stands
+  t = postgres_target("postgres://u@db/app?schema=ops&sslmode=disable");
+  CHECK(t.conninfo == "postgres://u@db/app?sslmode=disable");
+  CHECK(t.options == "-csearch_path=ops");
+  CHECK(postgres_target("postgres://u@db/app?sslmode=disable&schema=ops").conninfo ==
+        "postgres://u@db/app?sslmode=disable");
+  CHECK(postgres_target("postgres://u@db/app?schema=ops").conninfo == "postgres://u@db/app");
+  // libpq would refuse schema=, so parse_dsn must not pass it on to it.
+  CHECK(parse_dsn("host=db schema=ops").backend == Backend::postgres);
+  CHECK(parse_dsn("postgres://db/app?schema=ops").backend == Backend::postgres);
+  CHECK_THROWS_WITH_AS(parse_dsn("host=db schema=Ops"), doctest::Contains("not a lower-case name"), jobctl::Error);
+  CHECK_THROWS_AS(parse_dsn("host=db schema='a b'"), jobctl::Error);
+}
