@@ -66,7 +66,7 @@ WITH input AS (
   RETURNING r.id, r.queue, r.group_key, r.error
 ), closed AS (
   UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
-         error = f.error, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
+         error = CASE WHEN d.status = 'cancelled' THEN f.error ELSE d.error END, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
          timings = d.timings
   FROM done d JOIN finished f ON f.id = d.run_id
   WHERE a.run_id = d.run_id AND a.attempt = d.attempt
@@ -88,7 +88,7 @@ const std::string& complete_postgres_sql() {
 }
 
 // One completion, fenced; returns the error recorded (see
-// cancel_requests.hpp), which the attempt gets too.
+// cancel_requests.hpp), which a cancelled attempt gets too.
 const std::string& finish_run_sql() {
   static const std::string sql =
       "UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
@@ -156,7 +156,8 @@ bool finish_one(Connection& c, const Completion& d) {
   auto finished = c.query(finish_run_sql(), {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
                                              int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}});
   if (finished.empty()) return false;
-  close_attempt(c, d, d.outcome, finished[0].text(0));
+  // A cancelled attempt says why it was stopped; any other keeps its own error.
+  close_attempt(c, d, d.outcome, d.status == model::RunStatus::cancelled ? finished[0].text(0) : d.error);
   return true;
 }
 

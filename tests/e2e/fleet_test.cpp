@@ -233,7 +233,7 @@ TEST_CASE("fleet: a queue's --rate holds over 20 s") {
   CHECK(in_window >= 50);
 }
 
-TEST_CASE("fleet: a second live agent may not take a name in use; a restart after a crash may") {
+TEST_CASE("fleet: a second live agent may not take a name in use, but a restart after a crash may") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto first = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "vm");
