@@ -1,18 +1,29 @@
-// jobctl __complete: the word lists shell completions read, taken from the
-// command table itself so completions cannot drift from the CLI.
+// jobctl __complete: what Tab offers, for the shell completions
+// (completions/jobctl.{bash,zsh,fish}), read from the command table
+// (cli/complete.hpp) so that they cannot drift from the CLI.
 //
-//   jobctl __complete                 subcommands and global flags
-//   jobctl __complete SUBCOMMAND      that subcommand's own subcommands and flags
-//   jobctl __complete SUBCOMMAND --flag   the values the flag accepts (if a fixed set)
-//   jobctl __complete ids             recent job ids from the store
-//   jobctl __complete dag-runs        recent DAG run ids from the store
+//   jobctl __complete -- WORD... CURRENT
 //
-// SUBCOMMAND may be a path of nested ones (`dlq ls`). A `--` before the
-// words lets the first one be a flag: `jobctl __complete -- -o` gives the
-// values of the global -o.
+// The words are those after `jobctl` on the line, as the user typed them,
+// CURRENT the one under the cursor (up to the cursor; "" for a new word).
+// The answer's first line says how to complete, tab-separated:
+//
+//   words     PREFIX   the lines that follow, and nothing else
+//   files     PREFIX   file names, and the lines that follow
+//   dirs      PREFIX   directory names
+//   command   N        a command line of its own, from word N (jobctl is word 0)
+//
+// PREFIX is the start of CURRENT that is not completed (`--db=`, `sqlite:`):
+// what follows complete the rest. Every further line is a candidate, then a
+// tab and its description (possibly empty). Job and DAG run ids come from the
+// store a --db on the line names, else the usual one; a completion never
+// creates a store, and waits for one at most JOBCTL_STORE_TIMEOUT, 2s unless
+// set.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "common/config/dsn.hpp"
 #include "common/store/dags.hpp"
@@ -21,83 +32,81 @@
 namespace jobctl::cli {
 namespace {
 
-void print_flags(const CLI::App& app) {
-  for (const CLI::Option* o : app.get_options()) {
-    for (const auto& n : o->get_lnames()) std::printf("--%s\n", n.c_str());
-    for (const auto& n : o->get_snames()) std::printf("-%s\n", n.c_str());
-  }
+// A description on one line (the answer has one candidate a line), and
+// short when it is a job's: the shells fit the rest to the screen.
+std::string one_line(std::string text, size_t max = std::string::npos) {
+  for (char& c : text)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  if (text.size() > max) text = text.substr(0, max - 3) + "...";
+  return text;
 }
 
-// The fixed values a flag accepts, from the IsMember check's description,
-// which CLI11 renders as "{a,b,c}".
-void print_values(const CLI::Option& o) {
-  std::string desc = o.get_type_name();
-  auto open = desc.find('{'), close = desc.find('}');
-  if (open == std::string::npos || close == std::string::npos) return;
-  std::string list = desc.substr(open + 1, close - open - 1);
-  size_t start = 0;
-  while (start < list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::printf("%s\n", list.substr(start, end - start).c_str());
-    start = end + 1;
-  }
+// A job for the eye: its name, else its command, and its latest status.
+std::string describe(const model::JobView& v) {
+  std::string what = v.job.spec.name.empty() ? v.job.spec.command.display() : v.job.spec.name;
+  if (v.latest_run) what += " (" + std::string(model::to_string(v.latest_run->status)) + ")";
+  return one_line(what, 60);
 }
 
-// The visible subcommand of `app` called `name`, if any.
-const CLI::App* visible_subcommand(const CLI::App& app, const std::string& name) {
-  for (const CLI::App* sub : app.get_subcommands({}))
-    if (!sub->get_group().empty() && sub->get_name() == name) return sub;
-  return nullptr;
-}
-
-// Recent job ids (`ids`) or DAG run ids (`dag-runs`) from the store.
-void print_ids(Context& ctx, const std::string& what) {
-  // A completion must not create a database: no SQLite file, no ids.
+// Recent job or DAG run ids from the store, with what they are.
+std::vector<Candidate> ids(Context& ctx, Offer::Ids which) {
+  // The store is asked what it has; a mistyped path must not become one.
   auto dsn = config::resolve_dsn(ctx.db);
-  if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return;
-  if (what == "dag-runs") {
-    for (const auto& v : ctx.store().dags().list_dag_runs(200)) std::printf("%s\n", v.id.c_str());
-    return;
+  if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return {};
+  std::vector<Candidate> out;
+  if (which == Offer::Ids::dag_runs) {
+    for (const auto& v : ctx.store().dags().list_dag_runs(200))
+      out.push_back({v.id, one_line(v.name.empty() ? v.status : v.name + " (" + v.status + ")", 60)});
+    return out;
   }
   store::JobFilter filter;
   filter.limit = 200;
-  for (const auto& v : ctx.store().jobs().list_jobs(filter)) std::printf("%s\n", v.job.id.c_str());
+  for (const auto& v : ctx.store().jobs().list_jobs(filter)) out.push_back({v.job.id, describe(v)});
+  return out;
+}
+
+// `~/x.db` as typed: the shell has not expanded it.
+std::string expand_home(const std::string& path) {
+  const char* home = std::getenv("HOME");
+  if (path.rfind("~/", 0) != 0 || !home) return path;
+  return home + path.substr(1);
+}
+
+void print(const Offer& offer) {
+  switch (offer.kind) {
+    case Offer::Kind::words: std::printf("words\t%s\n", offer.prefix.c_str()); break;
+    case Offer::Kind::files: std::printf("files\t%s\n", offer.prefix.c_str()); break;
+    case Offer::Kind::directories: std::printf("dirs\t%s\n", offer.prefix.c_str()); break;
+    case Offer::Kind::command: std::printf("command\t%zu\n", offer.command_at + 1); return;
+  }
+  for (const auto& c : offer.candidates) std::printf("%s\t%s\n", c.word.c_str(), one_line(c.description).c_str());
 }
 
 }  // namespace
 
 void register_complete(CLI::App& app, Context& ctx) {
-  auto words = std::make_shared<std::vector<std::string>>();
-  auto* cmd = app.add_subcommand("__complete", "Print completion words (used by the shell completions)");
+  auto* cmd = app.add_subcommand("__complete", "Print what Tab offers (used by the shell completions)");
   cmd->group("");  // hidden from --help
-  // Everything after the first word is a word too: `__complete submit
-  // --priority` asks about --priority rather than passing it to CLI11.
-  cmd->positionals_at_end();
-  cmd->add_option("words", *words);
+  // Every word after `--` is a word of the line, even one that looks like a
+  // flag. They are read raw from the option: CLI11 drops a last "" when it
+  // fills the vector, and that is the word under the cursor after a space.
+  // (The vector only makes the option take them all; the callback keeps it.)
+  auto vector = std::make_shared<std::vector<std::string>>();
+  auto* words = cmd->add_option("words", *vector);
   CLI::App* root = &app;
-  cmd->callback([words, root, &ctx] {
-    if (!words->empty() && ((*words)[0] == "ids" || (*words)[0] == "dag-runs")) {
-      print_ids(ctx, (*words)[0]);
-      return;
+  cmd->callback([vector, words, root, &ctx] {
+    Offer offer = offer_for(*root, words->results());
+    if (offer.ids != Offer::Ids::none) {
+      if (offer.db) ctx.db = expand_home(*offer.db);
+      setenv("JOBCTL_STORE_TIMEOUT", "2s", 0);  // Tab must not hang on a store that is down
+      try {
+        auto found = ids(ctx, offer.ids);
+        offer.candidates.insert(offer.candidates.end(), found.begin(), found.end());
+      } catch (const std::exception&) {
+        // No store, or none reachable: the other candidates still stand.
+      }
     }
-    // Follow the words down the tree of subcommands as far as they name one.
-    const CLI::App* node = root;
-    size_t used = 0;
-    while (used < words->size()) {
-      const CLI::App* sub = visible_subcommand(*node, (*words)[used]);
-      if (!sub) break;
-      node = sub;
-      ++used;
-    }
-    if (used == words->size()) {
-      for (const CLI::App* sub : node->get_subcommands({}))
-        if (!sub->get_group().empty()) std::printf("%s\n", sub->get_name().c_str());
-      print_flags(*node);
-      return;
-    }
-    for (const CLI::Option* o : node->get_options())
-      if (o->check_name((*words)[used])) print_values(*o);
+    print(offer);
   });
 }
 

@@ -1,6 +1,7 @@
 // jobctl cancel, wait: acting on a job's current run.
 #include <cstdio>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
@@ -15,7 +16,7 @@ namespace {
 void register_cancel(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("cancel", "Cancel a job: a pending run is cancelled, a running one is killed");
-  cmd->add_option("id", *id, "Job id")->required();
+  completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     auto outcome = ctx.store().jobs().cancel(r.job.job.id);
@@ -32,7 +33,7 @@ void register_wait(CLI::App& app, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("wait", "Block until a job finishes: exit 0 succeeded, 1 failed, 124 timed out");
-  cmd->add_option("id", f->id, "Job id")->required();
+  completes(cmd->add_option("id", f->id, "Job id"), Completes::job_id)->required();
   cmd->add_option("--timeout", f->timeout, "Give up after this long (exit 124)");
   cmd->callback([f, &ctx] {
     std::optional<util::Micros> timeout;
@@ -45,7 +46,7 @@ void register_wait(CLI::App& app, Context& ctx) {
 void register_retry(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("retry", "Run a dead, failed or cancelled job again, with a fresh retry budget");
-  cmd->add_option("id", *id, "Job id")->required();
+  completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     std::string run = ctx.store().dead_letter().retry_job(r.job.job.id);
@@ -58,7 +59,7 @@ void register_pause(CLI::App& app, Context& ctx, bool pause) {
   auto id = std::make_shared<std::string>();
   auto* cmd = pause ? app.add_subcommand("pause", "Pause a job: its pending runs wait until it is resumed")
                     : app.add_subcommand("resume", "Resume a paused job");
-  cmd->add_option("id", *id, "Job id")->required();
+  completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, pause, &ctx] {
     auto r = resolve_id(ctx, *id);
     bool changed = ctx.store().jobs().set_paused(r.job.job.id, pause);

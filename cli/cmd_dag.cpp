@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/read_input.hpp"
@@ -56,7 +57,7 @@ void add_submit(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("submit", "Submit a DAG from a JSON file (- for stdin); prints the DAG run's id");
-  cmd->add_option("file", f->file, "The DAG document (see jobctl(1), DAGS)")->required();
+  completes(cmd->add_option("file", f->file, "The DAG document (see jobctl(1), DAGS)"), Completes::file)->required();
   cmd->add_option("--on-failure", f->on_failure,
                   "When a node ends dead: stop (cancel every node not started) or continue (cancel only what "
                   "depends on it)")
@@ -96,7 +97,7 @@ void add_submit(CLI::App& group, Context& ctx) {
 void add_status(CLI::App& group, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = group.add_subcommand("status", "Show a DAG run: its state and every node's");
-  cmd->add_option("id", *id, "DAG run id (or DAG id: its newest run)")->required();
+  completes(cmd->add_option("id", *id, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   cmd->callback([id, &ctx] {
     auto v = require_run(ctx, *id);
     if (ctx.format() == OutputFormat::json) {
@@ -149,7 +150,7 @@ void add_ls(CLI::App& group, Context& ctx) {
 void add_control(CLI::App& group, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cancel = group.add_subcommand("cancel", "Cancel a DAG run: nodes not started are cancelled, running ones stopped");
-  cancel->add_option("id", *id, "DAG run id (or DAG id: its newest run)")->required();
+  completes(cancel->add_option("id", *id, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   cancel->callback([id, &ctx] {
     int n = ctx.store().dags().cancel_dag_run(normalize_id(*id));
     if (ctx.output == "json") print_json({{"id", *id}, {"result", "cancelled"}, {"nodes", n}});
@@ -160,7 +161,7 @@ void add_control(CLI::App& group, Context& ctx) {
     auto* cmd = group.add_subcommand(pause ? "pause" : "resume",
                                      pause ? "Pause a DAG run: no further node starts (running ones finish)"
                                            : "Resume a paused DAG run");
-    cmd->add_option("id", *pid, "DAG run id (or DAG id: its newest run)")->required();
+    completes(cmd->add_option("id", *pid, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
     cmd->callback([pid, pause, &ctx] {
       bool changed = ctx.store().dags().set_dag_run_paused(normalize_id(*pid), pause);
       const char* state = pause ? "paused" : "resumed";
@@ -170,7 +171,7 @@ void add_control(CLI::App& group, Context& ctx) {
   }
   auto rid = std::make_shared<std::string>();
   auto* retry = group.add_subcommand("retry", "Run a finished DAG run's failed and cancelled nodes again, keeping successes");
-  retry->add_option("id", *rid, "DAG run id (or DAG id: its newest run)")->required();
+  completes(retry->add_option("id", *rid, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   retry->callback([rid, &ctx] {
     int n = ctx.store().dags().retry_dag_run(normalize_id(*rid));
     if (ctx.output == "json") print_json({{"id", *rid}, {"result", "retried"}, {"nodes", n}});
@@ -181,7 +182,8 @@ void add_control(CLI::App& group, Context& ctx) {
 void add_graph(CLI::App& group, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = group.add_subcommand("graph", "Print a DAG as Graphviz DOT: of a DAG run (nodes coloured by state) or a file");
-  cmd->add_option("id", *id, "DAG run id, DAG id, or a DAG document (FILE, - for stdin)")->required();
+  completes(cmd->add_option("id", *id, "DAG run id, DAG id, or a DAG document (FILE, - for stdin)"), Completes::dag_run_or_file)
+      ->required();
   cmd->footer("Render it with: jobctl dag graph ID | dot -Tsvg > dag.svg");
   cmd->callback([id, &ctx] {
     if (*id == "-" || std::filesystem::exists(*id)) {

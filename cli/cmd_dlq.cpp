@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
@@ -75,7 +76,7 @@ void register_ls(CLI::App& dlq, Context& ctx) {
 void register_show(CLI::App& dlq, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = dlq.add_subcommand("show", "Show a dead run: reason, payload, every attempt with its output");
-  cmd->add_option("id", *id, "Run id (or job id)")->required();
+  completes(cmd->add_option("id", *id, "Run id (or job id)"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     if (!r.run || r.run->status != model::RunStatus::dead)
@@ -115,7 +116,7 @@ void register_replay(CLI::App& dlq, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = dlq.add_subcommand("replay", "Run dead runs again with a fresh retry budget: ID... or --all [filters]");
-  cmd->add_option("ids", f->ids, "Run ids (or job ids) to replay");
+  completes(cmd->add_option("ids", f->ids, "Run ids (or job ids) to replay"), Completes::job_id);
   auto* all = cmd->add_flag("--all", f->all, "Replay every dead run the filters cover, in one transaction");
   add_filter_flags(cmd, f->filter);
   all->excludes(cmd->get_option("ids"));

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
@@ -114,7 +115,7 @@ void show_per_agent(const model::Job& job, const std::vector<model::Run>& runs, 
 void register_get(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("get", "Show one job and its latest run");
-  cmd->add_option("id", *id, "Job id (or run id)")->required();
+  completes(cmd->add_option("id", *id, "Job id (or run id)"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     if (r.run) r.job.latest_run = r.run;
@@ -216,7 +217,7 @@ void register_ls(CLI::App& app, Context& ctx) {
 void register_runs(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("runs", "Attempt history of a job (or of one run)");
-  cmd->add_option("id", *id, "Job id or run id")->required();
+  completes(cmd->add_option("id", *id, "Job id or run id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
     std::vector<model::Run> runs;
@@ -248,7 +249,7 @@ void register_logs(CLI::App& app, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("logs", "Captured output of a job's latest attempt (the last 64 KiB of each stream)");
-  cmd->add_option("id", f->id, "Job id or run id")->required();
+  completes(cmd->add_option("id", f->id, "Job id or run id"), Completes::job_id)->required();
   cmd->add_option("--attempt", f->attempt, "Show this attempt instead of the latest")->check(CLI::PositiveNumber);
   cmd->add_option("--stream", f->stream, "stdout, stderr or both (stdout to stdout, stderr to stderr)")
       ->check(CLI::IsMember({"stdout", "stderr", "both"}))->capture_default_str();

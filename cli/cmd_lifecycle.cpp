@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
@@ -66,13 +67,13 @@ bool nothing_given(const store::JobUpdate& u) {
 void register_update(CLI::App& app, Context& ctx) {
   auto f = std::make_shared<UpdateFlags>();
   auto* cmd = app.add_subcommand("update", "Change a job in place: bumps its version; runs not yet started use the new one");
-  cmd->add_option("id", f->id, "Job id")->required();
+  completes(cmd->add_option("id", f->id, "Job id"), Completes::job_id)->required();
   f->job = std::make_unique<JobFlags>(*cmd, jobdef::kUpdate);
   cmd->add_option("--unset-env", f->unset_env, "Remove NAME from its environment (repeatable)");
   cmd->add_option("--if-version", f->if_version,
                   "Only if the job is still at this version (else exit 6, nothing changed)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("command", f->command, "New command, after --");
+  completes(cmd->add_option("command", f->command, "New command, after --"), Completes::command);
   cmd->footer("Runs that have not started run the new version; a running one finishes with the version it\n"
               "started with. For a schedule, a new --cron, --tz or --jitter drops the occurrences made for the\n"
               "old times (shown as skipped in `schedule runs`) and fires from now on. Exit 6 when --if-version\n"
@@ -105,7 +106,7 @@ void register_delete(CLI::App& app, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("delete", "Soft-delete a job: no new runs, pending ones cancelled, history kept");
-  cmd->add_option("id", f->id, "Job id")->required();
+  completes(cmd->add_option("id", f->id, "Job id"), Completes::job_id)->required();
   cmd->add_flag("--cancel-running", f->cancel_running, "Also stop a run that is running (default: let it finish)");
   cmd->footer("The job and its runs stay queryable (jobctl get, runs, history; jobctl ls --deleted).\n"
               "`jobctl restore ID` undoes it.");
@@ -121,7 +122,7 @@ void register_delete(CLI::App& app, Context& ctx) {
 void register_restore(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("restore", "Undo a delete: a schedule fires again from now");
-  cmd->add_option("id", *id, "Job id")->required();
+  completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->footer("Runs the delete cancelled stay cancelled: `jobctl retry ID` runs a one-off job again.");
   cmd->callback([id, &ctx] {
     auto r = resolve_id(ctx, *id);
@@ -152,7 +153,7 @@ void register_history(CLI::App& app, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("history", "Every change made to a job: when, by whom, what, and its version");
-  cmd->add_option("id", f->id, "Job id")->required();
+  completes(cmd->add_option("id", f->id, "Job id"), Completes::job_id)->required();
   cmd->add_option("--limit", f->limit, "At most this many entries, newest first")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

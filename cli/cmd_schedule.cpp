@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/resolve.hpp"
@@ -157,7 +158,7 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("runs", "Past occurrences of a schedule: when, status, duration, why skipped");
-  cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id")->required();
+  completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_option("--limit", f->limit, "How many, newest first")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
     auto r = resolve_schedule(ctx, f->id);
@@ -190,7 +191,7 @@ void register_schedule_trigger(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("trigger", "Run one occurrence of a schedule now (obeys --overlap unless --force)");
-  cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id")->required();
+  completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_flag("--force", f->force, "Start it even if the overlap policy would skip it or make it wait");
   cmd->callback([f, &ctx] {
     auto r = resolve_schedule(ctx, f->id);
@@ -206,7 +207,7 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("backfill", "Run the occurrences of a past span that have no run yet");
-  cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id")->required();
+  completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_option("--from", f->from, "First time of the span: RFC 3339, or 'YYYY-MM-DD HH:MM' in --tz")->required();
   cmd->add_option("--to", f->to, "Last time of the span (inclusive)")->required();
   cmd->add_option("--tz", f->tz, "IANA zone of --from/--to without an offset")->capture_default_str();

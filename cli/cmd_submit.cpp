@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
@@ -118,10 +119,11 @@ void register_submit(CLI::App& app, Context& ctx) {
               "A webhook: jobctl submit --webhook https://example.com/hook --data '{\"n\": 1}'\n"
               "Prints the job id alone on stdout: id=$(jobctl submit -- make test)\n"
               "A schedule: jobctl submit --cron '0 3 * * *' --tz Europe/Berlin -- backup.sh");
-  cmd->add_option("command", f->command, "The command to run");
+  completes(cmd->add_option("command", f->command, "The command to run"), Completes::command);
   f->job = std::make_unique<JobFlags>(*cmd, jobdef::kSubmit);
   cmd->add_flag("--wait", f->wait, "Block until the job finishes; exit as `jobctl wait` does")->excludes("--cron");
-  auto* file = cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin");
+  auto* file = completes(cmd->add_option("--file", f->file, "Submit a batch: one JSON job per line, FILE or - for stdin"),
+                         Completes::file);
   // A batch line carries its own fields: per-job flags beside --file would
   // be silently ignored, so they are refused.
   file->excludes(cmd->get_option("command"));

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "common/util/error.hpp"
 #include "common/model/names.hpp"
@@ -36,9 +37,10 @@ constexpr const char* kFooter = R"(Exit codes:
 See jobctl(1) for every command, the batch format and the JSON output shape.)";
 
 void add_global_options(CLI::App& app, Context& ctx) {
-  app.add_option("--db", ctx.db,
-                 "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, else "
-                 "~/.local/share/jobctl/jobs.db)");
+  completes(app.add_option("--db", ctx.db,
+                           "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, else "
+                           "~/.local/share/jobctl/jobs.db)"),
+            Completes::dsn);
   app.add_option("-o,--output", ctx.output, "Output format: table, json, or auto (table on a terminal, else json)")
       ->check(CLI::IsMember({"auto", "table", "json"}))
       ->capture_default_str();

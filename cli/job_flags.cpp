@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/complete.hpp"
 #include "cli/read_input.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
+#include "common/util/strings.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -26,6 +28,17 @@ json line_value(const jobdef::Field& f, const std::string& text, const std::vect
   }
   if (f.kind == jobdef::FlagKind::list) return json(list);
   return text;
+}
+
+// What Tab offers for the few flags whose values it can know beyond their
+// choices.
+void tag_completion(const jobdef::Field& f, CLI::Option* o) {
+  if (f.key == "cwd") completes(o, Completes::directory);
+  if (f.key == "webhook.method") suggests(o, {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"});
+  if (f.key == "notify_on") {
+    auto all = model::notify_on_text(model::notify_success | model::notify_failure | model::notify_dead);
+    suggests(o, util::split(all, ','), Separated::comma);
+  }
 }
 
 }  // namespace
@@ -55,6 +68,7 @@ JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
     // (CLI11 runs the transform added last first).
     if (f.choices) s.option->transform(CLI::IsMember(f.choices(), CLI::ignore_case));
     if (f.aliases) s.option->transform(CLI::Transformer(f.aliases(), CLI::ignore_case).description(""));
+    tag_completion(f, s.option);
     // A new job's default not written into the help is shown as [default].
     if (where == jobdef::kSubmit && f.shown_default && f.help.find("{default}") == std::string_view::npos) {
       s.text = f.shown_default();
