@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "common/cron/cron.hpp"
+#include "common/util/civil.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/time.hpp"
 #include "common/util/tz.hpp"
@@ -53,7 +54,7 @@ int64_t local_reading(int64_t micros, const util::TimeZone& zone) {
 
 // Up to three fire times after `from` in `zone`, checked one against the next.
 void check_fires(const cron::Expr& e, const util::TimeZone& zone, int64_t from) {
-  const int64_t anchor = from - 7 * kSec;
+  const int64_t anchor = util::floor_div(from, kSec) * kSec - 7 * kSec;  // @every counts from a whole second
   std::optional<int64_t> previous;
   int64_t after = from;
   for (int i = 0; i < 3; ++i) {
