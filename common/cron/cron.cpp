@@ -187,6 +187,7 @@ class FieldParser {
     if (auto slash = item.find('/'); slash != std::string_view::npos) {
       by = step(item.substr(slash + 1));
       item = item.substr(0, slash);
+      if (item.empty()) fail("a step needs a start: write */N, A/N or A-B/N");
     }
     if (item == "*" || (item == "?" && day_field())) {
       set_range(f, info_.lo, id_ == FieldId::dow ? 6 : info_.hi, by.value_or(1));

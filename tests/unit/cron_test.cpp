@@ -214,6 +214,8 @@ TEST_CASE("cron::Expr malformed expressions name the field and the reason") {
       {"@every soon", "@every"},
       {"*/0 * * * *", "step '0' must be a whole number"},
       {"*/61 * * * *", "step 61 is larger"},
+      {"/5 * * * *", "minute field '/5': a step needs a start"},  // found by tests/fuzz/cron_fuzz
+      {"0 0 * * /2", "a step needs a start"},
       {"30-10 * * * *", "range 30-10 runs backwards"},
       {"1,,2 * * * *", "empty item"},
       {"a * * * *", "'a' is not a number"},
