@@ -40,7 +40,9 @@ std::string hide_passwords(const std::string& dsn, std::string text) {
     for (std::sregex_iterator m(dsn.begin(), dsn.end(), re), end; m != end; ++m) {
       const std::string secret = (*m)[2].str();
       if (secret.empty()) continue;
-      for (size_t at; (at = text.find(secret)) != std::string::npos;) text.replace(at, secret.size(), "***");
+      // Searching on past each "***": a password of stars is found in it again otherwise, for ever.
+      for (size_t at = 0; (at = text.find(secret, at)) != std::string::npos; at += 3)
+        text.replace(at, secret.size(), "***");
     }
   }
   return text;
