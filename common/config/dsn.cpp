@@ -25,11 +25,13 @@ std::string default_path() {
 }
 
 // Where a DSN holds a password: in a URI's user info, in its query, or as
-// a key=value pair. Group 2 is the password; "$1***$3" hides it.
+// a key=value pair, whose value libpq reads quoted or not, a backslash
+// escaping the next character either way ('it\'s', a\ b). Group 2 is the
+// password; "$1***$3" hides it.
 const std::regex (&password_patterns())[3] {
-  static const std::regex patterns[3] = {std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@]*)(@))"),
-                                         std::regex(R"(([?&]password=)([^&]*)())"),
-                                         std::regex(R"((password\s*=\s*)('[^']*'|\S+)())")};
+  static const std::regex patterns[3] = {
+      std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@]*)(@))"), std::regex(R"(([?&]password=)([^&]*)())"),
+      std::regex(R"((password\s*=\s*)('(?:[^'\\]|\\[\s\S])*'?|(?:[^\s\\]|\\[\s\S])+)())")};
   return patterns;
 }
 

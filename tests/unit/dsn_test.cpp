@@ -71,6 +71,23 @@ TEST_CASE("dsn: passwords never appear in redacted text") {
   CHECK(redacted(parse_dsn("postgres://db/jobs?password=s3cret")).find("s3cret") == std::string::npos);
 }
 
+TEST_CASE("dsn: a password with backslash escapes is hidden whole, in redacted text and in errors") {
+  // Found by tests/fuzz/dsn_fuzz: the pattern stopped at the escaped quote
+  // or space and showed the rest of the password.
+  CHECK(redacted(parse_dsn(R"(host=db password='it\'s a secret' dbname=x)")) == "host=db password=*** dbname=x");
+  CHECK(redacted(parse_dsn(R"(host=db password=top\ secret dbname=x)")) == "host=db password=*** dbname=x");
+  CHECK(redacted(parse_dsn(R"(host=db password='a\\' dbname=x)")) == "host=db password=*** dbname=x");
+  for (const char* bad : {R"(host=h password='it\'s a secret' port=x)", R"(host=h password=top\ secret port=x)"}) {
+    CAPTURE(bad);
+    try {
+      parse_dsn(bad);
+      FAIL("accepted");
+    } catch (const jobctl::Error& e) {
+      CHECK(std::string(e.what()).find("secret") == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("dsn: flag, then JOBCTL_DB, then the XDG default") {
   setenv("JOBCTL_DB", "sqlite:/from/env.db", 1);
   CHECK(resolve_dsn(std::string("sqlite:/from/flag.db")).target == "/from/flag.db");
