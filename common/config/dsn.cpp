@@ -24,13 +24,14 @@ std::string default_path() {
   return std::string(home) + "/.local/share/jobctl/jobs.db";
 }
 
-// Where a DSN holds a password: in a URI's user info, in its query, or as
+// Where a DSN holds a password: in a URI's user info (which, as libpq
+// reads it, ends at the first @ and holds no /), in its query, or as
 // a key=value pair, whose value libpq reads quoted or not, a backslash
 // escaping the next character either way ('it\'s', a\ b). Group 2 is the
 // password; "$1***$3" hides it.
 const std::regex (&password_patterns())[3] {
   static const std::regex patterns[3] = {
-      std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@]*)(@))"), std::regex(R"(([?&]password=)([^&]*)())"),
+      std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@/]*)(@))"), std::regex(R"(([?&]password=)([^&]*)())"),
       std::regex(R"((password\s*=\s*)('(?:[^'\\]|\\[\s\S])*'?|(?:[^\s\\]|\\[\s\S])+)())")};
   return patterns;
 }

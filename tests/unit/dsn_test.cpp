@@ -71,6 +71,14 @@ TEST_CASE("dsn: passwords never appear in redacted text") {
   CHECK(redacted(parse_dsn("postgres://db/jobs?password=s3cret")).find("s3cret") == std::string::npos);
 }
 
+TEST_CASE("dsn: a URI whose user info would hold a / has none, and its query password is hidden") {
+  // Found by tests/fuzz/dsn_fuzz: the user-info pattern ran past the / (as
+  // libpq does not) to the @ inside the query's password, hid the port and
+  // showed the end of the password.
+  CHECK(redacted(parse_dsn("postgres://bob:5432/db?password=s3cret@db")) == "postgres://bob:5432/db?password=***");
+  CHECK(redacted(parse_dsn("postgres://bob:pw?x@db/jobs")) == "postgres://bob:***@db/jobs");
+}
+
 TEST_CASE("dsn: a password with backslash escapes is hidden whole, in redacted text and in errors") {
   // Found by tests/fuzz/dsn_fuzz: the pattern stopped at the escaped quote
   // or space and showed the rest of the password.
