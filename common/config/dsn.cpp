@@ -96,6 +96,9 @@ Dsn checked_postgres(const std::string& text) {
 
 Dsn parse_dsn(const std::string& text) {
   if (text.empty()) throw usage_error("the database DSN is empty", "pass --db sqlite:PATH or --db postgres://…");
+  if (text.size() > kMaxDsnLength)
+    throw usage_error(fmt::format("the database DSN is {} bytes long, more than {}", text.size(), kMaxDsnLength),
+                      "pass --db sqlite:PATH or --db postgres://…");
   if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) return checked_postgres(text);
   if (starts_with(text, "sqlite:")) {
     std::string path = text.substr(7);

@@ -64,6 +64,20 @@ TEST_CASE("dsn: a password of stars in a DSN libpq refuses is hidden once, not f
   }
 }
 
+TEST_CASE("dsn: a DSN longer than kMaxDsnLength is a usage error, not a stack overflow") {
+  // Found by feeding long DSNs to tests/fuzz/dsn_fuzz (which fuzzes up to
+  // 4096 bytes): the patterns recursed once per character, and about 30,000
+  // of them crashed jobctl with SIGSEGV.
+  const size_t n = jobctl::config::kMaxDsnLength;
+  for (const std::string& bad : {std::string(30000, 'a'), "host=h password='" + std::string(30000, 'a') + "'",
+                                 "postgres://u:" + std::string(30000, 'a') + "@h/db", std::string(n + 1, 'a')}) {
+    CAPTURE(bad.size());
+    CHECK_THROWS_WITH_AS(parse_dsn(bad), doctest::Contains("more than 4096"), jobctl::Error);
+  }
+  CHECK(parse_dsn("sqlite:" + std::string(n - 7, 'a')).target.size() == n - 7);
+  CHECK(redacted(parse_dsn("host=h password='" + std::string(n - 18, 'a') + "'")) == "host=h password=***");
+}
+
 TEST_CASE("dsn: passwords never appear in redacted text") {
   CHECK(redacted(parse_dsn("postgres://bob:s3cret@db/jobs")) == "postgres://bob:***@db/jobs");
   CHECK(redacted(parse_dsn("host=db password=s3cret dbname=x")).find("s3cret") == std::string::npos);
