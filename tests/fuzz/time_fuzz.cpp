@@ -34,7 +34,8 @@ void check_at(const std::string& text, const util::DateTime& t, const std::strin
   int64_t at = 0;
   if (!fuzz::accepts([&] { at = util::parse_at(text, tz, "--at", own); }) || t.offset_s) return;
   const auto zone = util::TimeZone::locate(tz);
-  const std::string typed = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", t.year, t.month, t.day, t.hour, t.minute, t.second);
+  const std::string typed =
+      fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", t.year, t.month, t.day, t.hour, t.minute, t.second);
   const std::string shown = util::format_local(at, *zone);
   if (shown.rfind(typed, 0) != 0) fuzz::fail(fmt::format("--at '{}' in {} is {}, not {}", text, tz, shown, typed));
   if (tz == "UTC" && at != util::parse_time_arg(text, "--from", kNow))
