@@ -26,12 +26,15 @@ std::string default_path() {
   return std::string(home) + "/.local/share/jobctl/jobs.db";
 }
 
-// Where a DSN holds a password: in a URI's user info, in its query, or as
-// a key=value pair. Group 2 is the password; "$1***$3" hides it.
+// Where a DSN holds a password: in a URI's user info (which, as libpq
+// reads it, ends at the first @ and holds no /), in its query, or as
+// a key=value pair, whose value libpq reads quoted or not, a backslash
+// escaping the next character either way ('it\'s', a\ b). Group 2 is the
+// password; "$1***$3" hides it.
 const std::regex (&password_patterns())[3] {
-  static const std::regex patterns[3] = {std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@]*)(@))"),
-                                         std::regex(R"(([?&]password=)([^&]*)())"),
-                                         std::regex(R"((password\s*=\s*)('[^']*'|\S+)())")};
+  static const std::regex patterns[3] = {
+      std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@/]*)(@))"), std::regex(R"(([?&]password=)([^&]*)())"),
+      std::regex(R"((password\s*=\s*)('(?:[^'\\]|\\[\s\S])*'?|(?:[^\s\\]|\\[\s\S])+)())")};
   return patterns;
 }
 
@@ -42,7 +45,9 @@ std::string hide_passwords(const std::string& dsn, std::string text) {
     for (std::sregex_iterator m(dsn.begin(), dsn.end(), re), end; m != end; ++m) {
       const std::string secret = (*m)[2].str();
       if (secret.empty()) continue;
-      for (size_t at; (at = text.find(secret)) != std::string::npos;) text.replace(at, secret.size(), "***");
+      // Searching on past each "***": a password of stars is found in it again otherwise, for ever.
+      for (size_t at = 0; (at = text.find(secret, at)) != std::string::npos; at += 3)
+        text.replace(at, secret.size(), "***");
     }
   }
   return text;
@@ -147,6 +152,9 @@ PostgresTarget postgres_target(const std::string& dsn) {
 
 Dsn parse_dsn(const std::string& text) {
   if (text.empty()) throw usage_error("the database DSN is empty", "pass --db sqlite:PATH or --db postgres://…");
+  if (text.size() > kMaxDsnLength)
+    throw usage_error(fmt::format("the database DSN is {} bytes long, more than {}", text.size(), kMaxDsnLength),
+                      "pass --db sqlite:PATH or --db postgres://…");
   if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) return checked_postgres(text);
   if (starts_with(text, "sqlite:")) {
     std::string path = text.substr(7);

@@ -6,12 +6,18 @@
 //   postgres://… postgresql://…   PostgreSQL URI
 //   host=… dbname=… (key=value)    PostgreSQL libpq connection string
 //   sqlite:PATH or a plain PATH    SQLite file
+#include <cstddef>
 #include <optional>
 #include <string>
 
 namespace jobctl::config {
 
 enum class Backend { sqlite, postgres };
+
+// The longest DSN taken, in bytes: a path (PATH_MAX) or more conninfo than
+// anyone writes. The patterns that read a DSN (libstdc++'s std::regex)
+// recurse once per character, and a few tens of KiB would overflow the stack.
+inline constexpr size_t kMaxDsnLength = 4096;
 
 struct Dsn {
   Backend backend = Backend::sqlite;
@@ -38,7 +44,7 @@ struct PostgresTarget {
 // Throws jobctl::Error(ExitCode::usage) for a malformed DSN.
 PostgresTarget postgres_target(const std::string& dsn);
 
-// Throws jobctl::Error(ExitCode::usage) for an empty or malformed DSN.
+// Throws jobctl::Error(ExitCode::usage) for an empty, too long or malformed DSN.
 Dsn resolve_dsn(const std::optional<std::string>& flag);
 Dsn parse_dsn(const std::string& text);
 

@@ -187,6 +187,7 @@ class FieldParser {
     if (auto slash = item.find('/'); slash != std::string_view::npos) {
       by = step(item.substr(slash + 1));
       item = item.substr(0, slash);
+      if (item.empty()) fail("a step needs a start: write */N, A/N or A-B/N");
     }
     if (item == "*" || (item == "?" && day_field())) {
       set_range(f, info_.lo, id_ == FieldId::dow ? 6 : info_.hi, by.value_or(1));
@@ -200,7 +201,9 @@ class FieldParser {
     }
     auto dash = item.find('-');
     int lo = value(item.substr(0, dash));
-    int hi = by ? (id_ == FieldId::dow ? 6 : info_.hi) : lo;
+    // A/N runs to the field's maximum; day-of-week's is 6, so that 1/2 does
+    // not take Sunday as 7, except from 7 itself (7/2: Sunday).
+    int hi = !by ? lo : id_ == FieldId::dow ? std::max(lo, 6) : info_.hi;
     if (dash != std::string_view::npos) {
       hi = value(item.substr(dash + 1));
       // SAT-SUN reads as 6-0: Sunday at the end of a range is day 7.

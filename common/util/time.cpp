@@ -20,11 +20,13 @@ int64_t now_micros() {
 }
 
 std::string format_time(int64_t micros) {
-  std::time_t secs = static_cast<std::time_t>(micros / 1000000);
+  // Floored, so that a time before 1970 shows its own second and a
+  // fraction counted forward from it.
+  std::time_t secs = static_cast<std::time_t>(floor_div(micros, 1000000));
   std::tm tm{};
   gmtime_r(&secs, &tm);
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (micros % 1000000) / 1000);
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (micros - secs * 1000000) / 1000);
 }
 
 std::string format_age(int64_t micros, int64_t now) {

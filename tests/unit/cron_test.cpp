@@ -116,6 +116,15 @@ TEST_CASE("cron::Expr day-of-month and day-of-week combine as in Vixie cron") {
   }
 }
 
+TEST_CASE("cron::Expr a day-of-week step from 7 is Sunday, never an expression that cannot fire") {
+  // Found by tests/fuzz/cron_fuzz: 7/2 ran from 7 to 6, matched no day,
+  // and was accepted all the same.
+  CHECK(fires("0 0 * * 7/2", "UTC", "2026-01-01T00:00:00Z", 2) ==
+        Times{"2026-01-04 00:00:00 UTC", "2026-01-11 00:00:00 UTC"});
+  CHECK(fires("0 0 * * 1/2", "UTC", "2026-01-01T00:00:00Z", 3) ==
+        Times{"2026-01-02 00:00:00 UTC", "2026-01-05 00:00:00 UTC", "2026-01-07 00:00:00 UTC"});  // Fri, Mon, Wed
+}
+
 TEST_CASE("cron::Expr six fields: seconds first") {
   CHECK(fires("*/20 * * * * *", "UTC", "2026-01-01T00:00:00Z", 3) ==
         Times{"2026-01-01 00:00:20 UTC", "2026-01-01 00:00:40 UTC", "2026-01-01 00:01:00 UTC"});
@@ -214,6 +223,8 @@ TEST_CASE("cron::Expr malformed expressions name the field and the reason") {
       {"@every soon", "@every"},
       {"*/0 * * * *", "step '0' must be a whole number"},
       {"*/61 * * * *", "step 61 is larger"},
+      {"/5 * * * *", "minute field '/5': a step needs a start"},  // found by tests/fuzz/cron_fuzz
+      {"0 0 * * /2", "a step needs a start"},
       {"30-10 * * * *", "range 30-10 runs backwards"},
       {"1,,2 * * * *", "empty item"},
       {"a * * * *", "'a' is not a number"},

@@ -55,11 +55,59 @@ TEST_CASE("dsn: a PostgreSQL DSN libpq cannot read is a usage error, not an unre
   }
 }
 
+TEST_CASE("dsn: a password of stars in a DSN libpq refuses is hidden once, not for ever") {
+  // Found by tests/fuzz/dsn_fuzz: "*" was replaced by "***", found again
+  // in it, and so on until memory ran out.
+  for (const char* bad : {"postgres://u:*@h/db?*=1", "postgres://u:**@h/db?x**=1", "postgres://u:***@h/db?***=1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_dsn(bad), doctest::Contains("invalid URI query parameter"), jobctl::Error);
+  }
+}
+
+TEST_CASE("dsn: a DSN longer than kMaxDsnLength is a usage error, not a stack overflow") {
+  // Found by feeding long DSNs to tests/fuzz/dsn_fuzz (which fuzzes up to
+  // 4096 bytes): the patterns recursed once per character, and about 30,000
+  // of them crashed jobctl with SIGSEGV.
+  const size_t n = jobctl::config::kMaxDsnLength;
+  for (const std::string& bad : {std::string(30000, 'a'), "host=h password='" + std::string(30000, 'a') + "'",
+                                 "postgres://u:" + std::string(30000, 'a') + "@h/db", std::string(n + 1, 'a')}) {
+    CAPTURE(bad.size());
+    CHECK_THROWS_WITH_AS(parse_dsn(bad), doctest::Contains("more than 4096"), jobctl::Error);
+  }
+  CHECK(parse_dsn("sqlite:" + std::string(n - 7, 'a')).target.size() == n - 7);
+  CHECK(redacted(parse_dsn("host=h password='" + std::string(n - 18, 'a') + "'")) == "host=h password=***");
+}
+
 TEST_CASE("dsn: passwords never appear in redacted text") {
   CHECK(redacted(parse_dsn("postgres://bob:s3cret@db/jobs")) == "postgres://bob:***@db/jobs");
   CHECK(redacted(parse_dsn("host=db password=s3cret dbname=x")).find("s3cret") == std::string::npos);
   CHECK(redacted(parse_dsn("host=db password='s3 cret' dbname=x")).find("s3") == std::string::npos);
   CHECK(redacted(parse_dsn("postgres://db/jobs?password=s3cret")).find("s3cret") == std::string::npos);
+}
+
+TEST_CASE("dsn: a URI whose user info would hold a / has none, and its query password is hidden") {
+  // Found by tests/fuzz/dsn_fuzz: the user-info pattern ran past the / (as
+  // libpq does not) to the @ inside the query's password, hid the port and
+  // showed the end of the password.
+  CHECK(redacted(parse_dsn("postgres://bob:5432/db?password=s3cret@db")) == "postgres://bob:5432/db?password=***");
+  CHECK(redacted(parse_dsn("postgres://bob:pw?x@db/jobs")) == "postgres://bob:***@db/jobs");
+}
+
+TEST_CASE("dsn: a password with backslash escapes is hidden whole, in redacted text and in errors") {
+  // Found by tests/fuzz/dsn_fuzz: the pattern stopped at the escaped quote
+  // or space and showed the rest of the password.
+  CHECK(redacted(parse_dsn(R"(host=db password='it\'s a secret' dbname=x)")) == "host=db password=*** dbname=x");
+  CHECK(redacted(parse_dsn(R"(host=db password=top\ secret dbname=x)")) == "host=db password=*** dbname=x");
+  CHECK(redacted(parse_dsn(R"(host=db password='a\\' dbname=x)")) == "host=db password=*** dbname=x");
+  for (const char* bad : {R"(host=h password='it\'s a secret' port=x)", R"(host=h password=top\ secret port=x)"}) {
+    CAPTURE(bad);
+    try {
+      parse_dsn(bad);
+      FAIL("accepted");
+    } catch (const jobctl::Error& e) {
+      CHECK(std::string(e.what()).find("secret") == std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("dsn: flag, then JOBCTL_DB, then the XDG default") {

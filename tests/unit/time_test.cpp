@@ -3,6 +3,7 @@
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
 
+using jobctl::util::format_time;
 using jobctl::util::parse_at;
 using jobctl::util::parse_time_arg;
 
@@ -54,4 +55,14 @@ TEST_CASE("time: a day past the end of its month is refused, never moved into th
     CHECK_THROWS_AS(parse_time_arg(text, "--from", k2030), jobctl::Error);
   }
   CHECK(parse_at("2028-02-29 00:00", "UTC", "--at") == 1'835'395'200LL * kSec);  // a leap day
+}
+
+TEST_CASE("time: format_time before 1970 shows the second and its fraction, and reads back") {
+  // Found by tests/fuzz/time_fuzz: the second was rounded toward 1970 and
+  // the fraction printed negative ("1970-01-01T00:00:00.-500Z").
+  CHECK(format_time(-kSec / 2) == "1969-12-31T23:59:59.500Z");
+  CHECK(format_time(-1) == "1969-12-31T23:59:59.999Z");
+  CHECK(format_time(-kSec) == "1969-12-31T23:59:59.000Z");
+  CHECK(format_time(0) == "1970-01-01T00:00:00.000Z");
+  CHECK(parse_time_arg(format_time(-223'951'160'333'000), "--from", 0) == -223'951'160'333'000);
 }

@@ -1,0 +1,91 @@
+// libFuzzer: store DSNs (common/config/dsn.hpp), as --db and JOBCTL_DB
+// give them. The input is the DSN up to its first NUL, as an argument or
+// an environment variable can carry no NUL.
+//
+// A DSN that parses names a SQLite file or a conninfo libpq reads. The
+// password libpq reads from a DSN does not show, even in part, in its
+// redacted form or in the error refusing it.
+#include <libpq-fe.h>
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <optional>
+#include <string>
+
+#include "common/config/dsn.hpp"
+#include "tests/fuzz/fuzz.hpp"
+
+using namespace jobctl;
+
+namespace {
+
+// The password libpq reads from `dsn`; nothing when it cannot read it.
+std::optional<std::string> password_in(const std::string& dsn) {
+  PQconninfoOption* options = PQconninfoParse(dsn.c_str(), nullptr);
+  if (!options) return std::nullopt;
+  std::string password;
+  for (const PQconninfoOption* o = options; o->keyword; ++o)
+    if (o->val && std::string(o->keyword) == "password") password = o->val;
+  PQconninfoFree(options);
+  return password;
+}
+
+size_t count(const std::string& text, const std::string& piece) {
+  size_t n = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
+  return n;
+}
+
+// The DSN as libpq's values spell it: backslash escapes and %XX undone.
+std::string unescaped(const std::string& dsn) {
+  std::string out;
+  for (size_t i = 0; i < dsn.size(); ++i) {
+    if (dsn[i] == '\\' && i + 1 < dsn.size()) {
+      out += dsn[++i];
+    } else if (dsn[i] == '%' && i + 2 < dsn.size() && std::isxdigit(static_cast<unsigned char>(dsn[i + 1])) &&
+               std::isxdigit(static_cast<unsigned char>(dsn[i + 2]))) {
+      out += static_cast<char>(std::stoi(dsn.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += dsn[i];
+    }
+  }
+  return out;
+}
+
+// `shown` (the redacted DSN, or the error refusing it) must hold no eight
+// characters in a row of the password, unless the DSN has them elsewhere
+// too (in a host name, a keyword...), as written or as libpq reads it,
+// where they are no secret.
+void check_hidden(const std::string& dsn, const std::string& password, const std::string& shown) {
+  constexpr size_t kPiece = 8;
+  const std::string read = unescaped(dsn);
+  for (size_t at = 0; at + kPiece <= password.size(); ++at) {
+    const std::string piece = password.substr(at, kPiece);
+    const size_t in_password = count(password, piece);
+    if (shown.find(piece) != std::string::npos && count(dsn, piece) <= in_password && count(read, piece) <= in_password)
+      fuzz::fail(fmt::format("'{}' is shown as '{}', which holds '{}' of its password", dsn, shown, piece));
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string full = fuzz::text_of(data, size);
+  const std::string text = full.substr(0, full.find('\0'));
+  config::Dsn dsn;
+  try {
+    dsn = config::parse_dsn(text);
+  } catch (const Error& e) {
+    fuzz::check_refusal(e);
+    if (auto password = password_in(text)) check_hidden(text, *password, e.what());
+    return 0;
+  }
+  if (dsn.target.empty()) fuzz::fail(fmt::format("'{}' names no store", text));
+  if (dsn.backend == config::Backend::sqlite) return 0;
+  const auto password = password_in(dsn.target);
+  if (!password) fuzz::fail(fmt::format("'{}' was accepted, but libpq cannot read it", text));
+  check_hidden(text, *password, config::redacted(dsn));
+  return 0;
+}
