@@ -120,7 +120,9 @@ TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest, and 
   CHECK(s["nodes"][2]["run"]["status"] == "cancelled");
   CHECK(run_jobctl(db, dir, {"dag", "cancel", id}).code == 4);
   // Shell completion offers the DAG run's id.
-  CHECK(test::lines(run_jobctl(db, dir, {"__complete", "dag-runs"}).out) == std::vector<std::string>{id});
+  auto offered = test::lines(run_jobctl(db, dir, {"__complete", "--", "dag", "status", ""}).out);
+  REQUIRE(offered.size() == 2);  // how to complete, then one candidate a line: id, tab, description
+  CHECK(offered[1].substr(0, offered[1].find('\t')) == id);
 
   REQUIRE(run_jobctl(db, dir, {"submit", "--", "touch " + marker}).code == 0);
   test::eventually([&] { return std::ifstream(marker).good(); }, "the marker");
