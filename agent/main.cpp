@@ -120,8 +120,8 @@ int main(int argc, char** argv) {
     jobctl::agent::Agent agent(opts);
     return agent.run();
   } catch (const jobctl::Error& e) {
-    std::fprintf(stderr, "jobagent: error: %s\n", e.what());
-    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+    std::fprintf(stderr, "jobagent: error: %s\n", jobctl::util::one_line(e.what()).c_str());
+    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", jobctl::util::one_line(e.hint()).c_str());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "jobagent: internal error: %s\n", e.what());

@@ -145,7 +145,7 @@ namespace {
 
 struct CheckFlags {
   std::string queue, since = "15m", max_lag, max_oldest;
-  std::optional<int64_t> max_dlq;
+  std::optional<int> max_dlq;  // int: CLI11 refuses a number past it (an int64 it silently clamped)
   std::optional<int> min_workers;
 };
 

@@ -86,10 +86,7 @@ void register_set(CLI::App& queue, Context& ctx) {
     if (!f->rate.empty()) limits.rate = parse_rate(f->rate);
     if (given.empty() && !f->clear && limits.empty())
       throw usage_error("nothing to set", "give at least one flag, e.g. jobctl queue set reports --retries 5");
-    model::JobSpec probe;  // the queue name follows the job rules
-    probe.queue = f->name;
-    probe.command.argv = {"true"};
-    model::validate(probe);
+    model::validate_queue_name(f->name);
     if (!given.empty() || f->clear)
       ctx.store().queues().set_queue_defaults(f->name, given, f->clear ? store::Queues::Clear::yes : store::Queues::Clear::no);
     if (!limits.empty()) ctx.store().queues().set_queue_limits(f->name, limits);
@@ -130,6 +127,7 @@ void register_pause(CLI::App& queue, Context& ctx, bool pause) {
                     : queue.add_subcommand("resume", "Resume a paused queue");
   cmd->add_option("queue", *name, "Queue name")->required();
   cmd->callback([name, pause, &ctx] {
+    model::validate_queue_name(*name);
     bool changed = ctx.store().queues().set_queue_paused(*name, pause);
     const char* state = pause ? "paused" : "resumed";
     if (ctx.output == "json") print_json({{"queue", *name}, {"result", state}, {"changed", changed}});

@@ -1,8 +1,6 @@
 // jobctl submit: one job from flags, or a batch from JSON lines.
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <strings.h>
 
 #include <cstdio>
@@ -69,10 +67,7 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   std::ifstream file;
   std::istream* in = &std::cin;
   if (path != "-") {
-    file.open(path);
-    if (!file)
-      throw usage_error(fmt::format("--file: cannot read '{}': {}", path, std::strerror(errno)),
-                        "check the path; --file - reads standard input");
+    file = open_input(path, "--file");
     in = &file;
   }
   std::vector<model::JobSpec> specs;

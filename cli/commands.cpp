@@ -107,8 +107,8 @@ Error usage_error_of(const CLI::App& app, const CLI::ParseError& e) {
 
 // Prints an error as one line and a hint; returns its exit code.
 int report(const Error& e) {
-  std::fprintf(stderr, "jobctl: error: %s\n", e.what());
-  if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+  std::fprintf(stderr, "jobctl: error: %s\n", util::one_line(e.what()).c_str());
+  if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", util::one_line(e.hint()).c_str());
   return static_cast<int>(e.code());
 }
 

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -13,17 +14,26 @@
 
 namespace jobctl::cli {
 
+std::ifstream open_input(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw usage_error(fmt::format("{}: cannot read file '{}': {}", what, path, std::strerror(errno)),
+                      "check the path; - reads standard input");
+  // A directory opens, then reads as nothing: say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw usage_error(fmt::format("{}: '{}' is a directory, not a file", what, path),
+                      "check the path; - reads standard input");
+  return in;
+}
+
 std::string read_input(const std::string& path, const std::string& what) {
   std::stringstream ss;
   if (path == "-") {
     ss << std::cin.rdbuf();
     return ss.str();
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw usage_error(fmt::format("{}: cannot read file '{}': {}", what, path, std::strerror(errno)),
-                      "check the path; - reads standard input");
-  ss << in.rdbuf();
+  ss << open_input(path, what).rdbuf();
   return ss.str();
 }
 

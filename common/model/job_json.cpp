@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "common/model/limits.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::model {
 namespace {
@@ -48,6 +50,12 @@ void check_sizes(const JobSpec& s) {
 }  // namespace
 
 
+void validate_queue_name(const std::string& queue) {
+  if (queue.empty() || queue.size() > 64 || !std::all_of(queue.begin(), queue.end(), valid_name_char))
+    throw usage_error(fmt::format("invalid queue name '{}'", util::show_bytes(queue)),
+                      "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
+}
+
 void validate(const JobSpec& s) {
   check_sizes(s);
   if (s.command.webhook) {
@@ -73,11 +81,7 @@ void validate(const JobSpec& s) {
   }
   if (s.notify.urls.size() > 10)
     throw usage_error("at most 10 --notify URLs per job", "notify one receiver of yours that fans out");
-  if (s.queue.empty() || s.queue.size() > 64)
-    throw usage_error(fmt::format("invalid queue name '{}'", s.queue), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
-  for (char ch : s.queue)
-    if (!valid_name_char(ch))
-      throw usage_error(fmt::format("invalid queue name '{}'", s.queue), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
+  validate_queue_name(s.queue);
   for (const auto& [k, v] : s.env) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
       throw usage_error(fmt::format("invalid environment variable name '{}'", k), "write it as NAME=VALUE");

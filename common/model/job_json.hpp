@@ -12,6 +12,8 @@ namespace jobctl::model {
 // Checks what both the flags and the JSON form must satisfy (queue name,
 // command, env names, payload JSON, cwd). Throws usage Error.
 void validate(const JobSpec& spec);
+// A queue name: 1 to 64 of A-Z a-z 0-9 _ - . Throws usage Error.
+void validate_queue_name(const std::string& queue);
 
 nlohmann::json to_json(const RetryPolicy& p);
 nlohmann::json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at);

@@ -60,7 +60,11 @@ std::optional<DateTime> parse_datetime(const std::string& text, const char* flag
     const std::string z = m[8].str();
     t.offset_s = 0;
     if (z != "Z") {
-      int64_t off = (std::stoi(z.substr(1, 2)) * 60 + std::stoi(z.substr(4, 2))) * 60;
+      const int hours = std::stoi(z.substr(1, 2)), minutes = std::stoi(z.substr(4, 2));
+      if (hours > 23 || minutes > 59)
+        throw usage_error(fmt::format("invalid time '{}' for {}: the offset {} is out of range", text, flag, z),
+                          "an offset is -23:59 to +23:59, e.g. +01:00");
+      int64_t off = (hours * 60 + minutes) * 60;
       t.offset_s = z[0] == '+' ? off : -off;
     }
   }

@@ -52,6 +52,18 @@ std::string show_bytes(std::string_view text) {
   return out;
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (char c : show_bytes(text)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (b < 0x20 || b == 0x7F) out += fmt::format("\\x{:02X}", b);
+    else out += c;
+  }
+  return out;
+}
+
 void require_utf8_arguments(int argc, const char* const* argv, std::string_view exempt) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];

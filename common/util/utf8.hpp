@@ -13,6 +13,10 @@ bool is_utf8(std::string_view text);
 
 // `text` for a message: each byte outside well-formed UTF-8 as \xHH.
 std::string show_bytes(std::string_view text);
+// `text` as one line of a terminal: show_bytes, and control characters too
+// (a newline as \n, a carriage return as \r, others as \xHH), so a value
+// quoted in an error cannot break it over lines or redraw it.
+std::string one_line(std::string_view text);
 
 // Throws Error(usage) when an argument of a program's command line is not
 // UTF-8, naming it; the value of `exempt` (a flag taking a path, such as
