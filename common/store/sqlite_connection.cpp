@@ -78,9 +78,16 @@ class SqliteConnection final : public Connection {
     // Waiting for another process's write lock is bounded like any store call.
     sqlite3_busy_timeout(db_, static_cast<int>(busy_timeout_.count()));
     sqlite3_create_function(db_, "jobctl_now_us", 0, SQLITE_UTF8, &clock_, now_us, nullptr, nullptr);
-    // WAL lets readers run beside the one writer; synchronous=FULL makes a
-    // submit that returned durable even across power loss.
-    exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
+    try {
+      // WAL lets readers run beside the one writer; synchronous=FULL makes a
+      // submit that returned durable even across power loss. This is the
+      // first read of the file, so a file that is not a database fails here,
+      // and the destructor will not run to close the handle.
+      exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
+    } catch (...) {
+      sqlite3_close(db_);
+      throw;
+    }
   }
 
   ~SqliteConnection() override {
