@@ -8,6 +8,7 @@
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
+#include "common/util/option_values.hpp"
 #include "common/model/labels.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/utf8.hpp"
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", log_format, "Log format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--log-level", log_level, "Minimum level logged")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
+  jobctl::util::check_option_values(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
+#include "common/util/ulid.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -71,6 +72,9 @@ void register_progress(CLI::App& app, Context& ctx) {
       checkpoint = util::parse_json_input(text, "--checkpoint", "e.g. --checkpoint '{\"offset\": 1200}'").dump();
     }
     std::string run = from_env("JOB_RUN_ID");
+    if (!util::is_ulid(run))
+      throw usage_error(fmt::format("JOB_RUN_ID '{}' is not a run id", run),
+                        "jobagent sets it: do not override it with --env");
     int64_t fence = 0;
     try {
       fence = std::stoll(from_env("JOB_FENCE_TOKEN"));

@@ -14,6 +14,7 @@
 #include "common/util/error.hpp"
 #include "common/model/names.hpp"
 #include "common/util/host.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/utf8.hpp"
 
@@ -140,6 +141,7 @@ std::unique_ptr<CLI::App> build_app(Context& ctx) {
   for (Registrar r : kCommandGroups) r(*app, ctx);
   // Global flags are accepted after any subcommand too (`jobctl dlq ls -o json`).
   add_global_options_below(*app, ctx);
+  util::check_option_values(*app);
   return app;
 }
 

@@ -105,7 +105,6 @@ void JobFlags::apply_to(jobdef::Draft& d) const {
     json value;
     switch (f.kind) {
       case jobdef::FlagKind::text:
-        if (s.text.empty() && !f.empty_is_value) continue;
         value = line_value(f, s.text, s.list);
         break;
       case jobdef::FlagKind::count:

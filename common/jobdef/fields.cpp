@@ -236,8 +236,7 @@ const Field kFields[] = {
      .help = "IANA time zone of --cron (default {default}), or of an --at without an offset (default: this host's "
              "zone)",
      .update_help = "A schedule: new IANA time zone",
-     .shown_default = [] { return model::ScheduleSpec{}.tz; },
-     .empty_is_value = true},
+     .shown_default = [] { return model::ScheduleSpec{}.tz; }},
     {.key = "cron",
      .where = kTiming | kUpdate,
      .apply = [](Draft& d, const json& v, const Name& n) {

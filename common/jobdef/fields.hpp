@@ -83,9 +83,6 @@ struct Field {
   int min = 0, max = 0;                             // a count's range
   std::string_view needs = {};                      // a flag this one is meaningless without (submit)
   std::array<std::string_view, 2> excludes = {};    // flags this one cannot be given with
-  // A text flag given empty means unset, unless this is set: then apply()
-  // sees the empty value (and refuses it).
-  bool empty_is_value = false;
 };
 
 // Every field, in the order `jobctl submit --help` lists the flags.

@@ -79,7 +79,7 @@ std::string decode_bytea(const char* p, int len) {
 
 // libpq's messages span lines ("…\n\tThis probably means…"): errors and
 // logs here are one line each.
-std::string one_line(const std::string& text) {
+std::string joined_lines(const std::string& text) {
   std::string out;
   bool space = false;
   for (char c : text) {
@@ -251,7 +251,7 @@ class PostgresConnection final : public Connection {
   void connect(Reconnect again) {
     conn_ = connect_postgres(conninfo_);
     if (PQstatus(conn_) != CONNECTION_OK || PQsetnonblocking(conn_, 1) != 0) {
-      std::string msg = one_line(PQerrorMessage(conn_));
+      std::string msg = joined_lines(PQerrorMessage(conn_));
       drop();
       throw Error(ExitCode::store,
                   fmt::format("{} PostgreSQL at {}: {}", again == Reconnect::yes ? "lost the connection to" : "cannot connect to",
@@ -278,7 +278,7 @@ class PostgresConnection final : public Connection {
   std::string where() const { return config::redacted({config::Backend::postgres, conninfo_}); }
 
   [[noreturn]] void fail_to_send(std::string_view sql) {
-    std::string msg = one_line(PQerrorMessage(conn_));
+    std::string msg = joined_lines(PQerrorMessage(conn_));
     drop();
     throw Error(ExitCode::store, fmt::format("PostgreSQL at {}: {} (in: {})", where(), msg, statement_summary(sql)));
   }
@@ -409,7 +409,7 @@ class PostgresConnection final : public Connection {
     ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
     std::string state = res && PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "";
-    std::string msg = one_line(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
+    std::string msg = joined_lines(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
     if (state == "23505") throw UniqueViolation(msg);
     if (PQstatus(conn_) != CONNECTION_OK)
       throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg));

@@ -262,6 +262,18 @@ TEST_CASE("agent: a name, label or queue that is not UTF-8 is exit 2, and the ag
   CHECK(json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).empty());
 }
 
+TEST_CASE("agent: an option given an empty value is exit 2, and the agent never registers") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  for (const char* flag : {"--name", "--label", "--queues", "--lease", "--gc-older-than", "--metrics"}) {
+    CAPTURE(flag);
+    test::Process agent({JOBAGENT_BIN, "--db", db.dsn(), flag, ""}, {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+    CHECK(agent.wait() == 2);
+    CHECK(agent.err().find(std::string(flag) + ": the value is empty") != std::string::npos);
+  }
+  CHECK(json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).empty());
+}
+
 TEST_CASE("agent: --log-format json writes one JSON object per line, with run and job ids") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -13,9 +13,9 @@
 // and one of the others in turn, so that every value is tried somewhere
 // and the test stays within a minute.
 //
-// An empty value is not among them where jobctl(1) does not refuse it:
-// a text flag given as "" takes its default (cli/job_flags.hpp). An empty
-// --tz is, since jobctl(1) refuses it everywhere a zone is taken.
+// An empty value is refused by every option that takes a value (jobctl(1),
+// GLOBAL OPTIONS): each table gives it to each of its flags, and empties()
+// to the free-text ones.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -63,6 +63,9 @@ Case& add(Cases& cases, std::vector<std::string> args, int code = 2, std::string
   cases.push_back(Case{std::move(args), code, std::move(mentions), "", {}, std::nullopt});
   return cases.back();
 }
+
+// What an option given "" says.
+const std::string kEmpty = "the value is empty";
 
 // Where a table's value goes in a command line.
 const std::string kSlot = "{}";
@@ -142,6 +145,7 @@ void durations(const Fixture& f, Cases& cases) {
   for (size_t i = 0; i < flags.size(); ++i) {
     add(cases, fill(flags[i], "10"), 2, "'10'");
     add(cases, fill(flags[i], in_turn(others, i)));
+    add(cases, fill(flags[i], ""), 2, kEmpty);
   }
   // Zero where a flag needs more, and @every's interval.
   add(cases, {"stats", "--since", "0s"});
@@ -174,6 +178,7 @@ void times(const Fixture& f, Cases& cases) {
   for (size_t i = 0; i < flags.size(); ++i) {
     add(cases, fill(flags[i], "2027-02-30 10:00"), 2, "2027-02 has 28 days");
     add(cases, fill(flags[i], in_turn(others, i)));
+    add(cases, fill(flags[i], ""), 2, kEmpty);
   }
   add(cases, {"submit", "--at", "2027-01-01T00:00:00+99:99", "--", "true"});  // an offset no zone has
   add(cases, {"submit", "--at", "2026-03-08 02:30", "--tz", "America/New_York", "--", "true"});  // skipped by DST
@@ -203,12 +208,11 @@ void words(const Fixture& f, Cases& cases) {
       {"dag", "submit", f.dag_file, "--on-failure", kSlot},
       {"ls", "-o", kSlot},
   };
-  // "" is each flag's default where jobctl(1) does not say otherwise, so
-  // it is not given to --notify-on (the sixth).
-  const std::vector<std::string> others{"high ", "BOGUS", "", "normal,low", "-1"};
+  const std::vector<std::string> others{"high ", "BOGUS", "normal,low", "-1"};
   for (size_t i = 0; i < flags.size(); ++i) {
     add(cases, fill(flags[i], "bogus"), 2, "bogus");
     add(cases, fill(flags[i], in_turn(others, i)));
+    add(cases, fill(flags[i], ""), 2, kEmpty);
   }
 }
 
@@ -289,6 +293,7 @@ void progress(const Fixture& f, Cases& cases) {
   add(cases, {"progress", "0.5"});  // outside a job
   add(cases, {"progress", "0.5"}, 3).with_env({"JOB_RUN_ID=" + kMissing, "JOB_FENCE_TOKEN=1"});
   add(cases, {"progress", "0.5"}).with_env({"JOB_RUN_ID=" + f.plain_run, "JOB_FENCE_TOKEN=x"});
+  add(cases, {"progress", "0.5"}, 2, "is not a run id").with_env({"JOB_RUN_ID=not-a-run", "JOB_FENCE_TOKEN=1"});
   add(cases, {"progress", "0.5"}).with_env({"JOB_RUN_ID=" + f.plain_run, "JOB_FENCE_TOKEN=99999999999999999999999"});
   for (const char* fraction : {"1.5", "-0.1", "101%", "nan", "", "1e400"})
     add(cases, {"progress", fraction}).with_env(in_job(f));
@@ -559,9 +564,12 @@ void numbers(const Fixture& f, Cases& cases) {
       {"logs", f.plain, "--attempt", kSlot},
   };
   const std::vector<std::string> others{"99999999999999999999", "ten", "1.5", "", "1e3", "--"};
+  // Decimal digits only: CLI11 alone reads 010 as 8 and 0x10 as 16.
+  const std::vector<std::string> not_decimal{"010", "0x10", "+5", "1_0", "0b1"};
   for (size_t i = 0; i < flags.size(); ++i) {
     add(cases, fill(flags[i], "-1"));
     add(cases, fill(flags[i], in_turn(others, i)));
+    add(cases, fill(flags[i], in_turn(not_decimal, i)), 2, "decimal");
   }
   add(cases, {"check", "--max-dlq", "99999999999999999999"});  // past int64: --min-workers refuses it
   // Just past each end of a range.
@@ -642,6 +650,24 @@ void zones_and_cron(const Fixture& f, Cases& cases) {
     if (i % 3 == 1) add(cases, {"update", f.cron, "--cron", exprs[i]});
     if (i % 3 == 2) add(cases, {"dag", "submit", f.dag_file, "--cron", exprs[i]});
   }
+}
+
+// Free-text options given "": refused rather than taken as not given, where
+// `--cron ''` would run the job now and `wait --timeout ''` wait for ever.
+void empties(const Fixture& f, Cases& cases) {
+  for (const char* flag : {"--name", "--queue", "--cwd", "--env", "--on", "--concurrency-key", "--tenant",
+                           "--idempotency-key", "--cron", "--payload", "--no-retry-exit-codes", "--file"})
+    add(cases, {"submit", flag, "", "--", "true"}, 2, std::string(flag) + ": " + kEmpty);
+  for (const char* flag : {"--method", "--header", "--data", "--sign-secret"})
+    add(cases, {"submit", "--webhook", "http://127.0.0.1:9/", flag, ""}, 2, kEmpty);
+  add(cases, {"submit", "--webhook", "", "--", "true"}, 2, kEmpty);
+  add(cases, {"submit", "--notify", "", "--", "true"}, 2, kEmpty);
+  add(cases, {"submit", "--on-each", "", "--", "true"}, 2, kEmpty);
+  add(cases, {"update", f.plain, "--name", ""}, 2, kEmpty);
+  add(cases, {"update", f.plain, "--queue", ""}, 2, kEmpty);
+  add(cases, {"--db", "", "ls"}, 2, "--db: " + kEmpty);
+  add(cases, {"ls", "--actor", ""}, 2, "--actor: " + kEmpty);
+  add(cases, {"ls", "--queue", ""}, 2, kEmpty);
 }
 
 // Flags in combinations jobctl(1) refuses, and what is missing.
@@ -771,6 +797,7 @@ Cases hostile_cases(const Fixture& f) {
   numbers(f, cases);
   forms(f, cases);
   zones_and_cron(f, cases);
+  empties(f, cases);
   combinations(f, cases);
   unknown(f, cases);
   files(f, cases);

@@ -66,7 +66,7 @@ TEST_CASE("cron next: prints fire times across a DST gap, and refuses a bad expr
                                          "--to", "2026-01-02", "--tz", ""}}) {
     auto empty = run_jobctl(db, dir, args);
     CHECK_MESSAGE(empty.code == 2, args[0]);
-    CHECK(empty.err.find("--tz is empty") != std::string::npos);
+    CHECK(empty.err.find("--tz: the value is empty") != std::string::npos);
   }
   auto batch_tz = run_jobctl(db, dir, {"submit", "--file", "-"}, R"({"command": "true", "cron": "@daily", "tz": ""})");
   CHECK(batch_tz.code == 2);

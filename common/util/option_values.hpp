@@ -1,0 +1,43 @@
+#pragma once
+// Values no option takes, refused alike by jobctl and jobagent.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace jobctl::util {
+
+// Every option below `app` that takes a value refuses an empty one
+// (`--cron ''`, most often an unset shell variable), where taking it as
+// "not given" would run the job now or wait for ever; and a whole-number
+// option takes decimal digits only, where CLI11 would read `-n 010` as 8
+// and `0x10` as 16. Each is "--flag: …", exit 2. Call once the tree of
+// commands is built.
+inline void check_option_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](const std::string& value) {
+        return value.empty() ? std::string("the value is empty; give one, or leave the option out") : std::string();
+      },
+      "");
+  const CLI::Validator decimal(
+      [](const std::string& value) {
+        const size_t sign = value.size() > 1 && value[0] == '-' ? 1 : 0;
+        const auto digits = std::string_view(value).substr(sign);
+        const bool plain = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        }) && (digits.size() == 1 || digits[0] != '0');
+        return plain ? std::string() : "'" + value + "' is not a whole number in decimal digits";
+      },
+      "");
+  for (CLI::Option* option : app.get_options()) {
+    if (!option->nonpositional() || option->get_expected_min() == 0) continue;
+    // transform() puts a validator first, ahead of the option's own (a
+    // list of choices, a range), so these are what an empty or octal value hears.
+    const std::string type = option->get_type_name();
+    if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) option->transform(decimal);
+    option->transform(non_empty);
+  }
+  for (CLI::App* sub : app.get_subcommands({})) check_option_values(*sub);
+}
+
+}  // namespace jobctl::util
