@@ -26,21 +26,19 @@ bool valid_node_name(std::string_view name) {
   });
 }
 
-// Parses the document, refusing a node name given twice (a JSON parser
-// would silently keep the last).
+// Parses the document. A node name given twice is refused in the DAG's
+// words, ahead of the parser's own refusal of any key given twice.
 json parse_document(std::string_view text) {
-  std::string root_key, duplicate;
+  std::string root_key;
   std::set<std::string> names;
   auto check = [&](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::key && depth == 1) root_key = parsed.get<std::string>();
-    if (event == json::parse_event_t::key && depth == 2 && root_key == "jobs" && duplicate.empty() &&
+    if (event == json::parse_event_t::key && depth == 2 && root_key == "jobs" &&
         !names.insert(parsed.get<std::string>()).second)
-      duplicate = parsed.get<std::string>();
+      throw usage_error(fmt::format("node '{}' is defined twice", parsed.get<std::string>()),
+                        "give each node of \"jobs\" its own name");
   };
-  json doc = util::parse_json_input(text, "the DAG", "see jobctl(1), DAGS, for the document's form", check);
-  if (!duplicate.empty())
-    throw usage_error(fmt::format("node '{}' is defined twice", duplicate), "give each node of \"jobs\" its own name");
-  return doc;
+  return util::parse_json_input(text, "the DAG", "see jobctl(1), DAGS, for the document's form", check);
 }
 
 Node node_from_json(const std::string& name, const json& v) {

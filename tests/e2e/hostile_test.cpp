@@ -305,6 +305,7 @@ void bad_json(const Fixture& f, Cases& cases) {
   const std::vector<std::string> texts{
       " ", "{", "{not json", "[1,]", "nul", "\"unterminated", "1e400", std::string(65, '[') + std::string(65, ']'),
       "{\"a\": 1}{", "NaN", "'single'", "\"\\ud800\"", "{\"a\": 1, }", "\"tab\there\"", "0x10",
+      "{\"a\": 1, \"a\": 2}",
   };
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string& j = texts[i];
@@ -339,6 +340,8 @@ void batch_lines(Cases& cases) {
       R"({"command": []})",
       R"({"command": [1]})",
       R"({"command": "true", "bogus": 1})",
+      R"({"command": "true", "retries": 1, "retries": 5})",
+      R"({"command": "true", "env": {"A": "1", "A": "2"}})",
       R"({"command": "true", "retries": 1e400})",
       R"({"command": "true", "retries": -1})",
       R"({"command": "true", "retries": 1.5})",
@@ -390,6 +393,8 @@ void dag_documents(const Fixture& f, Cases& cases) {
       R"({"name": "d", "jobs": {"a": {"command": "true", "cron": "@daily"}}})",
       R"({"name": "d", "jobs": {"a": {"command": "true", "idempotency_key": "k"}}})",
       R"({"name": "d", "jobs": {)" + a + R"(}, "extra": 1})",
+      R"({"name": "d", "name": "e", "jobs": {)" + a + "}}",
+      R"({"name": "d", "jobs": {"a": {"command": "true", "command": "false"}}})",
   };
   for (size_t i = 0; i < docs.size(); ++i) {
     const std::string file = f.tmp + "/dag-" + std::to_string(i) + ".json";

@@ -51,3 +51,10 @@ TEST_CASE("json input: the caller sees every parse event") {
   });
   CHECK(keys == 2);
 }
+
+TEST_CASE("json input: a key given twice in one object is refused, where the parser would keep the last") {
+  CHECK(refusal(R"({"retries": 1, "retries": 5})").find("--payload has the key 'retries' twice") != std::string::npos);
+  CHECK(refusal(R"({"a": {"b": 1, "c": {"b": 2}, "b": 3}})").find("key 'b' twice") != std::string::npos);
+  // The same key in different objects, or in sibling objects, is fine.
+  CHECK(parse_json_input(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]})", "--payload", "").size() == 2);
+}
