@@ -95,7 +95,7 @@ const std::string& finish_run_sql() {
       "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
       "lease_owner = NULL, lease_expires_at = NULL, exit_code = $4, error = " +
       cancelled_error_sql("$3", "cancel_requested", "$5") +
-      " WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING error";
+      " WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING error, NOW_US";
   return sql;
 }
 // $3: 'pending', or 'cancelled' for a deleted job's run.
@@ -105,8 +105,10 @@ constexpr const char* kReleaseRun =
     "error = CASE WHEN $3 = 'cancelled' THEN $4 ELSE error END "
     "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
 constexpr const char* kDeletedError = "cancelled: the job was deleted";
+// $11: when the attempt ended, as its run's statement read the clock (the
+// retry's due time is counted from it); NULL for now.
 constexpr const char* kCloseAttempt =
-    "UPDATE attempts SET finished_at = NOW_US, outcome = $3, exit_code = $4, signal = $5, error = $6, "
+    "UPDATE attempts SET finished_at = COALESCE($11, NOW_US), outcome = $3, exit_code = $4, signal = $5, error = $6, "
     "stdout_tail = $7, stderr_tail = $8, http_status = $9, timings = $10 WHERE run_id = $1 AND attempt = $2";
 
 // Whether the run's job is deleted; on PostgreSQL the job's row is read
@@ -123,10 +125,12 @@ Value opt_int(const std::optional<int>& v) {
   return int64_t{*v};
 }
 
-void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome, const std::string& error) {
+void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome, const std::string& error,
+                   std::optional<int64_t> finished_at = std::nullopt) {
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
-                         d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr)});
+                         d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr),
+                         finished_at ? Value(*finished_at) : Value(nullptr)});
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -156,8 +160,10 @@ bool finish_one(Connection& c, const Completion& d) {
   auto finished = c.query(finish_run_sql(), {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
                                              int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}});
   if (finished.empty()) return false;
-  // A cancelled attempt says why it was stopped; any other keeps its own error.
-  close_attempt(c, d, d.outcome, d.status == model::RunStatus::cancelled ? finished[0].text(0) : d.error);
+  // A cancelled attempt says why it was stopped; any other keeps its own
+  // error. It ends at the time its run's retry delay counts from.
+  close_attempt(c, d, d.outcome, d.status == model::RunStatus::cancelled ? finished[0].text(0) : d.error,
+                finished[0].i64(1));
   return true;
 }
 

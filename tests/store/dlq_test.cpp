@@ -157,7 +157,12 @@ TEST_CASE("dlq: retries reschedule the run with the delay and count failures") {
   CHECK(run->available_at >= before + 60'000'000);
   CHECK_FALSE(run->finished_at.has_value());
   CHECK(f.s->agent().claim(f.worker, {"default"}, 1, 30'000'000).empty());  // not due yet
-  CHECK(f.s->jobs().attempts(res.run_id).at(0).outcome == "failed");
+  auto attempt = f.s->jobs().attempts(res.run_id).at(0);
+  CHECK(attempt.outcome == "failed");
+  // Due exactly the delay after the attempt ended: one reading of the clock,
+  // not one per statement (an ASan run saw them 4 ms apart).
+  REQUIRE(attempt.finished_at.has_value());
+  CHECK(run->available_at - *attempt.finished_at == 60'000'000);
 }
 
 TEST_CASE("dlq: rescue sends a run delivered too often without a result to the dead-letter queue") {
