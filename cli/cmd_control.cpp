@@ -4,10 +4,9 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
-#include "cli/resolve.hpp"
+#include "common/ops/ids.hpp"
+#include "common/ops/job_actions.hpp"
 #include "cli/waiting.hpp"
-#include "common/store/dead_letter.hpp"
-#include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 
 namespace jobctl::cli {
@@ -18,12 +17,10 @@ void register_cancel(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("cancel", "Cancel a job: a pending run is cancelled, a running one is killed");
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
-    auto r = resolve_id(ctx, *id);
-    auto outcome = ctx.store().jobs().cancel(r.job.job.id);
-    const char* what = outcome == store::CancelOutcome::cancelled ? "cancelled" : "cancel requested";
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", what}});
-    else std::fprintf(stderr, "job %s: %s%s\n", r.job.job.id.c_str(), what,
-                      outcome == store::CancelOutcome::requested ? " (its agent kills it at its next heartbeat)" : "");
+    auto j = ops::cancel_job(ctx.store(), *id);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "job %s: %s%s\n", j["id"].get<std::string>().c_str(), j["result"].get<std::string>().c_str(),
+                      j["result"] == "cancel requested" ? " (its agent kills it at its next heartbeat)" : "");
   });
 }
 
@@ -38,7 +35,7 @@ void register_wait(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     std::optional<util::Micros> timeout;
     if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
-    auto r = resolve_id(ctx, f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     ctx.exit_code = wait_for_job(ctx, r.job.job.id, timeout);
   });
 }
@@ -48,10 +45,9 @@ void register_retry(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("retry", "Run a dead, failed or cancelled job again, with a fresh retry budget");
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
-    auto r = resolve_id(ctx, *id);
-    std::string run = ctx.store().dead_letter().retry_job(r.job.job.id);
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
-    else std::printf("%s\n", run.c_str());
+    auto j = ops::retry_job(ctx.store(), *id);
+    if (ctx.output == "json") print_json(j);
+    else std::printf("%s\n", j["run"].get<std::string>().c_str());
   });
 }
 
@@ -61,11 +57,10 @@ void register_pause(CLI::App& app, Context& ctx, bool pause) {
                     : app.add_subcommand("resume", "Resume a paused job");
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, pause, &ctx] {
-    auto r = resolve_id(ctx, *id);
-    bool changed = ctx.store().jobs().set_paused(r.job.job.id, pause);
-    const char* state = pause ? "paused" : "resumed";
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", state}, {"changed", changed}});
-    else std::fprintf(stderr, "job %s %s%s\n", r.job.job.id.c_str(), changed ? "" : "was already ", state);
+    auto j = ops::pause_job(ctx.store(), *id, pause);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "job %s %s%s\n", j["id"].get<std::string>().c_str(), j["changed"] ? "" : "was already ",
+                      j["result"].get<std::string>().c_str());
   });
 }
 

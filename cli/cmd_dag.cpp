@@ -8,7 +8,8 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/read_input.hpp"
-#include "cli/resolve.hpp"
+#include "common/ops/dags.hpp"
+#include "common/ops/ids.hpp"
 #include "common/cron/plan.hpp"
 #include "common/dag/dag.hpp"
 #include "common/model/job_json.hpp"
@@ -29,18 +30,6 @@ std::string duration_of(const model::Run& r) {
   return util::format_duration(util::Micros(*r.finished_at - *r.started_at));
 }
 
-nlohmann::json summary_json(const store::DagRunView& v) {
-  return nlohmann::json{{"id", v.id},
-                        {"dag_id", v.dag_id},
-                        {"name", v.name},
-                        {"status", v.status},
-                        {"on_failure", dag::to_string(v.on_failure)},
-                        {"created_at", util::format_time(v.created_at)},
-                        {"finished_at", v.finished_at ? nlohmann::json(util::format_time(*v.finished_at)) : nullptr},
-                        {"occurrence", v.occurrence ? nlohmann::json(util::format_time(*v.occurrence)) : nullptr},
-                        {"nodes", v.counts}};
-}
-
 std::string counts_text(const std::map<std::string, int64_t>& counts) {
   std::string out;
   for (const auto& [status, n] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
@@ -48,7 +37,7 @@ std::string counts_text(const std::map<std::string, int64_t>& counts) {
 }
 
 store::DagRunView require_run(Context& ctx, const std::string& id) {
-  return ctx.store().dags().get_dag_run(normalize_id(id));
+  return ctx.store().dags().get_dag_run(ops::normalize_id(id));
 }
 
 void add_submit(CLI::App& group, Context& ctx) {
@@ -69,28 +58,11 @@ void add_submit(CLI::App& group, Context& ctx) {
               "Nothing is written when the document is invalid (exit 2): unknown dependencies, cycles, duplicate\n"
               "names, an empty graph, more than 10000 nodes.");
   cmd->callback([f, cmd, &ctx] {
-    store::DagSubmit d;
-    d.document = read_input(f->file, "dag submit");
-    d.definition = dag::parse(d.document);
-    d.on_failure = dag::parse_on_failure(f->on_failure);
-    if (cmd->count("--tz")) util::given_zone(f->tz, "--tz");
-    if (!f->tz.empty() && f->cron.empty()) throw usage_error("--tz goes with --cron");
-    if (!f->cron.empty()) {
-      model::ScheduleSpec sc;
-      sc.cron = f->cron;
-      if (!f->tz.empty()) sc.tz = f->tz;
-      cron::validate_schedule(sc, d.definition.name);
-      d.schedule = sc;
-    }
+    auto d = ops::dag_submission(read_input(f->file, "dag submit"), f->on_failure, f->cron,
+                                 cmd->count("--tz") ? std::optional<std::string>(f->tz) : std::nullopt);
     auto r = ctx.store().dags().submit_dag(d);
-    if (ctx.output == "json") {
-      print_json({{"dag_id", r.dag_id},
-                  {"dag_run_id", r.dag_run_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.dag_run_id)},
-                  {"schedule_job_id",
-                   r.schedule_job_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.schedule_job_id)}});
-      return;
-    }
-    std::printf("%s\n", (r.dag_run_id.empty() ? r.dag_id : r.dag_run_id).c_str());
+    if (ctx.output == "json") print_json(ops::dag_submitted_json(r));
+    else std::printf("%s\n", (r.dag_run_id.empty() ? r.dag_id : r.dag_run_id).c_str());
   });
 }
 
@@ -99,18 +71,11 @@ void add_status(CLI::App& group, Context& ctx) {
   auto* cmd = group.add_subcommand("status", "Show a DAG run: its state and every node's");
   completes(cmd->add_option("id", *id, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   cmd->callback([id, &ctx] {
-    auto v = require_run(ctx, *id);
     if (ctx.format() == OutputFormat::json) {
-      auto j = summary_json(v);
-      j["nodes"] = nlohmann::json::array();
-      for (const auto& n : v.nodes) {
-        auto run = model::to_json(n.run);
-        j["nodes"].push_back({{"name", n.name}, {"job_id", n.job_id}, {"depends_on", n.depends_on}, {"run", run}});
-      }
-      j["counts"] = v.counts;
-      print_json(j);
+      print_json(ops::dag_status(ctx.store(), *id));
       return;
     }
+    auto v = require_run(ctx, *id);
     print_fields({{"id", v.id},
                   {"dag", v.name + " (" + v.dag_id + ")"},
                   {"status", v.status},
@@ -137,7 +102,7 @@ void add_ls(CLI::App& group, Context& ctx) {
   cmd->callback([limit, &ctx] {
     auto runs = ctx.store().dags().list_dag_runs(*limit);
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(runs, summary_json);
+      print_json_list(runs, ops::dag_run_summary_json);
       return;
     }
     std::vector<TableRow> rows;
@@ -152,7 +117,7 @@ void add_control(CLI::App& group, Context& ctx) {
   auto* cancel = group.add_subcommand("cancel", "Cancel a DAG run: nodes not started are cancelled, running ones stopped");
   completes(cancel->add_option("id", *id, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   cancel->callback([id, &ctx] {
-    int n = ctx.store().dags().cancel_dag_run(normalize_id(*id));
+    int n = ctx.store().dags().cancel_dag_run(ops::normalize_id(*id));
     if (ctx.output == "json") print_json({{"id", *id}, {"result", "cancelled"}, {"nodes", n}});
     else std::fprintf(stderr, "DAG run %s: %d nodes cancelled or asked to stop\n", id->c_str(), n);
   });
@@ -163,7 +128,7 @@ void add_control(CLI::App& group, Context& ctx) {
                                            : "Resume a paused DAG run");
     completes(cmd->add_option("id", *pid, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
     cmd->callback([pid, pause, &ctx] {
-      bool changed = ctx.store().dags().set_dag_run_paused(normalize_id(*pid), pause);
+      bool changed = ctx.store().dags().set_dag_run_paused(ops::normalize_id(*pid), pause);
       const char* state = pause ? "paused" : "resumed";
       if (ctx.output == "json") print_json({{"id", *pid}, {"result", state}, {"changed", changed}});
       else std::fprintf(stderr, "DAG run %s %s%s\n", pid->c_str(), changed ? "" : "was already ", state);
@@ -173,7 +138,7 @@ void add_control(CLI::App& group, Context& ctx) {
   auto* retry = group.add_subcommand("retry", "Run a finished DAG run's failed and cancelled nodes again, keeping successes");
   completes(retry->add_option("id", *rid, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   retry->callback([rid, &ctx] {
-    int n = ctx.store().dags().retry_dag_run(normalize_id(*rid));
+    int n = ctx.store().dags().retry_dag_run(ops::normalize_id(*rid));
     if (ctx.output == "json") print_json({{"id", *rid}, {"result", "retried"}, {"nodes", n}});
     else std::fprintf(stderr, "DAG run %s: %d nodes to run again\n", rid->c_str(), n);
   });

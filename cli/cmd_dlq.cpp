@@ -6,7 +6,7 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
-#include "cli/resolve.hpp"
+#include "common/ops/ids.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/dead_letter.hpp"
 #include "common/store/jobs.hpp"
@@ -41,7 +41,7 @@ store::DeadFilter to_filter(const FilterFlags& f) {
 // A dead run named by its run id, or by its job id when the job's latest
 // run is the dead one.
 std::string dead_run_id(Context& ctx, const std::string& id) {
-  auto r = resolve_id(ctx, id);
+  auto r = ops::resolve_id(ctx.store(), id);
   if (!r.run || r.run->status != model::RunStatus::dead || r.run->replayed_at)
     throw Error(ExitCode::invalid_state,
                 fmt::format("{} is not in the dead-letter queue{}", id,
@@ -78,7 +78,7 @@ void register_show(CLI::App& dlq, Context& ctx) {
   auto* cmd = dlq.add_subcommand("show", "Show a dead run: reason, payload, every attempt with its output");
   completes(cmd->add_option("id", *id, "Run id (or job id)"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
-    auto r = resolve_id(ctx, *id);
+    auto r = ops::resolve_id(ctx.store(), *id);
     if (!r.run || r.run->status != model::RunStatus::dead)
       throw Error(ExitCode::invalid_state, fmt::format("{} is not a dead run", *id), "list them with `jobctl dlq ls`");
     auto attempts = ctx.store().jobs().attempts(r.run->id);

@@ -6,9 +6,9 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
-#include "cli/resolve.hpp"
+#include "common/ops/ids.hpp"
 #include "cli/waiting.hpp"
-#include "cli/waiting_reasons.hpp"
+#include "common/ops/job_views.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/admin.hpp"
 #include "common/store/jobs.hpp"
@@ -35,13 +35,7 @@ std::string status_text(const model::Run& r) {
   return status;
 }
 
-nlohmann::json with_waiting(const model::JobView& v, const WaitingReason& waiting) {
-  auto j = model::to_json(v);
-  j["waiting"] = waiting.empty() ? nlohmann::json(nullptr) : nlohmann::json(waiting.detail);
-  return j;
-}
-
-void show_job(const model::JobView& v, const WaitingReason& waiting) {
+void show_job(const model::JobView& v, const ops::WaitingReason& waiting) {
   const auto& j = v.job;
   std::vector<std::pair<std::string, std::string>> f{
       {"id", j.id},
@@ -99,7 +93,7 @@ void show_job(const model::JobView& v, const WaitingReason& waiting) {
 }
 
 // A fan-out job's runs, one line per agent.
-void show_per_agent(const model::Job& job, const std::vector<model::Run>& runs, WaitingReasons& waiting) {
+void show_per_agent(const model::Job& job, const std::vector<model::Run>& runs, ops::WaitingReasons& waiting) {
   std::vector<TableRow> rows;
   for (const auto& r : runs) {
     std::string status = status_text(r);
@@ -117,27 +111,16 @@ void register_get(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("get", "Show one job and its latest run");
   completes(cmd->add_option("id", *id, "Job id (or run id)"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
-    auto r = resolve_id(ctx, *id);
-    if (r.run) r.job.latest_run = r.run;
-    WaitingReasons reasons(ctx);
-    WaitingReason waiting = reasons(r.job);
-    auto per_agent = per_agent_runs(ctx, r.job);
     if (ctx.format() == OutputFormat::json) {
-      auto j = with_waiting(r.job, waiting);
-      if (r.job.job.spec.fan_out) {
-        j["per_agent"] = nlohmann::json::array();
-        for (const auto& run : per_agent) {
-          auto one = model::to_json(run);
-          auto why = reasons(r.job.job, run);
-          one["waiting"] = why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why.detail);
-          j["per_agent"].push_back(std::move(one));
-        }
-      }
-      print_json(j);
-    } else {
-      show_job(r.job, waiting);
-      if (!per_agent.empty()) show_per_agent(r.job.job, per_agent, reasons);
+      print_json(ops::job_json(ctx.store(), *id));
+      return;
     }
+    auto r = ops::resolve_id(ctx.store(), *id);
+    if (r.run) r.job.latest_run = r.run;
+    ops::WaitingReasons reasons(ctx.store());
+    show_job(r.job, reasons(r.job));
+    auto per_agent = ops::per_agent_runs(ctx.store(), r.job);
+    if (!per_agent.empty()) show_per_agent(r.job.job, per_agent, reasons);
   });
 }
 
@@ -195,11 +178,11 @@ void register_ls(CLI::App& app, Context& ctx) {
     if (!f->queue.empty()) filter.queue = f->queue;
     filter.limit = f->limit;
     auto jobs = ctx.store().jobs().list_jobs(filter);
-    WaitingReasons waiting(ctx);
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(jobs, [&](const model::JobView& v) { return with_waiting(v, waiting(v)); });
+      print_json(ops::job_list_json(ctx.store(), jobs));
       return;
     }
+    ops::WaitingReasons waiting(ctx.store());
     std::vector<TableRow> rows;
     int64_t now = util::now_micros();
     for (const auto& v : jobs) {
@@ -219,7 +202,7 @@ void register_runs(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("runs", "Attempt history of a job (or of one run)");
   completes(cmd->add_option("id", *id, "Job id or run id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
-    auto r = resolve_id(ctx, *id);
+    auto r = ops::resolve_id(ctx.store(), *id);
     std::vector<model::Run> runs;
     if (r.named_run) runs.push_back(*r.run);
     else runs = ctx.store().jobs().runs_of(r.job.job.id);
@@ -254,7 +237,7 @@ void register_logs(CLI::App& app, Context& ctx) {
   cmd->add_option("--stream", f->stream, "stdout, stderr or both (stdout to stdout, stderr to stderr)")
       ->check(CLI::IsMember({"stdout", "stderr", "both"}))->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto r = resolve_id(ctx, f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     if (!r.run) throw Error(ExitCode::invalid_state, fmt::format("job {} has no run yet", r.job.job.id));
     auto attempts = ctx.store().jobs().attempts(r.run->id);
     if (attempts.empty())

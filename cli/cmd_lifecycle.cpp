@@ -8,7 +8,7 @@
 #include "cli/context.hpp"
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
-#include "cli/resolve.hpp"
+#include "common/ops/ids.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
@@ -82,7 +82,7 @@ void register_update(CLI::App& app, Context& ctx) {
     auto update = to_job_update(*f);
     if (nothing_given(update))
       throw usage_error("nothing to update", "give a flag to change, e.g. --priority high, or a new command after --");
-    auto r = resolve_id(ctx, f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     auto result = ctx.store().jobs().update_job(r.job.job.id, update);
     if (ctx.output == "json") {
       print_json({{"id", r.job.job.id}, {"version", result.version}, {"changed", result.changed},
@@ -111,7 +111,7 @@ void register_delete(CLI::App& app, Context& ctx) {
   cmd->footer("The job and its runs stay queryable (jobctl get, runs, history; jobctl ls --deleted).\n"
               "`jobctl restore ID` undoes it.");
   cmd->callback([f, &ctx] {
-    auto r = resolve_id(ctx, f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     int n = ctx.store().jobs().delete_job(r.job.job.id,
                                    f->cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", n}});
@@ -125,7 +125,7 @@ void register_restore(CLI::App& app, Context& ctx) {
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->footer("Runs the delete cancelled stay cancelled: `jobctl retry ID` runs a one-off job again.");
   cmd->callback([id, &ctx] {
-    auto r = resolve_id(ctx, *id);
+    auto r = ops::resolve_id(ctx.store(), *id);
     ctx.store().jobs().restore_job(r.job.job.id);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "restored"}});
     else std::fprintf(stderr, "job %s restored\n", r.job.job.id.c_str());
@@ -158,7 +158,7 @@ void register_history(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto r = resolve_id(ctx, f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     auto events = ctx.store().jobs().history(r.job.job.id, f->limit);
     if (ctx.format() == OutputFormat::json) {
       print_json_list(events, [](const model::JobEvent& e) { return model::to_json(e); });

@@ -7,7 +7,8 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
-#include "cli/resolve.hpp"
+#include "common/ops/ids.hpp"
+#include "common/ops/schedules.hpp"
 #include "common/cron/cron.hpp"
 #include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
@@ -123,26 +124,9 @@ void register_schedules_ls(CLI::App& app, Context& ctx) {
   });
 }
 
-// A schedule named by its job id (a run id), or a scheduled DAG by the id
-// `dag submit --cron` printed.
-Resolved resolve_schedule(Context& ctx, const std::string& id) {
-  std::string job = ctx.store().dags().schedule_job_of(normalize_id(id));
-  return resolve_id(ctx, job.empty() ? id : job);
-}
-
-// A scheduled DAG's occurrences are DAG runs.
+// A scheduled DAG's occurrences are DAG runs, as a table.
 void print_dag_occurrences(Context& ctx, const model::Job& schedule, int limit) {
   auto runs = ctx.store().dags().list_dag_runs(limit, schedule.dag_id);
-  if (ctx.format() == OutputFormat::json) {
-    print_json_list(runs, [](const store::DagRunView& v) {
-      return nlohmann::json{{"dag_run_id", v.id},
-                            {"dag_id", v.dag_id},
-                            {"status", v.status},
-                            {"occurrence", v.occurrence ? nlohmann::json(util::format_time(*v.occurrence)) : nlohmann::json(nullptr)},
-                            {"created_at", util::format_time(v.created_at)}};
-    });
-    return;
-  }
   auto zone = util::TimeZone::locate(schedule.spec.schedule->tz);
   std::vector<TableRow> rows;
   for (const auto& v : runs)
@@ -161,16 +145,16 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
   completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_option("--limit", f->limit, "How many, newest first")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto r = resolve_schedule(ctx, f->id);
+    if (ctx.format() == OutputFormat::json) {
+      print_json(ops::schedule_runs_json(ctx.store(), f->id, f->limit));
+      return;
+    }
+    auto r = ops::resolve_schedule(ctx.store(), f->id);
     if (r.job.job.kind == "dag") {
       print_dag_occurrences(ctx, r.job.job, f->limit);
       return;
     }
     auto runs = ctx.store().schedules().schedule_runs(r.job.job.id, f->limit);
-    if (ctx.format() == OutputFormat::json) {
-      print_json_list(runs, [](const model::Run& run) { return model::to_json(run); });
-      return;
-    }
     auto zone = util::TimeZone::locate(r.job.job.spec.schedule->tz);
     std::vector<TableRow> rows;
     for (const auto& run : runs) {
@@ -194,7 +178,7 @@ void register_schedule_trigger(CLI::App& group, Context& ctx) {
   completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_flag("--force", f->force, "Start it even if the overlap policy would skip it or make it wait");
   cmd->callback([f, &ctx] {
-    auto r = resolve_schedule(ctx, f->id);
+    auto r = ops::resolve_schedule(ctx.store(), f->id);
     std::string run = ctx.store().schedules().trigger(r.job.job.id, f->force);
     if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
     else std::printf("%s\n", run.c_str());
@@ -215,7 +199,7 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
     util::given_zone(f->tz, "--tz");
     int64_t from = util::parse_at(f->from, f->tz, "--from", util::OwnOffset::wins);
     int64_t to = util::parse_at(f->to, f->tz, "--to", util::OwnOffset::wins);
-    auto r = resolve_schedule(ctx, f->id);
+    auto r = ops::resolve_schedule(ctx.store(), f->id);
     auto result = ctx.store().schedules().backfill(r.job.job.id, from, to);
     if (ctx.output == "json") {
       print_json({{"id", r.job.job.id}, {"occurrences", result.occurrences}, {"created", result.created}});

@@ -20,7 +20,7 @@
 #include "cli/waiting.hpp"
 #include "common/jobdef/fields.hpp"
 #include "common/jobdef/job_input.hpp"
-#include "common/model/job_json.hpp"
+#include "common/ops/job_actions.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
@@ -100,9 +100,7 @@ void report(Context& ctx, const std::vector<store::SubmitResult>& results, const
     for (const auto& id : ids) std::printf("%s\n", id.c_str());
     return;
   }
-  auto views = ctx.store().jobs().get_jobs(ids);  // one query, however large the batch
-  if (views.size() == 1) print_json(model::to_json(views[0]));
-  else print_json_list(views, [](const model::JobView& v) { return model::to_json(v); });
+  print_json(ops::submitted_json(ctx.store(), results, results.size() > 1));
 }
 
 }  // namespace

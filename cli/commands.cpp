@@ -21,10 +21,11 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 15> kCommandGroups{
+constexpr std::array<Registrar, 16> kCommandGroups{
     register_init,   register_submit,    register_inspect,  register_control, register_schedule,
     register_dag,    register_lifecycle, register_dlq,      register_queue,   register_workers,
-    register_health, register_top,       register_gc,       register_progress, register_complete,
+    register_health, register_top,       register_gc,       register_progress, register_serve,
+    register_complete,
 };
 
 constexpr const char* kFooter = R"(Exit codes:

@@ -49,6 +49,7 @@ void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
 void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …
 void register_lifecycle(CLI::App& app, Context& ctx); // update, delete, restore, history
 void register_dag(CLI::App& app, Context& ctx);        // dag submit, status, ls, cancel, pause, resume, retry, graph
+void register_serve(CLI::App& app, Context& ctx);     // serve: the HTTP API
 void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
 
 // Builds the whole jobctl command line (used by main and by the tests that

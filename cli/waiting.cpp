@@ -11,32 +11,18 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
-#include "cli/waiting_reasons.hpp"
+#include "common/ops/job_views.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::cli {
 
-std::vector<model::Run> per_agent_runs(Context& ctx, const model::JobView& view) {
-  if (!view.job.spec.fan_out || !view.latest_run) return {};
-  const auto& latest = *view.latest_run;
-  std::map<std::string, model::Run> newest;  // runs_of is oldest first
-  for (auto& run : ctx.store().jobs().runs_of(view.job.id)) {
-    if (run.pinned_to.empty()) continue;
-    if (latest.occurrence && run.occurrence && *run.occurrence != *latest.occurrence) continue;
-    newest[run.pinned_to] = std::move(run);
-  }
-  std::vector<model::Run> out;
-  for (auto& [agent, run] : newest) out.push_back(std::move(run));
-  return out;
-}
-
 namespace {
 
 // The runs a wait is for: every agent's of a fan-out job, else the latest.
 std::vector<model::Run> awaited(Context& ctx, const model::JobView& view) {
-  auto runs = per_agent_runs(ctx, view);
+  auto runs = ops::per_agent_runs(ctx.store(), view);
   if (runs.empty() && view.latest_run) runs.push_back(*view.latest_run);
   return runs;
 }
@@ -83,7 +69,7 @@ class WaitingNote {
     using Clock = std::chrono::steady_clock;
     if (!on_ || Clock::now() < next_) return;
     next_ = Clock::now() + std::chrono::seconds(5);
-    WaitingReasons reasons(ctx_);
+    ops::WaitingReasons reasons(ctx_.store());
     std::string detail;
     for (const auto& run : runs)
       if (auto why = reasons(view.job, run); !why.empty()) {

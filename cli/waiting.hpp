@@ -10,11 +10,6 @@
 
 namespace jobctl::cli {
 
-// A fan-out job's (--on-each) latest runs, one per agent by agent name:
-// those of the latest run's occurrence for a schedule, else each agent's
-// newest. Empty for other jobs.
-std::vector<model::Run> per_agent_runs(Context& ctx, const model::JobView& view);
-
 // Polls the store (backing off from 20 ms to 500 ms) until the job's latest
 // run (a fan-out job: every agent's run) reaches a final state or `timeout`
 // passes. Prints the outcome to

@@ -27,7 +27,8 @@ bool needs_quotes(const std::string& v) {
 
 void setup_logging(LogFormat format, LogLevel min_level) {
   g_format = format;
-  auto logger = spdlog::stderr_logger_st("jobagent");
+  // _mt: the agent's store thread and jobctl serve's workers log too.
+  auto logger = spdlog::stderr_logger_mt("jobctl");
   // JSON lines carry their own timestamp and level fields.
   logger->set_pattern(format == LogFormat::json ? "%v" : "%Y-%m-%dT%H:%M:%S.%e%z %l %v");
   logger->set_level(to_spdlog(min_level));

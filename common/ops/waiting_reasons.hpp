@@ -2,16 +2,16 @@
 // Why a pending run may wait for ever: no live agent serves its queue, its
 // queue is paused, or no live agent has the labels it asks for (--on) or is
 // the agent it is pinned to (--on-each). The agents and paused queues are
-// read once per command, on first need.
+// read once per WaitingReasons, on first need.
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "cli/context.hpp"
+#include "common/store/store.hpp"
 #include "common/model/job.hpp"
 
-namespace jobctl::cli {
+namespace jobctl::ops {
 
 struct WaitingReason {
   std::string brief;   // for a table cell: "no eligible agent", "queue paused"
@@ -21,7 +21,7 @@ struct WaitingReason {
 
 class WaitingReasons {
  public:
-  explicit WaitingReasons(Context& ctx) : ctx_(ctx) {}
+  explicit WaitingReasons(store::Store& store) : store_(store) {}
 
   // Of the job's latest run; empty when it can run (or is not pending).
   WaitingReason operator()(const model::JobView& v);
@@ -29,9 +29,9 @@ class WaitingReasons {
   WaitingReason operator()(const model::Job& job, const model::Run& run);
 
  private:
-  Context& ctx_;
+  store::Store& store_;
   std::optional<std::vector<model::Worker>> workers_;
   std::optional<std::set<std::string>> paused_;
 };
 
-}  // namespace jobctl::cli
+}  // namespace jobctl::ops

@@ -1,4 +1,4 @@
-#include "cli/waiting_reasons.hpp"
+#include "common/ops/waiting_reasons.hpp"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "common/store/admin.hpp"
 #include "common/store/queues.hpp"
 
-namespace jobctl::cli {
+namespace jobctl::ops {
 
 WaitingReason WaitingReasons::operator()(const model::JobView& v) {
   if (!v.latest_run) return {};
@@ -17,11 +17,11 @@ WaitingReason WaitingReasons::operator()(const model::JobView& v) {
 
 WaitingReason WaitingReasons::operator()(const model::Job& job, const model::Run& run) {
   if (run.status != model::RunStatus::pending) return {};
-  if (!paused_) paused_ = ctx_.store().queues().paused_queues();
+  if (!paused_) paused_ = store_.queues().paused_queues();
   if (paused_->contains(job.spec.queue))
     return {"queue paused", fmt::format("queue {} is paused: `jobctl queue resume {}` lets agents claim it again",
                                         job.spec.queue, job.spec.queue)};
-  if (!workers_) workers_ = ctx_.store().admin().list_workers();
+  if (!workers_) workers_ = store_.admin().list_workers();
   auto live = [](const model::Worker& w) { return w.state == model::WorkerState::active; };
   auto serves = [&](const model::Worker& w) {
     return live(w) && std::find(w.queues.begin(), w.queues.end(), job.spec.queue) != w.queues.end();
@@ -44,4 +44,4 @@ WaitingReason WaitingReasons::operator()(const model::Job& job, const model::Run
   return {"no eligible agent", "no eligible agent: " + why};
 }
 
-}  // namespace jobctl::cli
+}  // namespace jobctl::ops

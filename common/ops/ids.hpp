@@ -1,12 +1,13 @@
 #pragma once
-// Turning an id typed by a user into a job or a run.
+// Turning an id a user typed (on the command line or in a URL) into a job,
+// a run or a schedule: one rule for every front door.
 #include <optional>
 #include <string>
 
-#include "cli/context.hpp"
 #include "common/model/job.hpp"
+#include "common/store/store.hpp"
 
-namespace jobctl::cli {
+namespace jobctl::ops {
 
 struct Resolved {
   model::JobView job;
@@ -19,6 +20,10 @@ struct Resolved {
 std::string normalize_id(const std::string& raw);
 
 // Accepts a job id or a run id. Throws usage (not a ULID) or not_found.
-Resolved resolve_id(Context& ctx, const std::string& id);
+Resolved resolve_id(store::Store& store, const std::string& id);
 
-}  // namespace jobctl::cli
+// Accepts a schedule's job id, a run id, or a scheduled DAG's id (its
+// schedule job).
+Resolved resolve_schedule(store::Store& store, const std::string& id);
+
+}  // namespace jobctl::ops

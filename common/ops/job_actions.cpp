@@ -1,0 +1,36 @@
+#include "common/ops/job_actions.hpp"
+
+#include "common/model/job_json.hpp"
+#include "common/ops/ids.hpp"
+#include "common/store/dead_letter.hpp"
+
+namespace jobctl::ops {
+
+nlohmann::json submitted_json(store::Store& store, const std::vector<store::SubmitResult>& results, bool batch) {
+  std::vector<std::string> ids;
+  for (const auto& r : results) ids.push_back(r.job_id);
+  auto views = store.jobs().get_jobs(ids);  // one query, however large the batch
+  if (!batch && views.size() == 1) return model::to_json(views[0]);
+  auto out = nlohmann::json::array();
+  for (const auto& v : views) out.push_back(model::to_json(v));
+  return out;
+}
+
+nlohmann::json cancel_job(store::Store& store, const std::string& id) {
+  auto r = resolve_id(store, id);
+  auto outcome = store.jobs().cancel(r.job.job.id);
+  return {{"id", r.job.job.id}, {"result", outcome == store::CancelOutcome::cancelled ? "cancelled" : "cancel requested"}};
+}
+
+nlohmann::json retry_job(store::Store& store, const std::string& id) {
+  auto r = resolve_id(store, id);
+  return {{"id", r.job.job.id}, {"run", store.dead_letter().retry_job(r.job.job.id)}};
+}
+
+nlohmann::json pause_job(store::Store& store, const std::string& id, bool pause) {
+  auto r = resolve_id(store, id);
+  bool changed = store.jobs().set_paused(r.job.job.id, pause);
+  return {{"id", r.job.job.id}, {"result", pause ? "paused" : "resumed"}, {"changed", changed}};
+}
+
+}  // namespace jobctl::ops

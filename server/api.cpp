@@ -1,0 +1,145 @@
+#include "server/api.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "common/util/error.hpp"
+#include "server/handlers.hpp"
+
+namespace jobctl::server {
+namespace {
+
+const Parameter kId{"id", "path", "A job id, or a run id (its job)"};
+const Parameter kScheduleId{"id", "path", "A schedule's job id, a run id, or a scheduled DAG's id"};
+const Parameter kDagRunId{"id", "path", "A DAG run id, or a DAG id (its newest run)"};
+const Parameter kLimit{"limit", "query", "At most this many, newest first"};
+
+const std::vector<Route>& table() {
+  static const std::vector<Route> routes{
+      {"POST", "/jobs", Role::submit, "Submit a job, or a batch (an array) all or nothing", {},
+       "A job as a line of `jobctl submit --file`, or an array of them; the Idempotency-Key header is the job's "
+       "idempotency key",
+       submit_jobs},
+      {"GET", "/jobs", Role::read, "List jobs, newest first",
+       {{"status", "query", "Only jobs whose latest run has this status"},
+        {"queue", "query", "Only jobs of this queue"},
+        {"deleted", "query", "true: only deleted jobs"},
+        {"limit", "query", "At most this many (default 50)"}},
+       "", list_jobs},
+      {"GET", "/jobs/{id}", Role::read, "A job and its latest run, as `jobctl get -o json`", {kId}, "", get_job},
+      {"DELETE", "/jobs/{id}", Role::operate, "Cancel a job: a pending run is cancelled, a running one killed", {kId},
+       "", cancel_job},
+      {"POST", "/jobs/{id}/retry", Role::operate, "Run a dead, failed or cancelled job again", {kId}, "", retry_job},
+      {"POST", "/jobs/{id}/pause", Role::operate, "Pause a job: its pending runs wait", {kId}, "", pause_job},
+      {"POST", "/jobs/{id}/resume", Role::operate, "Resume a paused job", {kId}, "", resume_job},
+      {"POST", "/schedules", Role::submit, "Make a schedule: a job with a \"cron\" expression", {},
+       "A job with \"cron\", as a line of `jobctl submit --file`", submit_schedule},
+      {"GET", "/schedules/{id}/runs", Role::read, "A schedule's past occurrences, as `jobctl schedule runs -o json`",
+       {kScheduleId, kLimit}, "", schedule_runs},
+      {"POST", "/dags", Role::submit, "Submit a DAG document, as `jobctl dag submit`",
+       {{"on_failure", "query", "stop (default) or continue"},
+        {"cron", "query", "Run the DAG on this cron expression"},
+        {"tz", "query", "The IANA zone of cron"}},
+       "The DAG document (jobctl(1), DAGS)", submit_dag},
+      {"GET", "/dags/{id}/status", Role::read, "A DAG run and its nodes, as `jobctl dag status -o json`", {kDagRunId},
+       "", dag_status},
+  };
+  return routes;
+}
+
+}  // namespace
+
+std::string Call::query(const std::string& name) const {
+  return request.has_param(name) ? request.get_param_value(name) : std::string();
+}
+
+int query_int(const Call& c, const std::string& name, int fallback, int min, int max) {
+  if (!c.request.has_param(name)) return fallback;
+  const std::string text = c.query(name);
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
+    throw usage_error(fmt::format("query parameter {}='{}' is not a whole number from {} to {}", name, text, min, max));
+  return value;
+}
+
+std::span<const Route> api_routes() { return table(); }
+
+std::string path_pattern(const Route& r) {
+  std::string out = kApiPrefix;
+  for (size_t i = 0; i < r.path.size(); ++i) {
+    if (r.path[i] == '{') {
+      i = r.path.find('}', i);
+      out += "([^/]+)";
+    } else {
+      out += r.path[i];
+    }
+  }
+  return out;
+}
+
+nlohmann::json openapi_document() {
+  using nlohmann::json;
+  json paths = json::object();
+  const json problem{{"description", "A problem (RFC 9457): detail, hint and the CLI's exit_code"},
+                     {"content", {{"application/problem+json", {{"schema", {{"$ref", "#/components/schemas/Problem"}}}}}}}};
+  for (const auto& r : table()) {
+    std::string method = r.method;
+    for (auto& ch : method) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    json op{{"summary", r.summary},
+            {"operationId", method + r.path},
+            {"x-jobctl-role", std::string(to_string(r.role))},
+            {"security", json::array({{{"bearer", json::array()}}})},
+            {"responses",
+             {{"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", json::object()}}}}}}},
+              {"400", problem},
+              {"401", problem},
+              {"403", problem},
+              {"404", problem},
+              {"409", problem},
+              {"503", problem}}}};
+    if (r.method == "POST" && (r.path == "/jobs" || r.path == "/schedules" || r.path == "/dags"))
+      op["responses"]["201"] = {{"description", "Created"},
+                                {"content", {{"application/json", {{"schema", json::object()}}}}}};
+    json params = json::array();
+    for (const auto& p : r.parameters)
+      params.push_back({{"name", p.name},
+                        {"in", p.in},
+                        {"required", p.in == "path"},
+                        {"description", p.description},
+                        {"schema", {{"type", "string"}}}});
+    if (r.path == "/jobs" || r.path == "/schedules")
+      if (r.method == "POST")
+        params.push_back({{"name", "Idempotency-Key"},
+                          {"in", "header"},
+                          {"required", false},
+                          {"description", "The job's idempotency key: a retried POST makes one job"},
+                          {"schema", {{"type", "string"}}}});
+    if (!params.empty()) op["parameters"] = params;
+    if (!r.body.empty())
+      op["requestBody"] = {{"required", true},
+                           {"description", r.body},
+                           {"content", {{"application/json", {{"schema", json::object()}}}}}};
+    paths[r.path][method] = op;
+  }
+  return json{
+      {"openapi", "3.1.0"},
+      {"info", {{"title", "jobctl"}, {"version", JOBCTL_VERSION}, {"description", "The HTTP API of jobctl serve"}}},
+      {"servers", json::array({{{"url", kApiPrefix}}})},
+      {"paths", paths},
+      {"components",
+       {{"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}},
+        {"schemas",
+         {{"Problem",
+           {{"type", "object"},
+            {"properties",
+             {{"type", {{"type", "string"}}},
+              {"title", {{"type", "string"}}},
+              {"status", {{"type", "integer"}}},
+              {"detail", {{"type", "string"}}},
+              {"hint", {{"type", "string"}}},
+              {"exit_code", {{"type", "integer"}}}}}}}}}}}};
+}
+
+}  // namespace jobctl::server

@@ -1,0 +1,29 @@
+#pragma once
+// The handlers of the API's routes (api.cpp lists them with their paths and
+// roles), one file per resource: jobs, schedules, DAGs.
+#include "common/model/job.hpp"
+#include "server/api.hpp"
+
+namespace jobctl::server {
+
+Reply submit_jobs(Call& c);      // POST   /jobs
+Reply list_jobs(Call& c);        // GET    /jobs
+Reply get_job(Call& c);          // GET    /jobs/{id}
+Reply cancel_job(Call& c);       // DELETE /jobs/{id}
+Reply retry_job(Call& c);        // POST   /jobs/{id}/retry
+Reply pause_job(Call& c);        // POST   /jobs/{id}/pause
+Reply resume_job(Call& c);       // POST   /jobs/{id}/resume
+Reply submit_schedule(Call& c);  // POST   /schedules
+Reply schedule_runs(Call& c);    // GET    /schedules/{id}/runs
+Reply submit_dag(Call& c);       // POST   /dags
+Reply dag_status(Call& c);       // GET    /dags/{id}/status
+
+// The Idempotency-Key header is the job's idempotency key (seed 001), so a
+// retried POST makes one job. Throws usage Error when the body gives another.
+void apply_idempotency_header(const Call& c, model::JobSpec& spec);
+
+// A whole number from a query parameter within [min, max], else `fallback`
+// when absent. Throws usage Error naming the parameter.
+int query_int(const Call& c, const std::string& name, int fallback, int min, int max);
+
+}  // namespace jobctl::server

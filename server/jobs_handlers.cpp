@@ -1,0 +1,80 @@
+// The API's jobs: submit (one, or a batch all or nothing), list, get,
+// cancel, retry, pause, resume.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/jobdef/job_input.hpp"
+#include "common/model/job.hpp"
+#include "common/ops/job_actions.hpp"
+#include "common/ops/job_views.hpp"
+#include "common/store/jobs.hpp"
+#include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
+#include "server/handlers.hpp"
+
+namespace jobctl::server {
+namespace {
+
+constexpr const char* kBodyHint =
+    "the body is a job as one line of `jobctl submit --file` takes, or an array of them; see jobctl(1), SERVE";
+
+// The jobs of a request body: an object is one job, an array a batch.
+std::vector<model::JobSpec> specs_of(const Call& c, bool& batch) {
+  auto body = util::parse_json_input(c.request.body, "the request body", kBodyHint);
+  batch = body.is_array();
+  if (!batch) return {jobdef::job_spec_from_json(body)};
+  if (body.empty()) throw usage_error("the request body is an empty array", kBodyHint);
+  std::vector<model::JobSpec> specs;
+  for (size_t i = 0; i < body.size(); ++i) {
+    try {
+      specs.push_back(jobdef::job_spec_from_json(body[i]));
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("job {}: {}", i + 1, e.what()),
+                  e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+    }
+  }
+  return specs;
+}
+
+}  // namespace
+
+void apply_idempotency_header(const Call& c, model::JobSpec& spec) {
+  if (!c.request.has_header("Idempotency-Key")) return;
+  const std::string key = c.request.get_header_value("Idempotency-Key");
+  if (!spec.idempotency_key.empty() && spec.idempotency_key != key)
+    throw usage_error("the Idempotency-Key header and the body's \"idempotency_key\" differ",
+                      "give the key once, in either");
+  spec.idempotency_key = key;
+}
+
+Reply submit_jobs(Call& c) {
+  bool batch = false;
+  auto specs = specs_of(c, batch);
+  if (batch && c.request.has_header("Idempotency-Key"))
+    throw usage_error("the Idempotency-Key header goes with one job, not a batch",
+                      "give each job of the array its own \"idempotency_key\"");
+  apply_idempotency_header(c, specs[0]);
+  auto results = c.store.jobs().submit(specs);
+  bool all_existed = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.existed; });
+  Reply reply{all_existed ? 200 : 201, ops::submitted_json(c.store, results, batch), {}};
+  if (!batch) reply.headers.emplace_back("Location", fmt::format("{}/jobs/{}", kApiPrefix, results[0].job_id));
+  return reply;
+}
+
+Reply list_jobs(Call& c) {
+  store::JobFilter filter;
+  if (auto status = c.query("status"); !status.empty()) filter.status = model::parse_run_status(status);
+  if (auto queue = c.query("queue"); !queue.empty()) filter.queue = queue;
+  filter.deleted = c.query("deleted") == "true";
+  filter.limit = query_int(c, "limit", filter.limit, 1, 100000);
+  return {200, ops::job_list_json(c.store, c.store.jobs().list_jobs(filter)), {}};
+}
+
+Reply get_job(Call& c) { return {200, ops::job_json(c.store, c.path_param(1)), {}}; }
+Reply cancel_job(Call& c) { return {200, ops::cancel_job(c.store, c.path_param(1)), {}}; }
+Reply retry_job(Call& c) { return {200, ops::retry_job(c.store, c.path_param(1)), {}}; }
+Reply pause_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1), true), {}}; }
+Reply resume_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1), false), {}}; }
+
+}  // namespace jobctl::server

@@ -1,0 +1,32 @@
+// The API's schedules: one made from a job with a cron expression, and the
+// runs of one.
+#include "common/jobdef/job_input.hpp"
+#include "common/ops/job_actions.hpp"
+#include "common/ops/schedules.hpp"
+#include "common/store/jobs.hpp"
+#include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
+#include "server/handlers.hpp"
+
+#include <fmt/format.h>
+
+namespace jobctl::server {
+
+Reply submit_schedule(Call& c) {
+  auto body = util::parse_json_input(c.request.body, "the request body",
+                                     "the body is a job with a \"cron\" expression, as a line of `jobctl submit "
+                                     "--file`; see jobctl(1), SERVE");
+  if (!body.is_object() || !body.contains("cron"))
+    throw usage_error("a schedule needs \"cron\"", "e.g. {\"command\": \"backup.sh\", \"cron\": \"0 3 * * *\"}");
+  auto spec = jobdef::job_spec_from_json(body);
+  apply_idempotency_header(c, spec);
+  auto results = c.store.jobs().submit({spec});
+  return {results[0].existed ? 200 : 201, ops::submitted_json(c.store, results, false),
+          {{"Location", fmt::format("{}/jobs/{}", kApiPrefix, results[0].job_id)}}};
+}
+
+Reply schedule_runs(Call& c) {
+  return {200, ops::schedule_runs_json(c.store, c.path_param(1), query_int(c, "limit", 20, 1, 100000)), {}};
+}
+
+}  // namespace jobctl::server

@@ -1,0 +1,222 @@
+#include "server/serve.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "common/store/store.hpp"
+#include "common/util/error.hpp"
+#include "common/util/log.hpp"
+#include "server/api.hpp"
+#include "server/problem.hpp"
+#include "server/tokens.hpp"
+
+namespace jobctl::server {
+namespace {
+
+// Each worker thread's own connection, opened on its first request and
+// dropped after a store error so that the next request reconnects.
+thread_local std::unique_ptr<store::Store> t_store;
+// What the access log line of the thread's request says besides the request.
+thread_local std::string t_token_name;
+thread_local std::chrono::steady_clock::time_point t_started;
+
+store::Store& thread_store(const config::Dsn& dsn) {
+  if (!t_store) {
+    auto s = store::Store::open(dsn, store::Create::no);
+    s->require_schema();
+    t_store = std::move(s);
+  }
+  return *t_store;
+}
+
+std::optional<Token> authenticate(const httplib::Request& req, const Tokens& tokens) {
+  const std::string header = req.get_header_value("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) return std::nullopt;
+  return tokens.find(std::string_view(header).substr(kBearer.size()));
+}
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
+}
+
+httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn) {
+  return [&route, &tokens, &dsn](const httplib::Request& req, httplib::Response& res) {
+    auto token = authenticate(req, tokens);
+    if (!token) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_problem(res, 401, "this needs a token: send the header Authorization: Bearer TOKEN",
+                   "the tokens are in the server's --tokens-file");
+      return;
+    }
+    t_token_name = token->name;
+    if (token->role < route.role) {
+      send_problem(res, 403,
+                   fmt::format("token '{}' has the role {}; {} {} needs {}", token->name, to_string(token->role),
+                               route.method, route.path, to_string(route.role)));
+      return;
+    }
+    try {
+      auto& store = thread_store(dsn);
+      store.set_actor(token->name);
+      Call call{req, store, *token};
+      Reply reply = route.handle(call);
+      for (const auto& [name, value] : reply.headers) res.set_header(name, value);
+      send_json(res, reply.status, reply.body);
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::store) t_store.reset();
+      if (e.code() == ExitCode::internal) {
+        util::log_event(util::LogLevel::error, "internal_error", {{"path", req.path}, {"error", e.what()}});
+        send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
+      } else {
+        send_error(res, e);
+      }
+    } catch (const std::exception& e) {
+      t_store.reset();
+      util::log_event(util::LogLevel::error, "internal_error", {{"path", req.path}, {"error", e.what()}});
+      send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
+    }
+  };
+}
+
+void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& dsn) {
+  for (const auto& route : api_routes()) {
+    const std::string pattern = path_pattern(route);
+    auto handler = handler_of(route, tokens, dsn);
+    if (route.method == "GET") svr.Get(pattern, handler);
+    else if (route.method == "POST") svr.Post(pattern, handler);
+    else if (route.method == "PATCH") svr.Patch(pattern, handler);
+    else if (route.method == "DELETE") svr.Delete(pattern, handler);
+    else throw Error(ExitCode::internal, "route with method " + route.method);
+  }
+  svr.Get(std::string(kApiPrefix) + "/openapi.json",
+          [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, openapi_document()); });
+  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+}
+
+// HOST:PORT or [HOST]:PORT.
+std::pair<std::string, int> split_listen(const std::string& listen) {
+  const auto hint = "write it as HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0: any free port)";
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size())
+    throw usage_error(fmt::format("invalid --listen '{}'", listen), hint);
+  std::string host = listen.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.back() != ']') throw usage_error(fmt::format("invalid --listen '{}'", listen), hint);
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  try {
+    size_t used = 0;
+    port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1) port = -1;
+  } catch (const std::exception&) {
+    port = -1;
+  }
+  if (port < 0 || port > 65535) throw usage_error(fmt::format("invalid --listen '{}': bad port", listen), hint);
+  return {host, port};
+}
+
+}  // namespace
+
+void serve(const config::Dsn& dsn, const ServeOptions& o) {
+  const Tokens tokens = Tokens::load(o.tokens_file);
+  {
+    // Fails here, before listening, for a store that is not there (the
+    // default file is made on first use, as by every command).
+    auto probe = store::Store::open(dsn, dsn.is_default ? store::Create::yes : store::Create::no);
+    probe->require_schema();
+  }
+  if (o.tls_cert.has_value() != o.tls_key.has_value())
+    throw usage_error("--tls-cert and --tls-key go together");
+  std::unique_ptr<httplib::Server> svr;
+  if (o.tls_cert) {
+    auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert->c_str(), o.tls_key->c_str());
+    if (!tls->is_valid())
+      throw usage_error(fmt::format("cannot load the TLS certificate '{}' or key '{}'", *o.tls_cert, *o.tls_key),
+                        "both are PEM files; the key must not need a password");
+    svr = std::move(tls);
+  } else {
+    svr = std::make_unique<httplib::Server>();
+  }
+  const int threads = o.threads;
+  svr->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr->set_payload_max_length(o.max_body);
+  svr->set_read_timeout(o.timeout_s, 0);
+  svr->set_write_timeout(o.timeout_s, 0);
+  svr->set_keep_alive_max_count(1000);
+  svr->set_keep_alive_timeout(5);
+  svr->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    t_started = std::chrono::steady_clock::now();
+    t_token_name.clear();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Whatever no handler answered (no such route, a body too large) is a problem too.
+  svr->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      send_problem(res, 404, fmt::format("no route {} {}", req.method, req.path),
+                   fmt::format("{}/openapi.json lists the routes", kApiPrefix));
+    else if (res.status == 413)
+      send_problem(res, 413, "the request body is larger than the server's --max-body");
+    else
+      send_problem(res, res.status, fmt::format("the request could not be served (HTTP {})", res.status));
+  });
+  // The access log: never the token, nor the query (the console's login carries one).
+  svr->set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t_started);
+    util::log_event(util::LogLevel::info, "request",
+                    {{"method", req.method},
+                     {"path", req.path},
+                     {"status", std::to_string(res.status)},
+                     {"token", t_token_name.empty() ? "-" : t_token_name},
+                     {"remote", req.remote_addr},
+                     {"ms", fmt::format("{:.1f}", static_cast<double>(us.count()) / 1000)}});
+  });
+  add_routes(*svr, tokens, dsn);
+
+  auto [host, port] = split_listen(o.listen);
+  if (port == 0) port = svr->bind_to_any_port(host);
+  else if (!svr->bind_to_port(host, port)) port = -1;
+  if (port < 0)
+    throw usage_error(fmt::format("cannot listen on {}: the address is in use or not this host's", o.listen),
+                      "pick another --listen");
+
+  // SIGTERM and SIGINT stop the server from a thread of their own; blocked
+  // here before any worker starts, so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::atomic<bool> listening{true};
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (listening) util::log_event(util::LogLevel::info, "stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    svr->stop();
+  });
+  const std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  std::fprintf(stderr, "jobctl serve: listening on %s://%s:%d%s\n", o.tls_cert ? "https" : "http",
+               shown_host.c_str(), port, kApiPrefix);
+  std::fflush(stderr);
+  const bool ok = svr->listen_after_bind();  // returns once stopped and the requests under way are answered
+  listening = false;
+  pthread_kill(stopper.native_handle(), SIGTERM);  // a stopper still waiting (the server failed) ends too
+  stopper.join();
+  if (!ok) throw Error(ExitCode::internal, fmt::format("the server on {} stopped accepting connections", o.listen));
+}
+
+}  // namespace jobctl::server

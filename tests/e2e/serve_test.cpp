@@ -1,0 +1,336 @@
+// jobctl serve (issue 19): the real server on 127.0.0.1, on both backends,
+// called with a real HTTP client. Its answers are compared with what the
+// CLI prints for the same store, since both come from common/ops.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+using nlohmann::json;
+
+namespace {
+
+const std::string kReader = "reader-token-0123456789abcdef";
+const std::string kSubmitter = "submitter-token-0123456789abcdef";
+const std::string kOperator = "operator-token-0123456789abcdef";
+const std::string kAdmin = "admin-token-0123456789abcdef";
+const std::string kUnknownId = "01J00000000000000000000000";
+
+std::string write_tokens(const test::TempDir& dir, mode_t mode = 0600) {
+  const std::string path = dir.file("tokens");
+  std::ofstream(path) << "# name role token\n"
+                      << "reader read " << kReader << "\n"
+                      << "ci-bot submit " << kSubmitter << "\n"
+                      << "on-call operate " << kOperator << "\n"
+                      << "root admin " << kAdmin << "\n";
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+// A running `jobctl serve` on a free port of 127.0.0.1; with `ca`, over
+// TLS with a certificate that CA file vouches for.
+struct Server {
+  std::unique_ptr<test::Process> process;
+  int port = 0;
+  std::string ca;
+
+  Server(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> extra = {},
+         std::string ca_file = "")
+      : ca(std::move(ca_file)) {
+    std::vector<std::string> argv{JOBCTL_BIN, "--db", db.dsn(), "serve", "--listen", "127.0.0.1:0", "--tokens-file",
+                                  write_tokens(dir)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    process = std::make_unique<test::Process>(argv, std::vector<std::string>{}, dir, "serve");
+    const std::regex listening(std::string("listening on ") + (ca.empty() ? "http" : "https") +
+                               "://127\\.0\\.0\\.1:([0-9]+)/api/v1");
+    test::eventually(
+        [&] {
+          std::smatch m;
+          const std::string err = process->err();
+          if (std::regex_search(err, m, listening)) port = std::stoi(m[1]);
+          REQUIRE_MESSAGE(process->running(), "jobctl serve exited: " << err);
+          return port != 0;
+        },
+        "jobctl serve listens");
+  }
+
+  httplib::Client client(const std::string& token = "") const {
+    httplib::Client c((ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port));
+    if (!ca.empty()) {
+      c.set_ca_cert_path(ca.c_str());
+      c.enable_server_certificate_verification(true);
+    }
+    c.set_read_timeout(60, 0);
+    if (!token.empty()) c.set_bearer_token_auth(token.c_str());
+    return c;
+  }
+};
+
+json body_of(const httplib::Result& r) {
+  REQUIRE(r);
+  return json::parse(r->body);
+}
+
+// The CLI's JSON for the same question.
+json cli_json(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> args) {
+  args.push_back("-o");
+  args.push_back("json");
+  auto r = test::run_jobctl(db, dir, args);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return json::parse(r.out);
+}
+
+void check_problem(const httplib::Result& r, int status, const std::string& detail_has) {
+  REQUIRE(r);
+  CHECK(r->status == status);
+  CHECK(r->get_header_value("Content-Type") == "application/problem+json");
+  auto j = json::parse(r->body);
+  CHECK(j["status"] == status);
+  CAPTURE(r->body);
+  CHECK(j["detail"].get<std::string>().find(detail_has) != std::string::npos);
+}
+
+const char* kDag = R"({"name": "etl", "jobs": {"extract": {"command": "true"},
+                       "load": {"command": "true", "depends_on": ["extract"]}}})";
+
+}  // namespace
+
+TEST_CASE("serve: the seeds' eight endpoints answer with the JSON the CLI prints, and record the token's name") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto submitter = server.client(kSubmitter), reader = server.client(kReader), op = server.client(kOperator);
+
+  // POST /jobs, GET /jobs/{id}
+  auto created = submitter.Post("/api/v1/jobs", R"({"command": ["sleep", "60"], "name": "nightly"})",
+                                "application/json");
+  REQUIRE(created);
+  CHECK(created->status == 201);
+  const std::string id = body_of(created)["id"];
+  CHECK(created->get_header_value("Location") == "/api/v1/jobs/" + id);
+  CHECK(body_of(reader.Get("/api/v1/jobs/" + id)) == cli_json(db, dir, {"get", id}));
+  auto shown = cli_json(db, dir, {"get", id});
+  shown.erase("waiting");  // as `submit -o json` shows a new job
+  CHECK(body_of(created) == shown);
+  auto listed = body_of(reader.Get("/api/v1/jobs?limit=10"));
+  CHECK(listed == cli_json(db, dir, {"ls", "--limit", "10"}));
+
+  // DELETE /jobs/{id} cancels; POST /jobs/{id}/retry runs it again.
+  auto cancelled = op.Delete("/api/v1/jobs/" + id);
+  CHECK(cancelled->status == 200);
+  CHECK(body_of(cancelled) == json{{"id", id}, {"result", "cancelled"}});
+  auto retried = body_of(op.Post("/api/v1/jobs/" + id + "/retry"));
+  CHECK(retried["id"] == id);
+  CHECK(retried["run"] == test::get(db, dir, id)["run"]["id"]);
+  CHECK(body_of(op.Post("/api/v1/jobs/" + id + "/pause")) == json{{"id", id}, {"result", "paused"}, {"changed", true}});
+  CHECK(body_of(op.Post("/api/v1/jobs/" + id + "/resume")) == json{{"id", id}, {"result", "resumed"}, {"changed", true}});
+
+  // POST /schedules, GET /schedules/{id}/runs
+  auto schedule = submitter.Post("/api/v1/schedules", R"({"command": "true", "cron": "0 3 * * *"})", "application/json");
+  CHECK(schedule->status == 201);
+  const std::string sid = body_of(schedule)["id"];
+  CHECK(body_of(schedule)["schedule"]["cron"] == "0 3 * * *");
+  CHECK(body_of(reader.Get("/api/v1/schedules/" + sid + "/runs")) == cli_json(db, dir, {"schedule", "runs", sid}));
+  check_problem(submitter.Post("/api/v1/schedules", R"({"command": "true"})", "application/json"), 400, "cron");
+
+  // POST /dags, GET /dags/{id}/status
+  auto dag = submitter.Post("/api/v1/dags", kDag, "application/json");
+  CHECK(dag->status == 201);
+  const std::string dag_run = body_of(dag)["dag_run_id"];
+  CHECK(body_of(reader.Get("/api/v1/dags/" + dag_run + "/status")) == cli_json(db, dir, {"dag", "status", dag_run}));
+
+  // Who did what: the token's name is the audit actor.
+  auto history = cli_json(db, dir, {"history", id});
+  std::set<std::string> actors;
+  for (const auto& e : history) actors.insert(e["actor"].get<std::string>());
+  CHECK(actors.count("ci-bot") == 1);
+  CHECK(actors.count("on-call") == 1);
+}
+
+TEST_CASE("serve: a job submitted over HTTP runs on an agent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  auto created = server.client(kSubmitter).Post("/api/v1/jobs", R"({"command": "echo from-http"})", "application/json");
+  const std::string id = body_of(created)["id"];
+  CHECK(test::run_jobctl(db, dir, {"wait", id}).code == 0);
+  auto job = body_of(server.client(kReader).Get("/api/v1/jobs/" + id));
+  CHECK(job["run"]["status"] == "succeeded");
+}
+
+TEST_CASE("serve: no token is 401, the wrong role 403, and neither writes anything") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  const std::string job = R"({"command": "true"})";
+  auto none = server.client().Post("/api/v1/jobs", job, "application/json");
+  check_problem(none, 401, "Authorization: Bearer");
+  CHECK(none->get_header_value("WWW-Authenticate") == "Bearer");
+  check_problem(server.client("not-a-token-of-this-server").Get("/api/v1/jobs"), 401, "token");
+  check_problem(server.client(kReader).Post("/api/v1/jobs", job, "application/json"), 403, "needs submit");
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  check_problem(server.client(kSubmitter).Delete("/api/v1/jobs/" + id), 403, "needs operate");
+  check_problem(server.client(kSubmitter).Post("/api/v1/jobs/" + id + "/pause"), 403, "needs operate");
+  CHECK(test::get(db, dir, id)["run"]["status"] == "pending");
+  CHECK(cli_json(db, dir, {"ls"}).size() == 1);
+  // Higher roles can do what lower ones can.
+  CHECK(server.client(kAdmin).Get("/api/v1/jobs/" + id)->status == 200);
+  CHECK(server.client(kOperator).Post("/api/v1/jobs", job, "application/json")->status == 201);
+}
+
+TEST_CASE("serve: errors are problem details with the CLI's message, and the status of its exit code") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--max-body", "4096"});
+  auto c = server.client(kAdmin);
+  // Exit 2 → 400, with the message `submit --file` gives for the same line.
+  const std::string line = R"({"command": "true", "retries": -1})";
+  auto cli = test::run_jobctl(db, dir, {"submit", "--file", "-"}, line + "\n");
+  REQUIRE(cli.code == 2);
+  auto r = c.Post("/api/v1/jobs", line, "application/json");
+  check_problem(r, 400, "retries");
+  auto problem = json::parse(r->body);
+  CHECK(problem["exit_code"] == 2);
+  CHECK(cli.err.find(problem["detail"].get<std::string>()) != std::string::npos);
+  check_problem(c.Post("/api/v1/jobs", "{not json", "application/json"), 400, "not valid JSON");
+  check_problem(c.Post("/api/v1/jobs", R"({"command": "true", "command": "false"})", "application/json"), 400,
+                "twice");
+  // A batch is all or nothing.
+  check_problem(c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": 5}])", "application/json"), 400, "job 2");
+  CHECK(cli_json(db, dir, {"ls"}).empty());
+  // Exit 3 → 404, exit 4 → 409.
+  auto missing = c.Get("/api/v1/jobs/" + kUnknownId);
+  check_problem(missing, 404, "no job or run");
+  CHECK(json::parse(missing->body)["exit_code"] == 3);
+  check_problem(c.Get("/api/v1/jobs/not-an-id"), 400, "invalid id");
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  CHECK(c.Delete("/api/v1/jobs/" + id)->status == 200);
+  check_problem(c.Delete("/api/v1/jobs/" + id), 409, "");
+  check_problem(c.Get("/api/v1/jobs?limit=0"), 400, "limit");
+  // What no route answers, and a body over --max-body.
+  check_problem(c.Get("/api/v1/nothing-here"), 404, "no route GET /api/v1/nothing-here");
+  check_problem(c.Post("/api/v1/jobs", std::string(8192, ' '), "application/json"), 413, "--max-body");
+  CHECK(cli_json(db, dir, {"ls"}).size() == 1);
+}
+
+TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto c = server.client(kSubmitter);
+  httplib::Headers key{{"Idempotency-Key", "order-42"}};
+  auto first = c.Post("/api/v1/jobs", key, R"({"command": "true"})", "application/json");
+  auto again = c.Post("/api/v1/jobs", key, R"({"command": "true"})", "application/json");
+  CHECK(first->status == 201);
+  CHECK(again->status == 200);
+  CHECK(body_of(first)["id"] == body_of(again)["id"]);
+  CHECK(body_of(first)["idempotency_key"] == "order-42");
+  CHECK(cli_json(db, dir, {"ls"}).size() == 1);
+  check_problem(c.Post("/api/v1/jobs", key, R"({"command": "true", "idempotency_key": "other"})", "application/json"),
+                400, "differ");
+  check_problem(c.Post("/api/v1/jobs", key, R"([{"command": "true"}])", "application/json"), 400, "not a batch");
+  auto batch = c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": "false"}])", "application/json");
+  CHECK(batch->status == 201);
+  CHECK(body_of(batch).size() == 2);
+  CHECK(cli_json(db, dir, {"ls"}).size() == 3);
+}
+
+TEST_CASE("serve: openapi.json documents routes that are all served") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto doc = body_of(server.client().Get("/api/v1/openapi.json"));
+  CHECK(doc["openapi"] == "3.1.0");
+  size_t operations = 0;
+  auto c = server.client(kAdmin);
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    const std::string url = "/api/v1" + std::regex_replace(path, std::regex("\\{id\\}"), kUnknownId);
+    for (const auto& [method, op] : methods.items()) {
+      CAPTURE(method);
+      CAPTURE(url);
+      ++operations;
+      CHECK(op.contains("x-jobctl-role"));
+      httplib::Result r = method == "get"      ? c.Get(url)
+                          : method == "delete" ? c.Delete(url)
+                          : method == "patch"  ? c.Patch(url, "{}", "application/json")
+                                               : c.Post(url, "{}", "application/json");
+      REQUIRE(r);
+      CHECK(r->body.find("no route") == std::string::npos);  // served: answered by its handler
+      CHECK(r->status != 405);
+    }
+  }
+  CHECK(operations >= 11);  // the seeds' eight and list, pause, resume
+  for (const char* seed : {"/jobs", "/jobs/{id}", "/jobs/{id}/retry", "/schedules", "/schedules/{id}/runs", "/dags",
+                           "/dags/{id}/status"})
+    CHECK_MESSAGE(doc["paths"].contains(seed), seed);
+  CHECK(doc["paths"]["/jobs"].contains("post"));
+  CHECK(doc["paths"]["/jobs/{id}"].contains("delete"));
+}
+
+TEST_CASE("serve: SIGTERM stops it with exit 0, and the access log never holds a token") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  CHECK(server.client(kReader).Get("/api/v1/jobs")->status == 200);
+  CHECK(server.client("wrong-token-but-long-enough").Get("/api/v1/jobs")->status == 401);
+  server.process->signal(SIGTERM);
+  CHECK(server.process->wait() == 0);
+  const std::string log = server.process->err();
+  CHECK(log.find("path=/api/v1/jobs") != std::string::npos);
+  CHECK(log.find("token=reader") != std::string::npos);
+  CHECK(log.find(kReader) == std::string::npos);
+  CHECK(log.find("wrong-token") == std::string::npos);
+}
+
+TEST_CASE("serve: a tokens file others may read, or a bad line, is refused before it listens") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto open = write_tokens(dir, 0644);
+  auto r = test::run_jobctl(db, dir, {"serve", "--listen", "127.0.0.1:0", "--tokens-file", open});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("readable or writable by others") != std::string::npos);
+  const std::string bad = dir.file("bad-tokens");
+  std::ofstream(bad) << "ci-bot superuser " << kSubmitter << "\n";
+  chmod(bad.c_str(), 0600);
+  r = test::run_jobctl(db, dir, {"serve", "--listen", "127.0.0.1:0", "--tokens-file", bad});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("unknown role 'superuser'") != std::string::npos);
+  CHECK(r.err.find(kSubmitter) == std::string::npos);  // never the token
+  r = test::run_jobctl(db, dir, {"serve", "--listen", "nowhere", "--tokens-file", write_tokens(dir)});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("invalid --listen") != std::string::npos);
+}
+
+TEST_CASE("serve: --tls-cert and --tls-key serve HTTPS that a client verifies") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string cert = dir.file("cert.pem"), key = dir.file("key.pem");
+  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                           "-addext subjectAltName=IP:127.0.0.1 -keyout '" + key + "' -out '" + cert + "' 2>/dev/null";
+  REQUIRE(std::system(make.c_str()) == 0);
+  Server server(db, dir, {"--tls-cert", cert, "--tls-key", key}, cert);
+  auto r = server.client(kReader).Get("/api/v1/jobs");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  // Plain HTTP to the TLS port gets no answer.
+  httplib::Client plain("127.0.0.1", server.port);
+  plain.set_read_timeout(5, 0);
+  auto p = plain.Get("/api/v1/jobs");
+  CHECK((!p || p->status != 200));
+  // A key that does not load is refused before it listens.
+  auto bad = test::run_jobctl(db, dir, {"serve", "--listen", "127.0.0.1:0", "--tokens-file", write_tokens(dir),
+                                        "--tls-cert", cert, "--tls-key", cert});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("cannot load the TLS certificate") != std::string::npos);
+}
