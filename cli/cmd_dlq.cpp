@@ -6,6 +6,7 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "common/ops/dead_letter.hpp"
 #include "common/ops/ids.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/dead_letter.hpp"
@@ -28,27 +29,7 @@ void add_filter_flags(CLI::App* cmd, FilterFlags& f) {
   cmd->add_option("--until", f.until, "Only runs that died before this time (RFC 3339, or a duration ago)");
 }
 
-store::DeadFilter to_filter(const FilterFlags& f) {
-  store::DeadFilter filter;
-  int64_t now = util::now_micros();
-  if (!f.queue.empty()) filter.queue = f.queue;
-  if (!f.since.empty()) filter.since = util::parse_time_arg(f.since, "--since", now);
-  if (!f.until.empty()) filter.until = util::parse_time_arg(f.until, "--until", now);
-  filter.limit = f.limit;
-  return filter;
-}
-
-// A dead run named by its run id, or by its job id when the job's latest
-// run is the dead one.
-std::string dead_run_id(Context& ctx, const std::string& id) {
-  auto r = ops::resolve_id(ctx.store(), id);
-  if (!r.run || r.run->status != model::RunStatus::dead || r.run->replayed_at)
-    throw Error(ExitCode::invalid_state,
-                fmt::format("{} is not in the dead-letter queue{}", id,
-                            r.run ? fmt::format(" (its run is {})", model::to_string(r.run->status)) : ""),
-                "list it with `jobctl dlq ls`");
-  return r.run->id;
-}
+store::DeadFilter to_filter(const FilterFlags& f) { return ops::dead_filter(f.queue, f.since, f.until, f.limit); }
 
 void register_ls(CLI::App& dlq, Context& ctx) {
   auto f = std::make_shared<FilterFlags>();
@@ -56,11 +37,11 @@ void register_ls(CLI::App& dlq, Context& ctx) {
   add_filter_flags(cmd, *f);
   cmd->add_option("--limit", f->limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto dead = ctx.store().dead_letter().dead_runs(to_filter(*f));
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(dead, [](const model::JobView& v) { return model::to_json(v); });
+      print_json(ops::dead_runs_json(ctx.store(), to_filter(*f)));
       return;
     }
+    auto dead = ctx.store().dead_letter().dead_runs(to_filter(*f));
     std::vector<TableRow> rows;
     int64_t now = util::now_micros();
     for (const auto& v : dead) {
@@ -78,18 +59,14 @@ void register_show(CLI::App& dlq, Context& ctx) {
   auto* cmd = dlq.add_subcommand("show", "Show a dead run: reason, payload, every attempt with its output");
   completes(cmd->add_option("id", *id, "Run id (or job id)"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
+    if (ctx.format() == OutputFormat::json) {
+      print_json(ops::dead_run_json(ctx.store(), *id));
+      return;
+    }
     auto r = ops::resolve_id(ctx.store(), *id);
     if (!r.run || r.run->status != model::RunStatus::dead)
       throw Error(ExitCode::invalid_state, fmt::format("{} is not a dead run", *id), "list them with `jobctl dlq ls`");
     auto attempts = ctx.store().jobs().attempts(r.run->id);
-    if (ctx.format() == OutputFormat::json) {
-      r.job.latest_run = r.run;
-      auto j = model::to_json(r.job);
-      j["attempts"] = nlohmann::json::array();
-      for (const auto& a : attempts) j["attempts"].push_back(model::to_json(a, true));
-      print_json(j);
-      return;
-    }
     print_fields({{"job", r.job.job.id},
                   {"run", r.run->id},
                   {"name", r.job.job.spec.name.empty() ? "-" : r.job.job.spec.name},
@@ -123,21 +100,21 @@ void register_replay(CLI::App& dlq, Context& ctx) {
   for (const char* name : {"--queue", "--since", "--until"}) cmd->get_option(name)->needs(all);
   cmd->callback([f, &ctx] {
     if (f->all) {
-      int n = ctx.store().dead_letter().replay_all(to_filter(f->filter));
-      if (ctx.output == "json") print_json({{"replayed", n}});
+      auto j = ops::replay_all_json(ctx.store(), to_filter(f->filter));
+      int n = j["replayed"];
+      if (ctx.output == "json") print_json(j);
       else std::printf("replayed %d dead run%s\n", n, n == 1 ? "" : "s");
       return;
     }
     if (f->ids.empty()) throw usage_error("name the runs to replay, or pass --all", "e.g. jobctl dlq replay RUN_ID");
-    std::vector<std::string> runs;
-    for (const auto& id : f->ids) runs.push_back(dead_run_id(ctx, id));
-    auto fresh = ctx.store().dead_letter().replay(runs);
+    auto j = ops::replay_json(ctx.store(), f->ids);
     if (ctx.output == "json") {
-      print_json({{"replayed", fresh.size()}, {"runs", fresh}});
+      print_json(j);
       return;
     }
-    for (const auto& id : fresh) std::printf("%s\n", id.c_str());
-    std::fprintf(stderr, "replayed %zu dead run%s\n", fresh.size(), fresh.size() == 1 ? "" : "s");
+    for (const auto& id : j["runs"]) std::printf("%s\n", id.get<std::string>().c_str());
+    size_t n = j["runs"].size();
+    std::fprintf(stderr, "replayed %zu dead run%s\n", n, n == 1 ? "" : "s");
   });
 }
 
@@ -146,8 +123,9 @@ void register_purge(CLI::App& dlq, Context& ctx) {
   auto* cmd = dlq.add_subcommand("purge", "Delete dead runs (and their attempts) older than a duration");
   cmd->add_option("--older-than", *older, "Age, e.g. 7d")->required();
   cmd->callback([older, &ctx] {
-    int n = ctx.store().dead_letter().purge_dead(util::parse_duration(*older, "--older-than").count());
-    if (ctx.output == "json") print_json({{"purged", n}});
+    auto j = ops::purge_json(ctx.store(), util::parse_duration(*older, "--older-than").count());
+    int n = j["purged"];
+    if (ctx.output == "json") print_json(j);
     else std::printf("purged %d dead run%s\n", n, n == 1 ? "" : "s");
   });
 }

@@ -8,6 +8,7 @@
 #include "cli/output.hpp"
 #include "common/ops/ids.hpp"
 #include "cli/waiting.hpp"
+#include "common/ops/job_records.hpp"
 #include "common/ops/job_views.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/admin.hpp"
@@ -202,15 +203,9 @@ void register_runs(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("runs", "Attempt history of a job (or of one run)");
   completes(cmd->add_option("id", *id, "Job id or run id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
-    auto r = ops::resolve_id(ctx.store(), *id);
-    std::vector<model::Run> runs;
-    if (r.named_run) runs.push_back(*r.run);
-    else runs = ctx.store().jobs().runs_of(r.job.job.id);
-    std::vector<model::Attempt> attempts;
-    for (const auto& run : runs)
-      for (auto& a : ctx.store().jobs().attempts(run.id)) attempts.push_back(std::move(a));
+    auto attempts = ops::attempts_of(ctx.store(), *id);
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(attempts, [](const model::Attempt& a) { return model::to_json(a, false); });
+      print_json(ops::attempts_json(attempts));
       return;
     }
     std::vector<TableRow> rows;
@@ -237,25 +232,13 @@ void register_logs(CLI::App& app, Context& ctx) {
   cmd->add_option("--stream", f->stream, "stdout, stderr or both (stdout to stdout, stderr to stderr)")
       ->check(CLI::IsMember({"stdout", "stderr", "both"}))->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto r = ops::resolve_id(ctx.store(), f->id);
-    if (!r.run) throw Error(ExitCode::invalid_state, fmt::format("job {} has no run yet", r.job.job.id));
-    auto attempts = ctx.store().jobs().attempts(r.run->id);
-    if (attempts.empty())
-      throw Error(ExitCode::invalid_state, fmt::format("run {} has not started yet ({})", r.run->id,
-                                                       model::to_string(r.run->status)),
-                  "wait for it with `jobctl wait`");
-    const model::Attempt* a = &attempts.back();
-    if (f->attempt > 0) {
-      if (f->attempt > static_cast<int>(attempts.size()))
-        throw Error(ExitCode::not_found, fmt::format("run {} has {} attempt(s), not {}", r.run->id, attempts.size(), f->attempt));
-      a = &attempts[static_cast<size_t>(f->attempt - 1)];
-    }
+    auto a = ops::attempt_with_output(ctx.store(), f->id, f->attempt);
     if (ctx.output == "json") {  // raw output unless JSON is asked for by name
-      print_json(model::to_json(*a, true));
+      print_json(model::to_json(a, true));
       return;
     }
-    if (f->stream != "stderr") std::fwrite(a->stdout_tail.data(), 1, a->stdout_tail.size(), stdout);
-    if (f->stream != "stdout") std::fwrite(a->stderr_tail.data(), 1, a->stderr_tail.size(), stderr);
+    if (f->stream != "stderr") std::fwrite(a.stdout_tail.data(), 1, a.stdout_tail.size(), stdout);
+    if (f->stream != "stdout") std::fwrite(a.stderr_tail.data(), 1, a.stderr_tail.size(), stderr);
   });
 }
 

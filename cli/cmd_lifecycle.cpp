@@ -9,6 +9,7 @@
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
 #include "common/ops/ids.hpp"
+#include "common/ops/job_records.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
@@ -158,12 +159,12 @@ void register_history(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->callback([f, &ctx] {
-    auto r = ops::resolve_id(ctx.store(), f->id);
-    auto events = ctx.store().jobs().history(r.job.job.id, f->limit);
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(events, [](const model::JobEvent& e) { return model::to_json(e); });
+      print_json(ops::history_json(ctx.store(), f->id, f->limit));
       return;
     }
+    auto r = ops::resolve_id(ctx.store(), f->id);
+    auto events = ctx.store().jobs().history(r.job.job.id, f->limit);
     std::vector<TableRow> rows;
     for (const auto& e : events)
       rows.push_back({util::format_time(e.at), e.action, cell(e.actor, 32), std::to_string(e.version),

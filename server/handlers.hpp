@@ -1,6 +1,6 @@
 #pragma once
 // The handlers of the API's routes (api.cpp lists them with their paths and
-// roles), one file per resource: jobs, schedules, DAGs.
+// roles), one file per resource: jobs, schedules, DAGs, records, the dead-letter queue.
 #include "common/model/job.hpp"
 #include "server/api.hpp"
 
@@ -17,6 +17,15 @@ Reply submit_schedule(Call& c);  // POST   /schedules
 Reply schedule_runs(Call& c);    // GET    /schedules/{id}/runs
 Reply submit_dag(Call& c);       // POST   /dags
 Reply dag_status(Call& c);       // GET    /dags/{id}/status
+Reply job_attempts(Call& c);     // GET    /jobs/{id}/attempts
+Reply job_logs(Call& c);         // GET    /jobs/{id}/logs
+Reply job_history(Call& c);      // GET    /jobs/{id}/history
+Reply list_workers(Call& c);     // GET    /workers
+Reply dead_runs(Call& c);        // GET    /dead-letter
+Reply dead_run(Call& c);         // GET    /dead-letter/{id}
+Reply replay_dead_run(Call& c);  // POST   /dead-letter/{id}/replay
+Reply replay_dead_runs(Call& c); // POST   /dead-letter/replay
+Reply purge_dead_runs(Call& c);  // DELETE /dead-letter
 
 // The Idempotency-Key header is the job's idempotency key (seed 001), so a
 // retried POST makes one job. Throws usage Error when the body gives another.

@@ -334,3 +334,52 @@ TEST_CASE("serve: --tls-cert and --tls-key serve HTTPS that a client verifies") 
   CHECK(bad.code == 2);
   CHECK(bad.err.find("cannot load the TLS certificate") != std::string::npos);
 }
+
+TEST_CASE("serve: attempts, output, history, workers and the dead-letter queue answer as the CLI shows them") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto reader = server.client(kReader), op = server.client(kOperator);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  std::vector<std::string> ids;
+  for (const char* queue : {"default", "default", "default"}) {
+    auto r = server.client(kSubmitter)
+                 .Post("/api/v1/jobs",
+                       json{{"command", "echo out-$JOB_RUN_ID; echo err >&2; exit 3"}, {"retries", 0}, {"queue", queue}}
+                           .dump(),
+                       "application/json");
+    ids.push_back(body_of(r)["id"]);
+  }
+  for (const auto& id : ids) CHECK(test::run_jobctl(db, dir, {"wait", id}).code == 1);
+  const std::string id = ids[0];
+  CHECK(body_of(reader.Get("/api/v1/jobs/" + id + "/attempts")) == cli_json(db, dir, {"runs", id}));
+  auto logs = body_of(reader.Get("/api/v1/jobs/" + id + "/logs"));
+  CHECK(logs == cli_json(db, dir, {"logs", id}));
+  CHECK(logs["stderr"] == "err\n");
+  check_problem(reader.Get("/api/v1/jobs/" + id + "/logs?attempt=2"), 404, "has 1 attempt");
+  CHECK(body_of(reader.Get("/api/v1/jobs/" + id + "/history")) == cli_json(db, dir, {"history", id}));
+  auto workers = body_of(reader.Get("/api/v1/workers"));
+  REQUIRE(workers.size() == 1);
+  CHECK(workers[0]["name"] == cli_json(db, dir, {"workers"})[0]["name"]);
+
+  // The dead-letter queue: list and show as the CLI does; replay one, then
+  // the rest by a filter, with the agent stopped so they stay pending.
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+  CHECK(body_of(reader.Get("/api/v1/dead-letter")) == cli_json(db, dir, {"dlq", "ls"}));
+  CHECK(body_of(reader.Get("/api/v1/dead-letter")).size() == 3);
+  CHECK(body_of(reader.Get("/api/v1/dead-letter/" + id)) == cli_json(db, dir, {"dlq", "show", id}));
+  check_problem(reader.Post("/api/v1/dead-letter/" + id + "/replay"), 403, "needs operate");
+  auto one = body_of(op.Post("/api/v1/dead-letter/" + id + "/replay"));
+  CHECK(one["replayed"] == 1);
+  CHECK(test::get(db, dir, id)["run"]["status"] == "pending");
+  check_problem(op.Post("/api/v1/dead-letter/" + id + "/replay"), 409, "not in the dead-letter queue");
+  check_problem(op.Post("/api/v1/dead-letter/replay", R"({"ids": []})", "application/json"), 400, "non-empty");
+  check_problem(op.Post("/api/v1/dead-letter/replay", R"({"all": true, "ids": ["x"]})", "application/json"), 400,
+                "either");
+  auto rest = body_of(op.Post("/api/v1/dead-letter/replay", R"({"all": true, "queue": "default"})", "application/json"));
+  CHECK(rest["replayed"] == 2);
+  CHECK(cli_json(db, dir, {"dlq", "ls"}).empty());
+  CHECK(body_of(op.Delete("/api/v1/dead-letter?older_than=30d")) == json{{"purged", 0}});
+  check_problem(op.Delete("/api/v1/dead-letter"), 400, "older_than");
+}

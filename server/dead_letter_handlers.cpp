@@ -1,0 +1,60 @@
+// The API's dead-letter queue: list, show, replay (one, a list, or every
+// run a filter covers) and purge.
+#include "common/ops/dead_letter.hpp"
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/json_input.hpp"
+#include "server/handlers.hpp"
+
+namespace jobctl::server {
+namespace {
+
+store::DeadFilter filter_of(const Call& c, int default_limit) {
+  return ops::dead_filter(c.query("queue"), c.query("since"), c.query("until"),
+                          query_int(c, "limit", default_limit, 1, 100000), "since", "until");
+}
+
+}  // namespace
+
+Reply dead_runs(Call& c) { return {200, ops::dead_runs_json(c.store, filter_of(c, 100)), {}}; }
+
+Reply dead_run(Call& c) { return {200, ops::dead_run_json(c.store, c.path_param(1)), {}}; }
+
+Reply replay_dead_run(Call& c) { return {200, ops::replay_json(c.store, {c.path_param(1)}), {}}; }
+
+Reply replay_dead_runs(Call& c) {
+  const char* hint = R"(the body is {"ids": [RUN_ID, …]}, or {"all": true} with "queue", "since" and "until" to narrow it)";
+  auto body = util::parse_json_input(c.request.body, "the request body", hint);
+  if (!body.is_object()) throw usage_error("the request body must be a JSON object", hint);
+  for (const auto& [key, value] : body.items())
+    if (key != "ids" && key != "all" && key != "queue" && key != "since" && key != "until")
+      throw usage_error("the request body has an unknown key '" + key + "'", hint);
+  const bool all = body.value("all", false) == true;
+  if (all == body.contains("ids")) throw usage_error("give either \"ids\" or \"all\": true", hint);
+  if (!all) {
+    if (!body["ids"].is_array() || body["ids"].empty()) throw usage_error("\"ids\" must be a non-empty array", hint);
+    std::vector<std::string> ids;
+    for (const auto& id : body["ids"]) {
+      if (!id.is_string()) throw usage_error("\"ids\" must hold run ids (strings)", hint);
+      ids.push_back(id.get<std::string>());
+    }
+    return {200, ops::replay_json(c.store, ids), {}};
+  }
+  auto text = [&](const char* key) {
+    if (!body.contains(key)) return std::string();
+    if (!body[key].is_string()) throw usage_error(std::string("\"") + key + "\" must be a string", hint);
+    return body[key].get<std::string>();
+  };
+  return {200,
+          ops::replay_all_json(c.store, ops::dead_filter(text("queue"), text("since"), text("until"), 1000, "since",
+                                                         "until")),
+          {}};
+}
+
+Reply purge_dead_runs(Call& c) {
+  const std::string older = c.query("older_than");
+  if (older.empty()) throw usage_error("query parameter older_than is needed", "e.g. ?older_than=7d");
+  return {200, ops::purge_json(c.store, util::parse_duration(older, "older_than").count()), {}};
+}
+
+}  // namespace jobctl::server

@@ -1,0 +1,27 @@
+// The API's records of a job: its attempts, one attempt's output, its
+// history of changes; and the agents (workers) of the fleet.
+#include "common/model/job_json.hpp"
+#include "common/ops/job_records.hpp"
+#include "common/store/admin.hpp"
+#include "server/handlers.hpp"
+
+namespace jobctl::server {
+
+Reply job_attempts(Call& c) { return {200, ops::attempts_json(ops::attempts_of(c.store, c.path_param(1))), {}}; }
+
+Reply job_logs(Call& c) {
+  auto a = ops::attempt_with_output(c.store, c.path_param(1), query_int(c, "attempt", 0, 1, 1000000));
+  return {200, model::to_json(a, true), {}};
+}
+
+Reply job_history(Call& c) {
+  return {200, ops::history_json(c.store, c.path_param(1), query_int(c, "limit", 100, 1, 100000)), {}};
+}
+
+Reply list_workers(Call& c) {
+  auto out = nlohmann::json::array();
+  for (const auto& w : c.store.admin().list_workers()) out.push_back(model::to_json(w));
+  return {200, out, {}};
+}
+
+}  // namespace jobctl::server
