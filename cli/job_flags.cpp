@@ -9,6 +9,7 @@
 #include "cli/read_input.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/strings.hpp"
 
 namespace jobctl::cli {
@@ -69,6 +70,7 @@ JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
     if (f.choices) s.option->transform(CLI::IsMember(f.choices(), CLI::ignore_case));
     if (f.aliases) s.option->transform(CLI::Transformer(f.aliases(), CLI::ignore_case).description(""));
     tag_completion(f, s.option);
+    if (where == jobdef::kUpdate && f.update_empty_means_none) util::empty_means_none(s.option);
     // A new job's default not written into the help is shown as [default].
     if (where == jobdef::kSubmit && f.shown_default && f.help.find("{default}") == std::string_view::npos) {
       s.text = f.shown_default();
@@ -105,6 +107,7 @@ void JobFlags::apply_to(jobdef::Draft& d) const {
     json value;
     switch (f.kind) {
       case jobdef::FlagKind::text:
+        if (s.text.empty()) continue;  // update --name "": the field stays unset, and the update removes it
         value = line_value(f, s.text, s.list);
         break;
       case jobdef::FlagKind::count:

@@ -83,6 +83,9 @@ struct Field {
   int min = 0, max = 0;                             // a count's range
   std::string_view needs = {};                      // a flag this one is meaningless without (submit)
   std::array<std::string_view, 2> excludes = {};    // flags this one cannot be given with
+  // `update --flag ""` removes the value (a name, labels, a key, a tenant),
+  // where any other option refuses an empty value.
+  bool update_empty_means_none = false;
 };
 
 // Every field, in the order `jobctl submit --help` lists the flags.

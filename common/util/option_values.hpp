@@ -7,12 +7,30 @@
 
 namespace jobctl::util {
 
-// Every option below `app` that takes a value refuses an empty one
+// Every option below `app` that takes a value refuses an empty one, unless
+// marked with empty_means_none()
 // (`--cron ''`, most often an unset shell variable), where taking it as
 // "not given" would run the job now or wait for ever; and a whole-number
 // option takes decimal digits only, where CLI11 would read `-n 010` as 8
 // and `0x10` as 16. Each is "--flag: …", exit 2. Call once the tree of
 // commands is built.
+inline constexpr const char* kEmptyMeansNone = "empty-means-none";
+
+// Marks an option whose empty value means something of its own
+// (`update --name ""` removes the name): check_option_values lets it be.
+inline CLI::Option* empty_means_none(CLI::Option* option) {
+  return option->check(CLI::Validator([](std::string&) { return std::string(); }, "", kEmptyMeansNone));
+}
+
+inline bool takes_empty(CLI::Option& option) {
+  try {
+    option.get_validator(kEmptyMeansNone);
+    return true;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
 inline void check_option_values(CLI::App& app) {
   const CLI::Validator non_empty(
       [](const std::string& value) {
@@ -35,7 +53,7 @@ inline void check_option_values(CLI::App& app) {
     // list of choices, a range), so these are what an empty or octal value hears.
     const std::string type = option->get_type_name();
     if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) option->transform(decimal);
-    option->transform(non_empty);
+    if (!takes_empty(*option)) option->transform(non_empty);
   }
   for (CLI::App* sub : app.get_subcommands({})) check_option_values(*sub);
 }

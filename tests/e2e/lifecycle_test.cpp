@@ -189,3 +189,27 @@ TEST_CASE("lifecycle: ls --status failed finds a job waiting for its retry after
   CHECK(run_jobctl(db, dir, {"get", failing, "-o", "table"}).out.find("pending (retry after 1 failure)") != std::string::npos);
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "--status", "succeeded", "-o", "json"}).out).size() == 1);
 }
+
+TEST_CASE("lifecycle: update --name, --on, --concurrency-key and --tenant given \"\" remove the value") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string id = submit(db, dir, {"--name", "nightly", "--on", "role=web", "--concurrency-key", "db",
+                                          "--tenant", "acme", "--", "true"});
+  auto before = get(db, dir, id);
+  CHECK(before["name"] == "nightly");
+  CHECK(before["concurrency_key"] == "db");
+  CHECK(before["tenant"] == "acme");
+  REQUIRE(run_jobctl(db, dir, {"update", id, "--name", "", "--on", "", "--concurrency-key", "", "--tenant", ""}).code ==
+          0);
+  auto after = get(db, dir, id);
+  CHECK(after["name"] == "");
+  CHECK(before["on"] == "role=web");
+  CHECK(after["on"].is_null());
+  CHECK(after["concurrency_key"].is_null());
+  CHECK(after["tenant"] == "");
+  CHECK(after["version"] == before["version"].get<int>() + 1);
+  // Any other option still refuses "".
+  auto r = run_jobctl(db, dir, {"update", id, "--queue", ""});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--queue: the value is empty") != std::string::npos);
+}
