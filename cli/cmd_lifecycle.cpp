@@ -9,6 +9,7 @@
 #include "cli/job_flags.hpp"
 #include "cli/output.hpp"
 #include "common/ops/ids.hpp"
+#include "common/ops/job_actions.hpp"
 #include "common/ops/job_records.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
@@ -112,11 +113,10 @@ void register_delete(CLI::App& app, Context& ctx) {
   cmd->footer("The job and its runs stay queryable (jobctl get, runs, history; jobctl ls --deleted).\n"
               "`jobctl restore ID` undoes it.");
   cmd->callback([f, &ctx] {
-    auto r = ops::resolve_id(ctx.store(), f->id);
-    int n = ctx.store().jobs().delete_job(r.job.job.id,
-                                   f->cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", n}});
-    else std::fprintf(stderr, "job %s deleted (%d runs cancelled)\n", r.job.job.id.c_str(), n);
+    auto j = ops::delete_job(ctx.store(), f->id, f->cancel_running);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "job %s deleted (%d runs cancelled)\n", j["id"].get<std::string>().c_str(),
+                      j["runs_cancelled"].get<int>());
   });
 }
 
@@ -126,10 +126,9 @@ void register_restore(CLI::App& app, Context& ctx) {
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->footer("Runs the delete cancelled stay cancelled: `jobctl retry ID` runs a one-off job again.");
   cmd->callback([id, &ctx] {
-    auto r = ops::resolve_id(ctx.store(), *id);
-    ctx.store().jobs().restore_job(r.job.job.id);
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"result", "restored"}});
-    else std::fprintf(stderr, "job %s restored\n", r.job.job.id.c_str());
+    auto j = ops::restore_job(ctx.store(), *id);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "job %s restored\n", j["id"].get<std::string>().c_str());
   });
 }
 

@@ -7,6 +7,7 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/job_flags.hpp"
+#include "common/ops/queues.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/queues.hpp"
 #include "common/util/error.hpp"
@@ -97,22 +98,11 @@ void register_set(CLI::App& queue, Context& ctx) {
 void register_ls(CLI::App& queue, Context& ctx) {
   auto* cmd = queue.add_subcommand("ls", "List queues: runs pending, running, dead, limits and retry defaults");
   cmd->callback([&ctx] {
-    auto queues = ctx.store().queues().list_queues();
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(queues, [](const store::QueueInfo& q) {
-        auto limit = [](auto v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
-        return nlohmann::json{{"name", q.name},
-                              {"pending", q.pending},
-                              {"running", q.running},
-                              {"dead", q.dead},
-                              {"paused", q.paused},
-                              {"max_concurrent", limit(q.max_concurrent)},
-                              {"rate_per_second", limit(q.rate)},
-                              {"tenant_max_concurrent", limit(q.tenant_max_concurrent)},
-                              {"defaults", model::to_json(q.defaults)}};
-      });
+      print_json(ops::queues_json(ctx.store()));
       return;
     }
+    auto queues = ctx.store().queues().list_queues();
     std::vector<TableRow> rows;
     for (const auto& q : queues)
       rows.push_back({q.name, std::to_string(q.pending), std::to_string(q.running), std::to_string(q.dead),
@@ -127,11 +117,10 @@ void register_pause(CLI::App& queue, Context& ctx, bool pause) {
                     : queue.add_subcommand("resume", "Resume a paused queue");
   cmd->add_option("queue", *name, "Queue name")->required();
   cmd->callback([name, pause, &ctx] {
-    model::validate_queue_name(*name);
-    bool changed = ctx.store().queues().set_queue_paused(*name, pause);
-    const char* state = pause ? "paused" : "resumed";
-    if (ctx.output == "json") print_json({{"queue", *name}, {"result", state}, {"changed", changed}});
-    else std::fprintf(stderr, "queue %s %s%s\n", name->c_str(), changed ? "" : "was already ", state);
+    auto j = ops::pause_queue(ctx.store(), *name, pause);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "queue %s %s%s\n", name->c_str(), j["changed"] ? "" : "was already ",
+                      j["result"].get<std::string>().c_str());
   });
 }
 

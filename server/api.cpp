@@ -14,6 +14,7 @@ const Parameter kId{"id", "path", "A job id, or a run id (its job)"};
 const Parameter kScheduleId{"id", "path", "A schedule's job id, a run id, or a scheduled DAG's id"};
 const Parameter kDagRunId{"id", "path", "A DAG run id, or a DAG id (its newest run)"};
 const Parameter kLimit{"limit", "query", "At most this many, newest first"};
+const Parameter kQueue{"name", "path", "A queue's name"};
 
 const std::vector<Route>& table() {
   static const std::vector<Route> routes{
@@ -33,6 +34,10 @@ const std::vector<Route>& table() {
       {"POST", "/jobs/{id}/retry", Role::operate, "Run a dead, failed or cancelled job again", {kId}, "", retry_job},
       {"POST", "/jobs/{id}/pause", Role::operate, "Pause a job: its pending runs wait", {kId}, "", pause_job},
       {"POST", "/jobs/{id}/resume", Role::operate, "Resume a paused job", {kId}, "", resume_job},
+      {"POST", "/jobs/{id}/delete", Role::operate,
+       "Soft-delete a job: no new runs, pending ones cancelled, history kept (as `jobctl delete`)",
+       {kId, {"cancel_running", "query", "true: also stop a run that is running"}}, "", delete_job},
+      {"POST", "/jobs/{id}/restore", Role::operate, "Undo a delete (as `jobctl restore`)", {kId}, "", restore_job},
       {"POST", "/schedules", Role::submit, "Make a schedule: a job with a \"cron\" expression", {},
        "A job with \"cron\", as a line of `jobctl submit --file`", submit_schedule},
       {"GET", "/schedules/{id}/runs", Role::read, "A schedule's past occurrences, as `jobctl schedule runs -o json`",
@@ -51,6 +56,11 @@ const std::vector<Route>& table() {
       {"GET", "/jobs/{id}/history", Role::read, "The job's changes, newest first, as `jobctl history -o json`",
        {kId, {"limit", "query", "At most this many (default 100)"}}, "", job_history},
       {"GET", "/workers", Role::read, "The agents, as `jobctl workers -o json`", {}, "", list_workers},
+      {"GET", "/queues", Role::read, "The queues with counts, limits and retry defaults, as `jobctl queue ls -o json`",
+       {}, "", list_queues},
+      {"POST", "/queues/{name}/pause", Role::operate, "Pause a queue: no agent claims its runs", {kQueue}, "",
+       pause_queue},
+      {"POST", "/queues/{name}/resume", Role::operate, "Resume a paused queue", {kQueue}, "", resume_queue},
       {"GET", "/dead-letter", Role::read, "Dead runs with their jobs, newest first, as `jobctl dlq ls -o json`",
        {{"queue", "query", "Only runs of this queue"},
         {"since", "query", "Only runs that died at or after this time (RFC 3339, or a duration ago: 2h)"},

@@ -13,6 +13,8 @@ Reply cancel_job(Call& c);       // DELETE /jobs/{id}
 Reply retry_job(Call& c);        // POST   /jobs/{id}/retry
 Reply pause_job(Call& c);        // POST   /jobs/{id}/pause
 Reply resume_job(Call& c);       // POST   /jobs/{id}/resume
+Reply delete_job(Call& c);       // POST   /jobs/{id}/delete
+Reply restore_job(Call& c);      // POST   /jobs/{id}/restore
 Reply submit_schedule(Call& c);  // POST   /schedules
 Reply schedule_runs(Call& c);    // GET    /schedules/{id}/runs
 Reply submit_dag(Call& c);       // POST   /dags
@@ -21,6 +23,9 @@ Reply job_attempts(Call& c);     // GET    /jobs/{id}/attempts
 Reply job_logs(Call& c);         // GET    /jobs/{id}/logs
 Reply job_history(Call& c);      // GET    /jobs/{id}/history
 Reply list_workers(Call& c);     // GET    /workers
+Reply list_queues(Call& c);      // GET    /queues
+Reply pause_queue(Call& c);      // POST   /queues/{name}/pause
+Reply resume_queue(Call& c);     // POST   /queues/{name}/resume
 Reply dead_runs(Call& c);        // GET    /dead-letter
 Reply dead_run(Call& c);         // GET    /dead-letter/{id}
 Reply replay_dead_run(Call& c);  // POST   /dead-letter/{id}/replay

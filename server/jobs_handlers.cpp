@@ -77,4 +77,13 @@ Reply retry_job(Call& c) { return {200, ops::retry_job(c.store, c.path_param(1))
 Reply pause_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1), true), {}}; }
 Reply resume_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1), false), {}}; }
 
+Reply delete_job(Call& c) {
+  const std::string cancel = c.query("cancel_running");
+  if (!cancel.empty() && cancel != "true" && cancel != "false")
+    throw usage_error("query parameter cancel_running='" + cancel + "' is not true or false");
+  return {200, ops::delete_job(c.store, c.path_param(1), cancel == "true"), {}};
+}
+
+Reply restore_job(Call& c) { return {200, ops::restore_job(c.store, c.path_param(1)), {}}; }
+
 }  // namespace jobctl::server

@@ -1,7 +1,8 @@
 // The API's records of a job: its attempts, one attempt's output, its
-// history of changes; and the agents (workers) of the fleet.
+// history of changes; and the fleet: its agents (workers) and queues.
 #include "common/model/job_json.hpp"
 #include "common/ops/job_records.hpp"
+#include "common/ops/queues.hpp"
 #include "common/store/admin.hpp"
 #include "server/handlers.hpp"
 
@@ -23,5 +24,9 @@ Reply list_workers(Call& c) {
   for (const auto& w : c.store.admin().list_workers()) out.push_back(model::to_json(w));
   return {200, out, {}};
 }
+
+Reply list_queues(Call& c) { return {200, ops::queues_json(c.store), {}}; }
+Reply pause_queue(Call& c) { return {200, ops::pause_queue(c.store, c.path_param(1), true), {}}; }
+Reply resume_queue(Call& c) { return {200, ops::pause_queue(c.store, c.path_param(1), false), {}}; }
 
 }  // namespace jobctl::server

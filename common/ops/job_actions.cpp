@@ -33,4 +33,16 @@ nlohmann::json pause_job(store::Store& store, const std::string& id, bool pause)
   return {{"id", r.job.job.id}, {"result", pause ? "paused" : "resumed"}, {"changed", changed}};
 }
 
+nlohmann::json delete_job(store::Store& store, const std::string& id, bool cancel_running) {
+  auto r = resolve_id(store, id);
+  int n = store.jobs().delete_job(r.job.job.id, cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
+  return {{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", n}};
+}
+
+nlohmann::json restore_job(store::Store& store, const std::string& id) {
+  auto r = resolve_id(store, id);
+  store.jobs().restore_job(r.job.job.id);
+  return {{"id", r.job.job.id}, {"result", "restored"}};
+}
+
 }  // namespace jobctl::ops

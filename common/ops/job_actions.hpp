@@ -1,5 +1,5 @@
 #pragma once
-// What submit, cancel, retry, pause and resume do and what they answer, for
+// What submit, cancel, retry, pause, resume, delete and restore do and what they answer, for
 // jobctl and jobctl serve alike: the answers are the JSON of `-o json`.
 #include <string>
 #include <vector>
@@ -24,5 +24,12 @@ nlohmann::json retry_job(store::Store& store, const std::string& id);
 
 // {"id": JOB, "result": "paused" | "resumed", "changed": bool}.
 nlohmann::json pause_job(store::Store& store, const std::string& id, bool pause);
+
+// {"id": JOB, "result": "deleted", "runs_cancelled": N}: a soft delete;
+// a running run is stopped only with `cancel_running`.
+nlohmann::json delete_job(store::Store& store, const std::string& id, bool cancel_running);
+
+// {"id": JOB, "result": "restored"}.
+nlohmann::json restore_job(store::Store& store, const std::string& id);
 
 }  // namespace jobctl::ops

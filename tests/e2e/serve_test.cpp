@@ -255,7 +255,9 @@ TEST_CASE("serve: openapi.json documents routes that are all served") {
   size_t operations = 0;
   auto c = server.client(kAdmin);
   for (const auto& [path, methods] : doc["paths"].items()) {
-    const std::string url = "/api/v1" + std::regex_replace(path, std::regex("\\{id\\}"), kUnknownId);
+    const std::string url =
+        "/api/v1" + std::regex_replace(std::regex_replace(path, std::regex("\\{id\\}"), kUnknownId),
+                                       std::regex("\\{name\\}"), "default");
     for (const auto& [method, op] : methods.items()) {
       CAPTURE(method);
       CAPTURE(url);
@@ -382,4 +384,31 @@ TEST_CASE("serve: attempts, output, history, workers and the dead-letter queue a
   CHECK(cli_json(db, dir, {"dlq", "ls"}).empty());
   CHECK(body_of(op.Delete("/api/v1/dead-letter?older_than=30d")) == json{{"purged", 0}});
   check_problem(op.Delete("/api/v1/dead-letter"), 400, "older_than");
+}
+
+TEST_CASE("serve: delete and restore a job, and list, pause and resume queues, as the CLI does") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto reader = server.client(kReader), op = server.client(kOperator);
+  const std::string id = test::submit(db, dir, {"--queue", "reports", "--", "true"});
+  check_problem(server.client(kSubmitter).Post("/api/v1/jobs/" + id + "/delete"), 403, "needs operate");
+  auto deleted = body_of(op.Post("/api/v1/jobs/" + id + "/delete"));
+  CHECK(deleted == json{{"id", id}, {"result", "deleted"}, {"runs_cancelled", 1}});
+  CHECK(cli_json(db, dir, {"ls", "--deleted"}).size() == 1);
+  check_problem(op.Post("/api/v1/jobs/" + id + "/delete?cancel_running=maybe"), 400, "cancel_running");
+  CHECK(body_of(op.Post("/api/v1/jobs/" + id + "/restore")) == json{{"id", id}, {"result", "restored"}});
+  CHECK(cli_json(db, dir, {"ls", "--deleted"}).empty());
+
+  CHECK(body_of(reader.Get("/api/v1/queues")) == cli_json(db, dir, {"queue", "ls"}));
+  check_problem(reader.Post("/api/v1/queues/reports/pause"), 403, "needs operate");
+  CHECK(body_of(op.Post("/api/v1/queues/reports/pause")) ==
+        json{{"queue", "reports"}, {"result", "paused"}, {"changed", true}});
+  CHECK(body_of(op.Post("/api/v1/queues/reports/pause"))["changed"] == false);
+  bool paused = false;
+  for (const auto& q : cli_json(db, dir, {"queue", "ls"}))
+    if (q["name"] == "reports") paused = q["paused"];
+  CHECK(paused);
+  CHECK(body_of(op.Post("/api/v1/queues/reports/resume"))["result"] == "resumed");
+  check_problem(op.Post("/api/v1/queues/no%20spaces/pause"), 400, "queue");
 }
