@@ -12,6 +12,7 @@
 
 #include "cli/context.hpp"
 #include "cli/health_tables.hpp"
+#include "common/ops/health.hpp"
 #include "cli/output.hpp"
 #include "common/store/admin.hpp"
 #include "common/util/duration.hpp"
@@ -75,13 +76,13 @@ void draw(Context& ctx, const TopFlags& f, int64_t window_us) {
   filter.window_us = window_us;
   auto stats = ctx.store().admin().stats(filter);
   auto workers = ctx.store().admin().list_workers();
-  auto paused = paused_queues(ctx.store());
+  auto paused = ops::paused_queues(ctx.store());
   auto failures = ctx.store().admin().recent_failures(8, window_us);
   int64_t now = util::now_micros();
   std::printf("jobctl top  %s  (every %s%s)\n\n", util::format_time(now).c_str(), f.interval.c_str(),
               f.once ? "" : "; q quits");
   std::printf("QUEUES, over the last %s\n", util::format_duration(util::Micros(window_us)).c_str());
-  print_stats_table(stats, agents_by_queue(workers), paused);
+  print_stats_table(stats, ops::agents_by_queue(workers), paused);
   std::printf("\nWORKERS\n");
   std::erase_if(workers, [](const model::Worker& w) { return w.state == model::WorkerState::gone; });
   print_workers_table(workers);
@@ -104,7 +105,7 @@ void register_top(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     auto interval = util::parse_duration(f->interval, "--interval");
     if (interval < util::Micros(100'000)) throw usage_error("--interval must be at least 100ms", "e.g. --interval 2s");
-    int64_t window = window_of(f->since);
+    int64_t window = ops::window_of(f->since);
     if (f->once) {
       draw(ctx, *f, window);
       return;

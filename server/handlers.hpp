@@ -26,6 +26,8 @@ Reply list_workers(Call& c);     // GET    /workers
 Reply list_queues(Call& c);      // GET    /queues
 Reply pause_queue(Call& c);      // POST   /queues/{name}/pause
 Reply resume_queue(Call& c);     // POST   /queues/{name}/resume
+Reply stats(Call& c);            // GET    /stats
+Reply check(Call& c);            // GET    /check
 Reply dead_runs(Call& c);        // GET    /dead-letter
 Reply dead_run(Call& c);         // GET    /dead-letter/{id}
 Reply replay_dead_run(Call& c);  // POST   /dead-letter/{id}/replay

@@ -412,3 +412,31 @@ TEST_CASE("serve: delete and restore a job, and list, pause and resume queues, a
   CHECK(body_of(op.Post("/api/v1/queues/reports/resume"))["result"] == "resumed");
   check_problem(op.Post("/api/v1/queues/no%20spaces/pause"), 400, "queue");
 }
+
+TEST_CASE("serve: stats and check answer as the CLI does") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto reader = server.client(kReader);
+  test::submit(db, dir, {"--queue", "reports", "--", "true"});
+  auto stats = body_of(reader.Get("/api/v1/stats?since=1h"));
+  auto cli = cli_json(db, dir, {"stats", "--since", "1h"});
+  REQUIRE(stats.size() == cli.size());
+  for (size_t i = 0; i < stats.size(); ++i) {
+    // The same store read twice: only the age of the oldest ready run moves.
+    stats[i].erase("oldest_ready_s");
+    cli[i].erase("oldest_ready_s");
+  }
+  CHECK(stats == cli);
+  auto ok = body_of(reader.Get("/api/v1/check?max_dlq=0"));
+  CHECK(ok == json{{"ok", true}, {"breaches", json::array()}});
+  auto breached = body_of(reader.Get("/api/v1/check?min_workers=1&queue=reports"));
+  CHECK(breached["ok"] == false);
+  REQUIRE(breached["breaches"].size() == 1);
+  auto r = test::run_jobctl(db, dir, {"check", "--min-workers", "1", "--queue", "reports"});
+  CHECK(r.code == 1);
+  CHECK(r.out.find(breached["breaches"][0].get<std::string>()) != std::string::npos);
+  check_problem(reader.Get("/api/v1/check"), 400, "no threshold");
+  check_problem(reader.Get("/api/v1/stats?since=0s"), 400, "since");
+  check_problem(reader.Get("/api/v1/check?max_dlq=-1"), 400, "max_dlq");
+}

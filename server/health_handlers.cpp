@@ -1,0 +1,35 @@
+// The API's health: stats per queue and priority, and check's thresholds.
+#include "common/ops/health.hpp"
+#include "common/util/error.hpp"
+#include "server/handlers.hpp"
+
+namespace jobctl::server {
+namespace {
+
+std::optional<std::string> queue_of(const Call& c) {
+  auto q = c.query("queue");
+  return q.empty() ? std::nullopt : std::optional<std::string>(q);
+}
+
+}  // namespace
+
+Reply stats(Call& c) {
+  const std::string since = c.request.has_param("since") ? c.query("since") : "1h";
+  return {200, ops::stats_json(c.store, queue_of(c), ops::window_of(since, "since")), {}};
+}
+
+Reply check(Call& c) {
+  ops::Thresholds t;
+  t.queue = queue_of(c);
+  t.window_us = ops::window_of(c.request.has_param("since") ? c.query("since") : "15m", "since");
+  if (c.request.has_param("max_dlq")) t.max_dlq = query_int(c, "max_dlq", 0, 0, 1'000'000'000);
+  if (c.request.has_param("min_workers")) t.min_workers = query_int(c, "min_workers", 0, 0, 1'000'000);
+  t.max_lag = c.query("max_lag");
+  t.max_oldest = c.query("max_oldest");
+  if (!t.any())
+    throw usage_error("no threshold given", "e.g. /api/v1/check?max_dlq=0&max_oldest=5m&min_workers=1");
+  auto found = ops::breaches(c.store, t);
+  return {200, nlohmann::json{{"ok", found.empty()}, {"breaches", found}}, {}};
+}
+
+}  // namespace jobctl::server
