@@ -11,6 +11,7 @@
 #include "common/ops/ids.hpp"
 #include "common/ops/job_actions.hpp"
 #include "common/ops/job_records.hpp"
+#include "common/ops/job_update.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
@@ -28,42 +29,15 @@ struct UpdateFlags {
 };
 
 // The changes the given flags make, each value read by its field's apply()
-// as a batch line's key is. A flag given as "" changes nothing, except
-// where "" means none: --name, --on (any agent), --concurrency-key (the
-// job is its own group) and --tenant (the default tenant).
+// as a batch line's key is (see common/ops/job_update.hpp).
 store::JobUpdate to_job_update(const UpdateFlags& f) {
-  const JobFlags& j = *f.job;
   jobdef::Draft d;
-  j.apply_to(d);
-  const model::JobSpec& s = d.spec;
-  auto has_value = [&](std::string_view flag) { return !j.text(flag).empty(); };
-  store::JobUpdate u;
-  if (j.given("--name")) u.name = s.name;
-  if (has_value("--queue")) u.queue = s.queue;
-  if (has_value("--priority")) u.priority = s.priority;
-  if (has_value("--timeout")) u.timeout_us = s.timeout_us;
-  u.set_env = s.env;
+  f.job->apply_to(d);
+  auto u = ops::job_update(d, f.job->given_keys());
   u.unset_env = f.unset_env;
-  if (j.given("--on")) u.target = s.target;
-  if (j.given("--concurrency-key")) u.concurrency_key = s.concurrency_key;
-  if (j.given("--tenant")) u.tenant = s.tenant;
   if (!f.command.empty()) u.command = command_from_args(f.command);
-  u.retry = s.retry_given;
-  auto& sc = u.schedule;
-  if (has_value("--cron")) sc.cron = d.schedule.cron;
-  if (has_value("--tz")) sc.tz = d.tz;
-  if (has_value("--misfire")) sc.misfire = d.schedule.misfire;
-  if (has_value("--catchup-window")) sc.catchup_window_us = d.schedule.catchup_window_us;
-  if (has_value("--overlap")) sc.overlap = d.schedule.overlap;
-  sc.max_concurrent = s.max_concurrent;
-  if (has_value("--jitter")) sc.jitter_us = d.schedule.jitter_us;
   u.if_version = f.if_version;
   return u;
-}
-
-bool nothing_given(const store::JobUpdate& u) {
-  return !u.name && !u.queue && !u.priority && !u.timeout_us && u.set_env.empty() && u.unset_env.empty() &&
-         !u.command && !u.target && !u.concurrency_key && !u.tenant && u.retry.empty() && u.schedule.empty();
 }
 
 void register_update(CLI::App& app, Context& ctx) {
@@ -81,23 +55,20 @@ void register_update(CLI::App& app, Context& ctx) {
               "old times (shown as skipped in `schedule runs`) and fires from now on. Exit 6 when --if-version\n"
               "does not match. An update that changes nothing makes no new version.");
   cmd->callback([f, &ctx] {
-    auto update = to_job_update(*f);
-    if (nothing_given(update))
-      throw usage_error("nothing to update", "give a flag to change, e.g. --priority high, or a new command after --");
-    auto r = ops::resolve_id(ctx.store(), f->id);
-    auto result = ctx.store().jobs().update_job(r.job.job.id, update);
+    auto j = ops::update_job(ctx.store(), f->id, to_job_update(*f));
     if (ctx.output == "json") {
-      print_json({{"id", r.job.job.id}, {"version", result.version}, {"changed", result.changed},
-                  {"dropped", result.dropped}});
+      print_json(j);
       return;
     }
-    if (!result.changed)
-      std::fprintf(stderr, "job %s: unchanged, still version %d\n", r.job.job.id.c_str(), result.version);
-    else if (result.dropped > 0)
-      std::fprintf(stderr, "job %s: now version %d (%d pending occurrences of the old version dropped)\n",
-                   r.job.job.id.c_str(), result.version, result.dropped);
+    const std::string id = j["id"];
+    const int version = j["version"], dropped = j["dropped"];
+    if (!j["changed"])
+      std::fprintf(stderr, "job %s: unchanged, still version %d\n", id.c_str(), version);
+    else if (dropped > 0)
+      std::fprintf(stderr, "job %s: now version %d (%d pending occurrences of the old version dropped)\n", id.c_str(),
+                   version, dropped);
     else
-      std::fprintf(stderr, "job %s: now version %d\n", r.job.job.id.c_str(), result.version);
+      std::fprintf(stderr, "job %s: now version %d\n", id.c_str(), version);
   });
 }
 

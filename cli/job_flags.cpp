@@ -96,6 +96,13 @@ const JobFlags::Slot& JobFlags::slot(std::string_view flag) const {
 }
 
 bool JobFlags::given(std::string_view flag) const { return slot(flag).option->count() > 0; }
+
+std::set<std::string> JobFlags::given_keys() const {
+  std::set<std::string> keys;
+  for (const auto& s : slots_)
+    if (s.option->count() > 0) keys.emplace(s.field->key);
+  return keys;
+}
 const std::string& JobFlags::text(std::string_view flag) const { return slot(flag).text; }
 const std::vector<std::string>& JobFlags::list(std::string_view flag) const { return slot(flag).list; }
 

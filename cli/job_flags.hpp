@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,8 @@ class JobFlags {
   std::vector<std::string> names() const;
   // Whether the flag was on the command line (even as "").
   bool given(std::string_view flag) const;
+  // The batch-line keys of the flags given (update reads the changes from them).
+  std::set<std::string> given_keys() const;
   // A text flag's value ("" when not given).
   const std::string& text(std::string_view flag) const;
   // A list flag's values.

@@ -28,7 +28,13 @@ const std::vector<Route>& table() {
         {"deleted", "query", "true: only deleted jobs"},
         {"limit", "query", "At most this many (default 50)"}},
        "", list_jobs},
-      {"GET", "/jobs/{id}", Role::read, "A job and its latest run, as `jobctl get -o json`", {kId}, "", get_job},
+      {"GET", "/jobs/{id}", Role::read, "A job and its latest run, as `jobctl get -o json`; its ETag is its version",
+       {kId}, "", get_job},
+      {"PATCH", "/jobs/{id}", Role::operate,
+       "Change a job in place, as `jobctl update`; If-Match with its ETag makes it conditional (412 when stale)",
+       {kId, {"If-Match", "header", "The ETag GET answered: apply only while the job is at that version"}},
+       R"(The fields to change, by their batch-line keys, plus "command" and "unset_env", e.g. {"priority": "high"})",
+       update_job},
       {"DELETE", "/jobs/{id}", Role::operate, "Cancel a job: a pending run is cancelled, a running one killed", {kId},
        "", cancel_job},
       {"POST", "/jobs/{id}/retry", Role::operate, "Run a dead, failed or cancelled job again", {kId}, "", retry_job},
@@ -145,6 +151,7 @@ nlohmann::json openapi_document() {
     if (r.method == "POST" && (r.path == "/jobs" || r.path == "/schedules" || r.path == "/dags"))
       op["responses"]["201"] = {{"description", "Created"},
                                 {"content", {{"application/json", {{"schema", json::object()}}}}}};
+    if (r.method == "PATCH") op["responses"]["412"] = problem;
     json params = json::array();
     for (const auto& p : r.parameters)
       params.push_back({{"name", p.name},

@@ -9,6 +9,7 @@ namespace jobctl::server {
 Reply submit_jobs(Call& c);      // POST   /jobs
 Reply list_jobs(Call& c);        // GET    /jobs
 Reply get_job(Call& c);          // GET    /jobs/{id}
+Reply update_job(Call& c);       // PATCH  /jobs/{id}
 Reply cancel_job(Call& c);       // DELETE /jobs/{id}
 Reply retry_job(Call& c);        // POST   /jobs/{id}/retry
 Reply pause_job(Call& c);        // POST   /jobs/{id}/pause

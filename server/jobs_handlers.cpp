@@ -1,12 +1,14 @@
 // The API's jobs: submit (one, or a batch all or nothing), list, get,
-// cancel, retry, pause, resume.
+// update, cancel, retry, pause, resume, delete, restore.
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job.hpp"
 #include "common/ops/job_actions.hpp"
+#include "common/ops/job_update.hpp"
 #include "common/ops/job_views.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
@@ -71,7 +73,32 @@ Reply list_jobs(Call& c) {
   return {200, ops::job_list_json(c.store, c.store.jobs().list_jobs(filter)), {}};
 }
 
-Reply get_job(Call& c) { return {200, ops::job_json(c.store, c.path_param(1)), {}}; }
+// A job's version as an entity tag, for If-Match on PATCH.
+std::string etag_of(const nlohmann::json& job) { return "\"" + std::to_string(job["version"].get<int>()) + "\""; }
+
+Reply get_job(Call& c) {
+  auto j = ops::job_json(c.store, c.path_param(1));
+  return {200, j, {{"ETag", etag_of(j)}}};
+}
+
+Reply update_job(Call& c) {
+  const char* hint = R"(the body is an object of the fields to change, e.g. {"priority": "high", "retries": 5})";
+  auto u = ops::job_update_from_json(util::parse_json_input(c.request.body, "the request body", hint));
+  if (c.request.has_header("If-Match")) {
+    // "3", W/"3" or 3: the version GET answered in its ETag.
+    std::string tag = c.request.get_header_value("If-Match");
+    if (tag.rfind("W/", 0) == 0) tag = tag.substr(2);
+    if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
+    int version = 0;
+    auto [end, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), version);
+    if (ec != std::errc() || end != tag.data() + tag.size() || version < 1)
+      throw usage_error("If-Match '" + c.request.get_header_value("If-Match") + "' is not a job version",
+                        "send the ETag that GET /api/v1/jobs/{id} answered, e.g. If-Match: \"3\"");
+    u.if_version = version;
+  }
+  auto j = ops::update_job(c.store, c.path_param(1), u);
+  return {200, j, {{"ETag", etag_of(j)}}};
+}
 Reply cancel_job(Call& c) { return {200, ops::cancel_job(c.store, c.path_param(1)), {}}; }
 Reply retry_job(Call& c) { return {200, ops::retry_job(c.store, c.path_param(1)), {}}; }
 Reply pause_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1), true), {}}; }

@@ -440,3 +440,46 @@ TEST_CASE("serve: stats and check answer as the CLI does") {
   check_problem(reader.Get("/api/v1/stats?since=0s"), 400, "since");
   check_problem(reader.Get("/api/v1/check?max_dlq=-1"), 400, "max_dlq");
 }
+
+TEST_CASE("serve: PATCH changes a job as update does, and If-Match with a stale ETag is 412") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto op = server.client(kOperator);
+  const std::string id = test::submit(db, dir, {"--name", "etl", "--", "true"});
+  auto got = server.client(kReader).Get("/api/v1/jobs/" + id);
+  const std::string etag = got->get_header_value("ETag");
+  CHECK(etag == "\"1\"");
+  check_problem(server.client(kSubmitter).Patch("/api/v1/jobs/" + id, R"({"priority": "high"})", "application/json"),
+                403, "needs operate");
+  httplib::Headers match{{"If-Match", etag}};
+  auto changed = op.Patch("/api/v1/jobs/" + id, match,
+                          R"({"priority": "high", "retries": 5, "env": {"A": "1"}, "command": ["echo", "hi"]})",
+                          "application/json");
+  REQUIRE(changed);
+  CHECK(changed->status == 200);
+  CHECK(body_of(changed) == json{{"id", id}, {"version", 2}, {"changed", true}, {"dropped", 0}});
+  CHECK(changed->get_header_value("ETag") == "\"2\"");
+  auto job = test::get(db, dir, id);
+  CHECK(job["priority"] == "high");
+  CHECK(job["retry"]["retries"] == 5);
+  CHECK(job["command"] == json::array({"echo", "hi"}));
+  // The same If-Match again is stale: 412, exit code 6, nothing changed.
+  auto stale = op.Patch("/api/v1/jobs/" + id, match, R"({"priority": "low"})", "application/json");
+  check_problem(stale, 412, "");
+  CHECK(json::parse(stale->body)["exit_code"] == 6);
+  CHECK(test::get(db, dir, id)["priority"] == "high");
+  // "" removes a name, as update --name "" does; other mistakes are 400.
+  CHECK(body_of(op.Patch("/api/v1/jobs/" + id, R"({"name": ""})", "application/json"))["version"] == 3);
+  CHECK(test::get(db, dir, id)["name"] == "");
+  check_problem(op.Patch("/api/v1/jobs/" + id, "{}", "application/json"), 400, "nothing to update");
+  check_problem(op.Patch("/api/v1/jobs/" + id, R"({"cwd": "/tmp"})", "application/json"), 400, "cannot be changed");
+  check_problem(op.Patch("/api/v1/jobs/" + id, R"({"bogus": 1})", "application/json"), 400, "bogus");
+  check_problem(op.Patch("/api/v1/jobs/" + id, httplib::Headers{{"If-Match", "soon"}}, R"({"retries": 1})",
+                         "application/json"),
+                400, "If-Match");
+  bool by_on_call = false;
+  for (const auto& e : cli_json(db, dir, {"history", id}))
+    if (e["action"] == "update" && e["actor"] == "on-call") by_on_call = true;
+  CHECK(by_on_call);
+}
