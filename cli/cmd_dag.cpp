@@ -10,13 +10,10 @@
 #include "cli/read_input.hpp"
 #include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
-#include "common/cron/plan.hpp"
 #include "common/dag/dag.hpp"
-#include "common/model/job_json.hpp"
 #include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
-#include "common/util/tz.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {

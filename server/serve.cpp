@@ -69,7 +69,7 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
     try {
       auto& store = thread_store(dsn);
       store.set_actor(token->name);
-      Call call{req, store, *token};
+      Call call{req, store};
       Reply reply = route.handle(call);
       for (const auto& [name, value] : reply.headers) res.set_header(name, value);
       send_json(res, reply.status, reply.body);
