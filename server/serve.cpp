@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <strings.h>
 
 #include <atomic>
 #include <chrono>
@@ -40,8 +41,9 @@ store::Store& thread_store(const config::Dsn& dsn) {
 
 std::optional<Token> authenticate(const httplib::Request& req, const Tokens& tokens) {
   const std::string header = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) return std::nullopt;
+  constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 9110)
+  if (header.size() <= kBearer.size() || strncasecmp(header.c_str(), kBearer.data(), kBearer.size()) != 0)
+    return std::nullopt;
   return tokens.find(std::string_view(header).substr(kBearer.size()));
 }
 

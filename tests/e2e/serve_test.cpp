@@ -178,6 +178,10 @@ TEST_CASE("serve: no token is 401, the wrong role 403, and neither writes anythi
   check_problem(none, 401, "Authorization: Bearer");
   CHECK(none->get_header_value("WWW-Authenticate") == "Bearer");
   check_problem(server.client("not-a-token-of-this-server").Get("/api/v1/jobs"), 401, "token");
+  // The scheme is case-insensitive.
+  auto lower = server.client().Get("/api/v1/jobs", httplib::Headers{{"Authorization", "bearer " + kReader}});
+  REQUIRE(lower);
+  CHECK(lower->status == 200);
   check_problem(server.client(kReader).Post("/api/v1/jobs", job, "application/json"), 403, "needs submit");
   const std::string id = test::submit(db, dir, {"--", "true"});
   check_problem(server.client(kSubmitter).Delete("/api/v1/jobs/" + id), 403, "needs operate");
