@@ -2,36 +2,23 @@
 
 #include <fmt/format.h>
 
+#include "common/util/prometheus.hpp"
+
 namespace jobctl::agent {
 namespace {
 
-// A label value, escaped as the exposition format wants.
-std::string escaped(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-void header(std::string& out, const char* name, const char* type, const char* help) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-}
+using util::prometheus_header;
+using util::prometheus_label;
 
 void by_queue(std::string& out, const char* name, const char* help, const std::map<std::string, uint64_t>& values) {
-  header(out, name, "counter", help);
-  for (const auto& [queue, n] : values) out += fmt::format("{}{{queue=\"{}\"}} {}\n", name, escaped(queue), n);
+  prometheus_header(out, name, "counter", help);
+  for (const auto& [queue, n] : values) out += fmt::format("{}{{queue=\"{}\"}} {}\n", name, prometheus_label(queue), n);
 }
 
 void histograms(std::string& out, const char* name, const char* help, const std::map<std::string, Histogram>& values) {
-  header(out, name, "histogram", help);
+  prometheus_header(out, name, "histogram", help);
   for (const auto& [queue, h] : values) {
-    std::string q = escaped(queue);
+    std::string q = prometheus_label(queue);
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kSecondsBuckets.size(); ++i) {
       cumulative += h.buckets[i];
@@ -44,7 +31,7 @@ void histograms(std::string& out, const char* name, const char* help, const std:
 }
 
 void scalar(std::string& out, const char* name, const char* type, const char* help, double value) {
-  header(out, name, type, help);
+  prometheus_header(out, name, type, help);
   out += fmt::format("{} {}\n", name, value);
 }
 
@@ -62,8 +49,8 @@ void Histogram::observe(double seconds) {
 
 std::string Metrics::render() const {
   std::string out;
-  header(out, "jobagent_info", "gauge", "This agent: its name and version.");
-  out += fmt::format("jobagent_info{{name=\"{}\",version=\"{}\"}} 1\n", escaped(worker), escaped(version));
+  prometheus_header(out, "jobagent_info", "gauge", "This agent: its name and version.");
+  out += fmt::format("jobagent_info{{name=\"{}\",version=\"{}\"}} 1\n", prometheus_label(worker), prometheus_label(version));
   by_queue(out, "jobagent_runs_started_total", "Attempts started, by queue.", runs_started);
   by_queue(out, "jobagent_runs_succeeded_total", "Attempts that succeeded, by queue.", runs_succeeded);
   by_queue(out, "jobagent_runs_failed_total", "Attempts that failed (retried or not), by queue.", runs_failed);
@@ -79,9 +66,9 @@ std::string Metrics::render() const {
          static_cast<double>(empty_polls));
   scalar(out, "jobagent_heartbeat_failures_total", "counter", "Heartbeats the store did not take.",
          static_cast<double>(heartbeat_failures));
-  header(out, "jobagent_store_errors_total", "counter", "Store operations that failed, by step.");
+  prometheus_header(out, "jobagent_store_errors_total", "counter", "Store operations that failed, by step.");
   for (const auto& [step, n] : store_errors)
-    out += fmt::format("jobagent_store_errors_total{{step=\"{}\"}} {}\n", escaped(step), n);
+    out += fmt::format("jobagent_store_errors_total{{step=\"{}\"}} {}\n", prometheus_label(step), n);
   scalar(out, "jobagent_leader", "gauge", "1 while this agent is the scheduler leader.", leader ? 1 : 0);
   return out;
 }

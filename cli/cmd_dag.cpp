@@ -97,11 +97,11 @@ void add_ls(CLI::App& group, Context& ctx) {
   auto* cmd = group.add_subcommand("ls", "List DAG runs, newest first");
   cmd->add_option("--limit", *limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
   cmd->callback([limit, &ctx] {
-    auto runs = ctx.store().dags().list_dag_runs(*limit);
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(runs, ops::dag_run_summary_json);
+      print_json(ops::dag_runs_json(ctx.store(), *limit));
       return;
     }
+    auto runs = ctx.store().dags().list_dag_runs(*limit);
     std::vector<TableRow> rows;
     for (const auto& v : runs)
       rows.push_back({v.id, v.name, v.status, counts_text(v.counts), util::format_time(v.created_at)});
@@ -114,9 +114,9 @@ void add_control(CLI::App& group, Context& ctx) {
   auto* cancel = group.add_subcommand("cancel", "Cancel a DAG run: nodes not started are cancelled, running ones stopped");
   completes(cancel->add_option("id", *id, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   cancel->callback([id, &ctx] {
-    int n = ctx.store().dags().cancel_dag_run(ops::normalize_id(*id));
-    if (ctx.output == "json") print_json({{"id", *id}, {"result", "cancelled"}, {"nodes", n}});
-    else std::fprintf(stderr, "DAG run %s: %d nodes cancelled or asked to stop\n", id->c_str(), n);
+    auto j = ops::cancel_dag_run(ctx.store(), *id);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "DAG run %s: %d nodes cancelled or asked to stop\n", id->c_str(), j["nodes"].get<int>());
   });
   for (bool pause : {true, false}) {
     auto pid = std::make_shared<std::string>();
@@ -125,19 +125,19 @@ void add_control(CLI::App& group, Context& ctx) {
                                            : "Resume a paused DAG run");
     completes(cmd->add_option("id", *pid, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
     cmd->callback([pid, pause, &ctx] {
-      bool changed = ctx.store().dags().set_dag_run_paused(ops::normalize_id(*pid), pause);
-      const char* state = pause ? "paused" : "resumed";
-      if (ctx.output == "json") print_json({{"id", *pid}, {"result", state}, {"changed", changed}});
-      else std::fprintf(stderr, "DAG run %s %s%s\n", pid->c_str(), changed ? "" : "was already ", state);
+      auto j = ops::pause_dag_run(ctx.store(), *pid, pause);
+      if (ctx.output == "json") print_json(j);
+      else std::fprintf(stderr, "DAG run %s %s%s\n", pid->c_str(), j["changed"].get<bool>() ? "" : "was already ",
+                        pause ? "paused" : "resumed");
     });
   }
   auto rid = std::make_shared<std::string>();
   auto* retry = group.add_subcommand("retry", "Run a finished DAG run's failed and cancelled nodes again, keeping successes");
   completes(retry->add_option("id", *rid, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
   retry->callback([rid, &ctx] {
-    int n = ctx.store().dags().retry_dag_run(ops::normalize_id(*rid));
-    if (ctx.output == "json") print_json({{"id", *rid}, {"result", "retried"}, {"nodes", n}});
-    else std::fprintf(stderr, "DAG run %s: %d nodes to run again\n", rid->c_str(), n);
+    auto j = ops::retry_dag_run(ctx.store(), *rid);
+    if (ctx.output == "json") print_json(j);
+    else std::fprintf(stderr, "DAG run %s: %d nodes to run again\n", rid->c_str(), j["nodes"].get<int>());
   });
 }
 

@@ -104,13 +104,11 @@ void register_schedules_ls(CLI::App& app, Context& ctx) {
   group->require_subcommand(1);
   auto* cmd = group->add_subcommand("ls", "List schedules with their expression, zone, next fire and last run");
   cmd->callback([&ctx] {
-    auto schedules = ctx.store().schedules().list_schedules();
     if (ctx.format() == OutputFormat::json) {
-      print_json_list(schedules, [](const store::ScheduleView& v) {
-        return model::to_json(model::JobView{v.job, v.last_run});
-      });
+      print_json(ops::schedules_json(ctx.store()));
       return;
     }
+    auto schedules = ctx.store().schedules().list_schedules();
     int64_t now = util::now_micros();
     std::vector<TableRow> rows;
     for (const auto& v : schedules) {
@@ -178,10 +176,9 @@ void register_schedule_trigger(CLI::App& group, Context& ctx) {
   completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_flag("--force", f->force, "Start it even if the overlap policy would skip it or make it wait");
   cmd->callback([f, &ctx] {
-    auto r = ops::resolve_schedule(ctx.store(), f->id);
-    std::string run = ctx.store().schedules().trigger(r.job.job.id, f->force);
-    if (ctx.output == "json") print_json({{"id", r.job.job.id}, {"run", run}});
-    else std::printf("%s\n", run.c_str());
+    auto j = ops::trigger_schedule(ctx.store(), f->id, f->force);
+    if (ctx.output == "json") print_json(j);
+    else std::printf("%s\n", j["run"].get<std::string>().c_str());
   });
 }
 

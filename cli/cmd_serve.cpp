@@ -32,11 +32,14 @@ void register_serve(CLI::App& app, Context& ctx) {
   cmd->add_option("--threads", f->options.threads, "Requests served at once (each thread has its own store connection)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  cmd->add_flag("--metrics-token", f->options.metrics_need_token,
+               "GET /metrics asks for a token too (of any role); without this flag it is open");
   cmd->add_option("--log-format", f->log_format, "Access and event log format, on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->footer("Tokens: each line of --tokens-file is NAME ROLE TOKEN; a request sends Authorization: Bearer TOKEN,\n"
-              "and what it changes is recorded as done by NAME. The routes: GET /api/v1/openapi.json.");
+              "and what it changes is recorded as done by NAME. The routes: GET /api/v1/openapi.json.\n"
+              "The console: open /ui/?token=TOKEN once. Store-wide Prometheus metrics: GET /metrics.");
   cmd->callback([f, &ctx] {
     auto timeout = util::parse_duration(f->timeout, "--timeout");
     if (timeout < std::chrono::seconds(1)) throw usage_error("--timeout must be at least 1s");

@@ -26,6 +26,7 @@ const std::vector<Route>& table() {
        {{"status", "query", "Only jobs whose latest run has this status"},
         {"queue", "query", "Only jobs of this queue"},
         {"deleted", "query", "true: only deleted jobs"},
+        {"before", "query", "Only jobs older than this job id: the next page's cursor (the Link header's rel=next)"},
         {"limit", "query", "At most this many (default 50)"}},
        "", list_jobs},
       {"GET", "/jobs/{id}", Role::read, "A job and its latest run, as `jobctl get -o json`; its ETag is its version",
@@ -46,6 +47,13 @@ const std::vector<Route>& table() {
       {"POST", "/jobs/{id}/restore", Role::operate, "Undo a delete (as `jobctl restore`)", {kId}, "", restore_job},
       {"POST", "/schedules", Role::submit, "Make a schedule: a job with a \"cron\" expression", {},
        "A job with \"cron\", as a line of `jobctl submit --file`", submit_schedule},
+      {"GET", "/schedules", Role::read,
+       "Every schedule with its latest run and \"next_fire\", as `jobctl schedules ls -o json`", {}, "",
+       list_schedules},
+      {"POST", "/schedules/{id}/trigger", Role::operate,
+       "Make one occurrence now, as `jobctl schedule trigger` (obeys the overlap policy unless force)",
+       {kScheduleId, {"force", "query", "true: start it even if the overlap policy would skip it"}}, "",
+       trigger_schedule},
       {"GET", "/schedules/{id}/runs", Role::read, "A schedule's past occurrences, as `jobctl schedule runs -o json`",
        {kScheduleId, kLimit}, "", schedule_runs},
       {"POST", "/dags", Role::submit, "Submit a DAG document, as `jobctl dag submit`",
@@ -53,8 +61,17 @@ const std::vector<Route>& table() {
         {"cron", "query", "Run the DAG on this cron expression"},
         {"tz", "query", "The IANA zone of cron"}},
        "The DAG document (jobctl(1), DAGS)", submit_dag},
+      {"GET", "/dags", Role::read, "DAG runs, newest first, as `jobctl dag ls -o json`",
+       {{"limit", "query", "At most this many (default 50)"}}, "", list_dag_runs},
       {"GET", "/dags/{id}/status", Role::read, "A DAG run and its nodes, as `jobctl dag status -o json`", {kDagRunId},
        "", dag_status},
+      {"POST", "/dags/{id}/cancel", Role::operate,
+       "Cancel a DAG run: nodes not started are cancelled, running ones stopped", {kDagRunId}, "", cancel_dag_run},
+      {"POST", "/dags/{id}/pause", Role::operate, "Pause a DAG run: no further node starts", {kDagRunId}, "",
+       pause_dag_run},
+      {"POST", "/dags/{id}/resume", Role::operate, "Resume a paused DAG run", {kDagRunId}, "", resume_dag_run},
+      {"POST", "/dags/{id}/retry", Role::operate, "Run a finished DAG run's failed and cancelled nodes again",
+       {kDagRunId}, "", retry_dag_run},
       {"GET", "/jobs/{id}/attempts", Role::read, "Every attempt of the job (or of the run), as `jobctl runs -o json`",
        {kId}, "", job_attempts},
       {"GET", "/jobs/{id}/logs", Role::read, "An attempt with its output, as `jobctl logs -o json`",
@@ -69,6 +86,13 @@ const std::vector<Route>& table() {
       {"POST", "/queues/{name}/resume", Role::operate, "Resume a paused queue", {kQueue}, "", resume_queue},
       {"GET", "/stats", Role::read, "Per queue and priority: depth, outcomes, rates, percentiles (`jobctl stats -o json`)",
        {{"queue", "query", "Only this queue"}, {"since", "query", "The window (default 1h)"}}, "", stats},
+      {"GET", "/stats/series", Role::read,
+       "The window in steps, oldest first: runs succeeded and dead, failed attempts, failure rate, lag p99 (the "
+       "console's charts)",
+       {{"queue", "query", "Only this queue"},
+        {"since", "query", "The window (default 1h)"},
+        {"step", "query", "The step (default 1m; at most 1,440 steps)"}},
+       "", stats_series},
       {"GET", "/check", Role::read,
        "Thresholds as `jobctl check`: {\"ok\": bool, \"breaches\": [one phrase each]}",
        {{"max_dlq", "query", "At most this many runs in the dead-letter queue"},
@@ -78,6 +102,7 @@ const std::vector<Route>& table() {
         {"queue", "query", "Only this queue"},
         {"since", "query", "The window for max_lag (default 15m)"}},
        "", check},
+      {"GET", "/whoami", Role::read, "The caller's token: {\"name\", \"role\"}", {}, "", whoami},
       {"GET", "/dead-letter", Role::read, "Dead runs with their jobs, newest first, as `jobctl dlq ls -o json`",
        {{"queue", "query", "Only runs of this queue"},
         {"since", "query", "Only runs that died at or after this time (RFC 3339, or a duration ago: 2h)"},
@@ -111,6 +136,13 @@ int query_int(const Call& c, const std::string& name, int fallback, int min, int
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
     throw usage_error(fmt::format("query parameter {}='{}' is not a whole number from {} to {}", name, text, min, max));
   return value;
+}
+
+bool query_bool(const Call& c, const std::string& name) {
+  const std::string text = c.query(name);
+  if (text.empty() || text == "false") return false;
+  if (text == "true") return true;
+  throw usage_error(fmt::format("query parameter {}='{}' is not true or false", name, text));
 }
 
 std::span<const Route> api_routes() { return table(); }

@@ -18,10 +18,12 @@ namespace jobctl::server {
 
 inline constexpr const char* kApiPrefix = "/api/v1";
 
-// A request, and the caller's store connection (its actor already the token's name).
+// A request, the caller's store connection (its actor already the token's
+// name), and the caller's token.
 struct Call {
   const httplib::Request& request;
   store::Store& store;
+  const Token& token;
   std::string path_param(size_t i) const { return request.matches[static_cast<int>(i)].str(); }
   // A query parameter, or "" when absent.
   std::string query(const std::string& name) const;

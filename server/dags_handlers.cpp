@@ -1,4 +1,5 @@
-// The API's DAGs: submit a document, and the status of a run.
+// The API's DAGs: submit a document, list runs, the status of one, and
+// cancel, pause, resume or retry one.
 #include <optional>
 
 #include "common/ops/dags.hpp"
@@ -15,6 +16,11 @@ Reply submit_dag(Call& c) {
   return {201, ops::dag_submitted_json(r), {}};
 }
 
+Reply list_dag_runs(Call& c) { return {200, ops::dag_runs_json(c.store, query_int(c, "limit", 50, 1, 100000)), {}}; }
 Reply dag_status(Call& c) { return {200, ops::dag_status(c.store, c.path_param(1)), {}}; }
+Reply cancel_dag_run(Call& c) { return {200, ops::cancel_dag_run(c.store, c.path_param(1)), {}}; }
+Reply pause_dag_run(Call& c) { return {200, ops::pause_dag_run(c.store, c.path_param(1), true), {}}; }
+Reply resume_dag_run(Call& c) { return {200, ops::pause_dag_run(c.store, c.path_param(1), false), {}}; }
+Reply retry_dag_run(Call& c) { return {200, ops::retry_dag_run(c.store, c.path_param(1)), {}}; }
 
 }  // namespace jobctl::server

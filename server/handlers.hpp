@@ -17,9 +17,16 @@ Reply resume_job(Call& c);       // POST   /jobs/{id}/resume
 Reply delete_job(Call& c);       // POST   /jobs/{id}/delete
 Reply restore_job(Call& c);      // POST   /jobs/{id}/restore
 Reply submit_schedule(Call& c);  // POST   /schedules
+Reply list_schedules(Call& c);   // GET    /schedules
+Reply trigger_schedule(Call& c); // POST   /schedules/{id}/trigger
 Reply schedule_runs(Call& c);    // GET    /schedules/{id}/runs
 Reply submit_dag(Call& c);       // POST   /dags
+Reply list_dag_runs(Call& c);    // GET    /dags
 Reply dag_status(Call& c);       // GET    /dags/{id}/status
+Reply cancel_dag_run(Call& c);   // POST   /dags/{id}/cancel
+Reply pause_dag_run(Call& c);    // POST   /dags/{id}/pause
+Reply resume_dag_run(Call& c);   // POST   /dags/{id}/resume
+Reply retry_dag_run(Call& c);    // POST   /dags/{id}/retry
 Reply job_attempts(Call& c);     // GET    /jobs/{id}/attempts
 Reply job_logs(Call& c);         // GET    /jobs/{id}/logs
 Reply job_history(Call& c);      // GET    /jobs/{id}/history
@@ -28,7 +35,9 @@ Reply list_queues(Call& c);      // GET    /queues
 Reply pause_queue(Call& c);      // POST   /queues/{name}/pause
 Reply resume_queue(Call& c);     // POST   /queues/{name}/resume
 Reply stats(Call& c);            // GET    /stats
+Reply stats_series(Call& c);     // GET    /stats/series
 Reply check(Call& c);            // GET    /check
+Reply whoami(Call& c);           // GET    /whoami
 Reply dead_runs(Call& c);        // GET    /dead-letter
 Reply dead_run(Call& c);         // GET    /dead-letter/{id}
 Reply replay_dead_run(Call& c);  // POST   /dead-letter/{id}/replay
@@ -42,5 +51,9 @@ void apply_idempotency_header(const Call& c, model::JobSpec& spec);
 // A whole number from a query parameter within [min, max], else `fallback`
 // when absent. Throws usage Error naming the parameter.
 int query_int(const Call& c, const std::string& name, int fallback, int min, int max);
+
+// A query parameter that is true or false (absent: false). Throws usage
+// Error for anything else.
+bool query_bool(const Call& c, const std::string& name);
 
 }  // namespace jobctl::server

@@ -1,4 +1,5 @@
-// The API's health: stats per queue and priority, and check's thresholds.
+// The API's health: stats per queue and priority (and as a series), check's
+// thresholds, and who the caller is.
 #include "common/ops/health.hpp"
 #include "common/util/error.hpp"
 #include "server/handlers.hpp"
@@ -16,6 +17,16 @@ std::optional<std::string> queue_of(const Call& c) {
 Reply stats(Call& c) {
   const std::string since = c.request.has_param("since") ? c.query("since") : "1h";
   return {200, ops::stats_json(c.store, queue_of(c), ops::window_of(since, "since")), {}};
+}
+
+Reply stats_series(Call& c) {
+  const std::string since = c.request.has_param("since") ? c.query("since") : "1h";
+  const std::string step = c.request.has_param("step") ? c.query("step") : "1m";
+  return {200, ops::series_json(c.store, queue_of(c), ops::window_of(since, "since"), ops::window_of(step, "step")), {}};
+}
+
+Reply whoami(Call& c) {
+  return {200, nlohmann::json{{"name", c.token.name}, {"role", std::string(to_string(c.token.role))}}, {}};
 }
 
 Reply check(Call& c) {

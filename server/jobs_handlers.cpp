@@ -69,8 +69,19 @@ Reply list_jobs(Call& c) {
   if (auto status = c.query("status"); !status.empty()) filter.status = model::parse_run_status(status);
   if (auto queue = c.query("queue"); !queue.empty()) filter.queue = queue;
   filter.deleted = c.query("deleted") == "true";
+  filter.before = c.query("before");
   filter.limit = query_int(c, "limit", filter.limit, 1, 100000);
-  return {200, ops::job_list_json(c.store, c.store.jobs().list_jobs(filter)), {}};
+  auto jobs = c.store.jobs().list_jobs(filter);
+  Reply reply{200, ops::job_list_json(c.store, jobs), {}};
+  // A full page has a next one, maybe: its cursor is the last job's id (RFC 8288).
+  if (static_cast<int>(jobs.size()) == filter.limit) {
+    auto params = c.request.params;
+    params.erase("before");
+    params.emplace("before", jobs.back().job.id);
+    reply.headers.emplace_back("Link", fmt::format("<{}/jobs?{}>; rel=\"next\"", kApiPrefix,
+                                                   httplib::detail::params_to_query_str(params)));
+  }
+  return reply;
 }
 
 // A job's version as an entity tag, for If-Match on PATCH.
@@ -105,10 +116,7 @@ Reply pause_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1),
 Reply resume_job(Call& c) { return {200, ops::pause_job(c.store, c.path_param(1), false), {}}; }
 
 Reply delete_job(Call& c) {
-  const std::string cancel = c.query("cancel_running");
-  if (!cancel.empty() && cancel != "true" && cancel != "false")
-    throw usage_error("query parameter cancel_running='" + cancel + "' is not true or false");
-  return {200, ops::delete_job(c.store, c.path_param(1), cancel == "true"), {}};
+  return {200, ops::delete_job(c.store, c.path_param(1), query_bool(c, "cancel_running")), {}};
 }
 
 Reply restore_job(Call& c) { return {200, ops::restore_job(c.store, c.path_param(1)), {}}; }

@@ -1,5 +1,5 @@
-// The API's schedules: one made from a job with a cron expression, and the
-// runs of one.
+// The API's schedules: one made from a job with a cron expression, the
+// list, the runs of one, and an occurrence made now.
 #include "common/jobdef/job_input.hpp"
 #include "common/ops/job_actions.hpp"
 #include "common/ops/schedules.hpp"
@@ -23,6 +23,12 @@ Reply submit_schedule(Call& c) {
   auto results = c.store.jobs().submit({spec});
   return {results[0].existed ? 200 : 201, ops::submitted_json(c.store, results, false),
           {{"Location", fmt::format("{}/jobs/{}", kApiPrefix, results[0].job_id)}}};
+}
+
+Reply list_schedules(Call& c) { return {200, ops::schedules_json(c.store), {}}; }
+
+Reply trigger_schedule(Call& c) {
+  return {200, ops::trigger_schedule(c.store, c.path_param(1), query_bool(c, "force")), {}};
 }
 
 Reply schedule_runs(Call& c) {

@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <strings.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +16,9 @@
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
 #include "server/api.hpp"
+#include "server/authenticate.hpp"
+#include "server/console.hpp"
+#include "server/metrics.hpp"
 #include "server/problem.hpp"
 #include "server/tokens.hpp"
 
@@ -39,12 +41,10 @@ store::Store& thread_store(const config::Dsn& dsn) {
   return *t_store;
 }
 
-std::optional<Token> authenticate(const httplib::Request& req, const Tokens& tokens) {
-  const std::string header = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 9110)
-  if (header.size() <= kBearer.size() || strncasecmp(header.c_str(), kBearer.data(), kBearer.size()) != 0)
-    return std::nullopt;
-  return tokens.find(std::string_view(header).substr(kBearer.size()));
+void refuse_unauthenticated(httplib::Response& res) {
+  res.set_header("WWW-Authenticate", "Bearer");
+  send_problem(res, 401, "this needs a token: send the header Authorization: Bearer TOKEN",
+               "the tokens are in the server's --tokens-file");
 }
 
 void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
@@ -54,24 +54,22 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
 
 httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn) {
   return [&route, &tokens, &dsn](const httplib::Request& req, httplib::Response& res) {
-    auto token = authenticate(req, tokens);
-    if (!token) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      send_problem(res, 401, "this needs a token: send the header Authorization: Bearer TOKEN",
-                   "the tokens are in the server's --tokens-file");
-      return;
-    }
-    t_token_name = token->name;
-    if (token->role < route.role) {
+    auto caller = authenticate(req, tokens);
+    if (!caller) return refuse_unauthenticated(res);
+    const Token& token = caller->token;
+    t_token_name = token.name;
+    if (caller->by_cookie && route.method != "GET")
+      if (auto why = csrf_refusal(req); !why.empty()) return send_problem(res, 403, why);
+    if (token.role < route.role) {
       send_problem(res, 403,
-                   fmt::format("token '{}' has the role {}; {} {} needs {}", token->name, to_string(token->role),
+                   fmt::format("token '{}' has the role {}; {} {} needs {}", token.name, to_string(token.role),
                                route.method, route.path, to_string(route.role)));
       return;
     }
     try {
       auto& store = thread_store(dsn);
-      store.set_actor(token->name);
-      Call call{req, store};
+      store.set_actor(token.name);
+      Call call{req, store, token};
       Reply reply = route.handle(call);
       for (const auto& [name, value] : reply.headers) res.set_header(name, value);
       send_json(res, reply.status, reply.body);
@@ -91,7 +89,8 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
   };
 }
 
-void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& dsn) {
+void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& dsn, const ServeOptions& o,
+                StoreMetrics& metrics) {
   for (const auto& route : api_routes()) {
     const std::string pattern = path_pattern(route);
     auto handler = handler_of(route, tokens, dsn);
@@ -106,6 +105,17 @@ void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& d
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
+  svr.Get("/metrics", [&tokens, &dsn, &metrics, need_token = o.metrics_need_token](const httplib::Request& req,
+                                                                                  httplib::Response& res) {
+    if (need_token && !authenticate(req, tokens)) return refuse_unauthenticated(res);
+    try {
+      res.set_content(metrics.render(thread_store(dsn)), "text/plain; version=0.0.4; charset=utf-8");
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::store) t_store.reset();
+      send_error(res, e);
+    }
+  });
+  add_console_routes(svr, tokens, o.tls_cert.has_value());
 }
 
 // HOST:PORT or [HOST]:PORT.
@@ -187,7 +197,8 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
                      {"remote", req.remote_addr},
                      {"ms", fmt::format("{:.1f}", static_cast<double>(us.count()) / 1000)}});
   });
-  add_routes(*svr, tokens, dsn);
+  StoreMetrics metrics;
+  add_routes(*svr, tokens, dsn, o, metrics);
 
   auto [host, port] = split_listen(o.listen);
   if (port == 0) port = svr->bind_to_any_port(host);

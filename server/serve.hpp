@@ -17,6 +17,7 @@ struct ServeOptions {
   size_t max_body = 32u << 20;  // bytes
   int timeout_s = 30;           // reading a request, writing a response
   int threads = 8;
+  bool metrics_need_token = false;  // GET /metrics asks for a token of any role
 };
 
 // Serves until SIGTERM or SIGINT, letting requests under way finish; says

@@ -48,6 +48,27 @@ nlohmann::json dag_run_summary_json(const store::DagRunView& v) {
                         {"nodes", v.counts}};
 }
 
+nlohmann::json dag_runs_json(store::Store& store, int limit) {
+  auto out = nlohmann::json::array();
+  for (const auto& v : store.dags().list_dag_runs(limit)) out.push_back(dag_run_summary_json(v));
+  return out;
+}
+
+nlohmann::json cancel_dag_run(store::Store& store, const std::string& id) {
+  int n = store.dags().cancel_dag_run(normalize_id(id));
+  return {{"id", id}, {"result", "cancelled"}, {"nodes", n}};
+}
+
+nlohmann::json pause_dag_run(store::Store& store, const std::string& id, bool pause) {
+  bool changed = store.dags().set_dag_run_paused(normalize_id(id), pause);
+  return {{"id", id}, {"result", pause ? "paused" : "resumed"}, {"changed", changed}};
+}
+
+nlohmann::json retry_dag_run(store::Store& store, const std::string& id) {
+  int n = store.dags().retry_dag_run(normalize_id(id));
+  return {{"id", id}, {"result", "retried"}, {"nodes", n}};
+}
+
 nlohmann::json dag_status(store::Store& store, const std::string& id) {
   auto v = store.dags().get_dag_run(normalize_id(id));
   auto j = dag_run_summary_json(v);

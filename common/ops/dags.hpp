@@ -23,6 +23,16 @@ nlohmann::json dag_submitted_json(const store::DagSubmitResult& r);
 // A DAG run without its nodes, as `dag ls` lists it.
 nlohmann::json dag_run_summary_json(const store::DagRunView& v);
 
+// The newest `limit` DAG runs, as `dag ls -o json`.
+nlohmann::json dag_runs_json(store::Store& store, int limit);
+
+// A DAG run (or a DAG's newest run) cancelled, paused or resumed, or its
+// failed and cancelled nodes run again, as `dag cancel|pause|resume|retry -o
+// json`: {"id", "result", "nodes": how many} or {"id", "result", "changed"}.
+nlohmann::json cancel_dag_run(store::Store& store, const std::string& id);
+nlohmann::json pause_dag_run(store::Store& store, const std::string& id, bool pause);
+nlohmann::json retry_dag_run(store::Store& store, const std::string& id);
+
 // A DAG run with its nodes and their runs, as `dag status` shows it. Takes a
 // DAG run id or a DAG id (its newest run); throws usage or not_found.
 nlohmann::json dag_status(store::Store& store, const std::string& id);

@@ -7,6 +7,7 @@
 #include "common/store/queues.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/time.hpp"
 
 namespace jobctl::ops {
 namespace {
@@ -44,6 +45,24 @@ std::string seconds_text(double s) {
   if (s < 1) return fmt::format("{:.0f}ms", s * 1000);
   if (s < 60) return fmt::format("{:.1f}s", s);
   return util::format_duration(util::Micros(static_cast<int64_t>(s * 1e6)));
+}
+
+nlohmann::json series_json(store::Store& store, const std::optional<std::string>& queue, int64_t window_us,
+                           int64_t step_us) {
+  if (step_us < 1'000'000) throw usage_error("the step must be at least 1s", "e.g. step=1m");
+  if (window_us / step_us > 1440)
+    throw usage_error("that window has more than 1,440 steps of that size", "take a longer step, e.g. since=1d&step=5m");
+  auto points = nlohmann::json::array();
+  for (const auto& p : store.admin().series(store::StatsFilter{queue, window_us}, step_us)) {
+    const int64_t ended = p.succeeded_attempts + p.failed_attempts;
+    points.push_back({{"at", util::format_time(p.at)},
+                      {"succeeded", p.succeeded},
+                      {"dead", p.dead},
+                      {"failed", p.failed_attempts},
+                      {"failure_rate", ended == 0 ? 0.0 : static_cast<double>(p.failed_attempts) / static_cast<double>(ended)},
+                      {"lag_p99_s", p.lag_p99_s ? nlohmann::json(*p.lag_p99_s) : nlohmann::json(nullptr)}});
+  }
+  return {{"since_s", window_us / 1'000'000}, {"step_s", step_us / 1'000'000}, {"points", points}};
 }
 
 double failure_rate(const store::QueueStats& s) {

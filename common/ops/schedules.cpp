@@ -1,5 +1,6 @@
 #include "common/ops/schedules.hpp"
 
+#include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/ops/ids.hpp"
 #include "common/store/dags.hpp"
@@ -22,6 +23,25 @@ nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, in
   }
   for (const auto& run : store.schedules().schedule_runs(r.job.job.id, limit)) out.push_back(model::to_json(run));
   return out;
+}
+
+nlohmann::json schedules_json(store::Store& store) {
+  const int64_t now = util::now_micros();
+  auto out = nlohmann::json::array();
+  for (const auto& v : store.schedules().list_schedules()) {
+    auto j = model::to_json(model::JobView{v.job, v.last_run});
+    std::optional<int64_t> next;
+    if (!v.job.paused && v.job.next_fire_at) next = cron::next_occurrence(v.job, now);
+    j["next_fire"] = next ? nlohmann::json(util::format_time(*next)) : nlohmann::json(nullptr);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+nlohmann::json trigger_schedule(store::Store& store, const std::string& id, bool force) {
+  auto r = resolve_schedule(store, id);
+  std::string run = store.schedules().trigger(r.job.job.id, force);
+  return {{"id", r.job.job.id}, {"run", run}};
 }
 
 }  // namespace jobctl::ops

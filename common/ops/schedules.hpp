@@ -1,6 +1,6 @@
 #pragma once
-// A schedule's past occurrences as `schedule runs -o json` shows them, for
-// jobctl and jobctl serve alike.
+// Schedules as `schedules ls|runs|trigger -o json` show them, for jobctl
+// and jobctl serve alike.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,5 +13,13 @@ namespace jobctl::ops {
 // DAG's id). A scheduled DAG's occurrences are its DAG runs:
 // {"dag_run_id", "dag_id", "status", "occurrence", "created_at"} each.
 nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, int limit);
+
+// Every schedule: the job with its latest run, as `get -o json`, and
+// "next_fire", its next occurrence (RFC 3339; null when paused or never).
+nlohmann::json schedules_json(store::Store& store);
+
+// Makes one occurrence of the schedule now (obeying its overlap policy
+// unless `force`): {"id": the schedule's job id, "run": the new run's id}.
+nlohmann::json trigger_schedule(store::Store& store, const std::string& id, bool force);
 
 }  // namespace jobctl::ops

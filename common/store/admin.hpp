@@ -48,6 +48,31 @@ struct QueueStats {
   Percentiles duration_s;       // of the attempts that ended
 };
 
+// One step of a time series over the stats window (the console's charts).
+struct SeriesPoint {
+  int64_t at = 0;         // the start of the step
+  int64_t succeeded = 0;  // runs that ended succeeded in the step
+  int64_t dead = 0;       // runs that went to the dead-letter queue
+  int64_t succeeded_attempts = 0;
+  int64_t failed_attempts = 0;
+  std::optional<double> lag_p99_s;  // of the attempts that started in the step (sampled as stats does)
+};
+
+// What GET /metrics shows of the whole store, now: per queue, and the fleet.
+struct QueueGauges {
+  std::string queue;
+  int64_t ready = 0;    // pending, due, job not paused
+  int64_t later = 0;    // pending, due later (--at, --in, a retry's wait, occurrences made ahead)
+  int64_t running = 0;
+  std::optional<int64_t> oldest_ready_us;  // how long the longest-waiting ready run has waited
+  int64_t dead_letter = 0;                 // dead runs not replayed
+};
+struct StoreGauges {
+  std::vector<QueueGauges> queues;  // by name: every queue with runs, defaults or limits
+  int64_t workers_live = 0;         // agents heartbeating within their lease
+  bool leader_present = false;      // an agent holds the scheduler lease
+};
+
 // A running run that looks stuck (jobctl ls --stuck), with why.
 struct StuckRun {
   model::JobView view;     // the job, with the stuck run as latest_run
@@ -105,6 +130,11 @@ class Admin {
   std::vector<StuckRun> stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue = {});
   // Per queue and priority, sorted so; see QueueStats. One read transaction.
   std::vector<QueueStats> stats(const StatsFilter& filter);
+  // The window of `filter` cut into steps of `step_us`, oldest first, each
+  // step present (zeros when nothing happened). One read transaction.
+  std::vector<SeriesPoint> series(const StatsFilter& filter, int64_t step_us);
+  // StoreGauges, in one statement: cheap enough to scrape every second.
+  StoreGauges gauges();
   // Removes finished history older than `older_than_us` (see store_gc.cpp
   // for what stays), at most `batch` runs or DAG runs per transaction and
   // `max_batches` transactions per call.

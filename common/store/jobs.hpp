@@ -24,6 +24,7 @@ struct JobFilter {
   std::optional<model::RunStatus> status;  // of the job's latest run
   std::optional<std::string> queue;
   bool deleted = false;                    // list only soft-deleted jobs (else only live ones)
+  std::string before;                      // only jobs older than this job id (a page's cursor); "" for none
   int limit = 50;
 };
 

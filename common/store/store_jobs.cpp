@@ -255,12 +255,12 @@ std::vector<model::JobView> Jobs::list_jobs(const JobFilter& filter) {
       "WHERE (j.deleted_at IS NULL) = ($4 = 0) AND ($1 = '' OR r.status = $1 "
       // A run waiting for its retry after a failure is pending; `failed` finds it.
       "OR ($1 = 'failed' AND r.status = 'pending' AND r.failures > 0)) AND ($2 = '' OR j.queue = $2) "
-      "AND j.dag_id IS NULL AND j.kind = 'job' "
+      "AND j.dag_id IS NULL AND j.kind = 'job' AND ($5 = '' OR j.id < $5) "
       "ORDER BY j.id DESC LIMIT $3",
       select_list(kJobs), select_list(kRuns), kJobsWithLatestRun);
   std::string status = filter.status ? std::string(model::to_string(*filter.status)) : "";
   auto rows = conn_->query(sql, {status, filter.queue.value_or(""), int64_t{filter.limit},
-                                 int64_t{filter.deleted ? 1 : 0}});
+                                 int64_t{filter.deleted ? 1 : 0}, filter.before});
   std::vector<model::JobView> out;
   out.reserve(rows.size());
   for (const auto& row : rows) out.push_back(view_from_row(row));

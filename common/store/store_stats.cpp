@@ -124,6 +124,91 @@ std::vector<QueueStats> Admin::stats(const StatsFilter& filter) {
   return out;
 }
 
+std::vector<SeriesPoint> Admin::series(const StatsFilter& filter, int64_t step_us) {
+  Transaction tx(*conn_, TxMode::read);
+  const int64_t now = conn_->query("SELECT NOW_US").at(0).i64(0);
+  const int64_t steps = (filter.window_us + step_us - 1) / step_us;
+  const int64_t from = now - steps * step_us;
+  const std::string queue = filter.queue.value_or("");
+  std::vector<SeriesPoint> out(static_cast<size_t>(steps));
+  for (int64_t i = 0; i < steps; ++i) out[static_cast<size_t>(i)].at = from + i * step_us;
+  auto point = [&](int64_t step) -> SeriesPoint* {
+    return step >= 0 && step < steps ? &out[static_cast<size_t>(step)] : nullptr;
+  };
+  for (const auto& row : conn_->query(
+           "SELECT (finished_at - $1) / $2, SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN status = 'dead' THEN 1 ELSE 0 END) FROM runs "
+           "WHERE finished_at >= $1 AND ($3 = '' OR queue = $3) GROUP BY 1",
+           {from, step_us, queue}))
+    if (auto* p = point(row.i64(0))) {
+      p->succeeded = row.i64(1);
+      p->dead = row.i64(2);
+    }
+  for (const auto& row : conn_->query(
+           "SELECT (a.finished_at - $1) / $2, SUM(CASE WHEN a.outcome = 'succeeded' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN a.outcome = 'failed' THEN 1 ELSE 0 END) FROM attempts a JOIN runs r ON r.id = a.run_id "
+           "WHERE a.finished_at >= $1 AND ($3 = '' OR r.queue = $3) GROUP BY 1",
+           {from, step_us, queue}))
+    if (auto* p = point(row.i64(0))) {
+      p->succeeded_attempts = row.i64(1);
+      p->failed_attempts = row.i64(2);
+    }
+  // The lag as stats measures it (see there), sampled the same way.
+  std::vector<std::vector<double>> lags(static_cast<size_t>(steps));
+  for (const auto& row : conn_->query(
+           "SELECT a.started_at, a.started_at - r.available_at FROM attempts a "
+           "JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts "
+           "WHERE a.started_at >= $1 AND r.status <> 'pending' AND ($2 = '' OR r.queue = $2) "
+           "ORDER BY a.started_at DESC LIMIT $3",
+           {from, queue, kMaxSamples})) {
+    const int64_t step = (row.i64(0) - from) / step_us;
+    if (step >= 0 && step < steps)
+      lags[static_cast<size_t>(step)].push_back(static_cast<double>(std::max<int64_t>(0, row.i64(1))) / 1e6);
+  }
+  tx.commit();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!lags[i].empty()) out[i].lag_p99_s = percentiles_of(lags[i]).p99;
+  return out;
+}
+
+StoreGauges Admin::gauges() {
+  // One statement: a row per queue with live runs ('q'), per configured
+  // queue ('c', so that an idle queue shows zeros), then the fleet ('w').
+  auto rows = conn_->query(
+      "SELECT 'q', r.queue, "
+      "SUM(CASE WHEN r.status = 'pending' AND r.available_at <= NOW_US AND j.paused = 0 THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN r.status = 'pending' AND r.available_at > NOW_US AND j.paused = 0 THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN r.status = 'running' THEN 1 ELSE 0 END), "
+      "NOW_US - MIN(CASE WHEN r.status = 'pending' AND r.available_at <= NOW_US AND j.paused = 0 "
+      "THEN r.available_at END), "
+      "SUM(CASE WHEN r.status = 'dead' AND r.replayed_at IS NULL THEN 1 ELSE 0 END) "
+      "FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.status IN ('pending', 'running', 'dead') GROUP BY r.queue "
+      "UNION ALL SELECT 'c', name, 0, 0, 0, NULL, 0 FROM queues "
+      "UNION ALL SELECT 'w', '', "
+      "(SELECT count(*) FROM workers WHERE state <> 'gone' AND heartbeat_at + lease_us >= NOW_US), "
+      "(SELECT count(*) FROM scheduler_lease WHERE holder IS NOT NULL AND expires_at > NOW_US), 0, NULL, 0");
+  StoreGauges out;
+  std::map<std::string, QueueGauges> queues;
+  for (const auto& row : rows) {
+    const std::string kind = row.text(0);
+    if (kind == "w") {
+      out.workers_live = row.i64(2);
+      out.leader_present = row.i64(3) > 0;
+      continue;
+    }
+    auto& q = queues[row.text(1)];
+    q.queue = row.text(1);
+    if (kind == "c") continue;
+    q.ready = row.i64(2);
+    q.later = row.i64(3);
+    q.running = row.i64(4);
+    q.oldest_ready_us = row.opt_i64(5);
+    q.dead_letter = row.i64(6);
+  }
+  for (auto& [name, q] : queues) out.queues.push_back(std::move(q));
+  return out;
+}
+
 std::vector<FailedAttempt> Admin::recent_failures(int limit, int64_t within_us) {
   std::vector<FailedAttempt> out;
   for (const auto& row : conn_->query(

@@ -487,3 +487,188 @@ TEST_CASE("serve: PATCH changes a job as update does, and If-Match with a stale 
     if (e["action"] == "update" && e["actor"] == "on-call") by_on_call = true;
   CHECK(by_on_call);
 }
+
+TEST_CASE("serve: GET /metrics shows the whole store per queue, passes promtool, and asks a token with --metrics-token") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::submit(db, dir, {"--queue", "reports", "--", "true"});
+  test::submit(db, dir, {"--queue", "reports", "--", "true"});
+  test::submit(db, dir, {"--queue", "reports", "--in", "1h", "--", "true"});
+  REQUIRE(test::run_jobctl(db, dir, {"queue", "set", "idle", "--retries", "2"}).code == 0);
+  Server server(db, dir);
+  auto r = server.client().Get("/metrics");  // no token needed
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0) == 0);
+  const std::string text = r->body;
+  CAPTURE(text);
+  CHECK(text.find("jobctl_queue_ready{queue=\"reports\"} 2\n") != std::string::npos);
+  CHECK(text.find("jobctl_queue_later{queue=\"reports\"} 1\n") != std::string::npos);
+  CHECK(text.find("jobctl_queue_running{queue=\"reports\"} 0\n") != std::string::npos);
+  CHECK(text.find("jobctl_queue_ready{queue=\"idle\"} 0\n") != std::string::npos);  // a configured, empty queue
+  CHECK(text.find("jobctl_dead_letter_runs{queue=\"reports\"} 0\n") != std::string::npos);
+  CHECK(text.find("jobctl_workers_live 0\n") != std::string::npos);
+  CHECK(text.find("jobctl_scheduler_leader_present 0\n") != std::string::npos);
+  std::smatch oldest;
+  REQUIRE(std::regex_search(text, oldest, std::regex(R"(jobctl_queue_oldest_ready_seconds\{queue="reports"\} (\S+))")));
+  CHECK(std::stod(oldest[1]) > 0);
+  {
+    std::ofstream(dir.file("metrics.txt")) << text;
+    const std::string check = "promtool check metrics < " + dir.file("metrics.txt") + " > " + dir.file("promtool.out") + " 2>&1";
+    CHECK_MESSAGE(std::system(check.c_str()) == 0, test::read_file(dir.file("promtool.out")));
+  }
+
+  // An agent, the leader: live and present, and a run it finished is no longer ready.
+  auto agent = test::start_agent(db, dir, {"--queues", "reports"});
+  test::eventually(
+      [&] {
+        const std::string t = server.client().Get("/metrics")->body;
+        return t.find("jobctl_workers_live 1\n") != std::string::npos &&
+               t.find("jobctl_scheduler_leader_present 1\n") != std::string::npos &&
+               t.find("jobctl_queue_ready{queue=\"reports\"} 0\n") != std::string::npos;
+      },
+      "the agent shows in /metrics");
+
+  test::TempDir dir2;
+  Server guarded(db, dir2, {"--metrics-token"});
+  CHECK(guarded.client().Get("/metrics")->status == 401);
+  CHECK(guarded.client(kReader).Get("/metrics")->status == 200);
+}
+
+TEST_CASE("serve: GET /jobs pages with a cursor: the Link header's next page, until a short one") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::set<std::string> submitted;
+  for (int i = 0; i < 5; ++i) submitted.insert(test::submit(db, dir, {"--in", "1h", "--", "true"}));
+  Server server(db, dir);
+  auto c = server.client(kReader);
+  std::vector<std::string> seen;
+  std::string url = "/api/v1/jobs?limit=2&queue=default";
+  int pages = 0;
+  while (!url.empty()) {
+    auto r = c.Get(url);
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    ++pages;
+    for (const auto& j : json::parse(r->body)) seen.push_back(j["id"]);
+    std::smatch next;
+    const std::string link = r->get_header_value("Link");
+    url = std::regex_search(link, next, std::regex(R"(^<([^>]+)>; rel="next"$)")) ? next[1].str() : "";
+    if (!url.empty()) CHECK(url.find("queue=default") != std::string::npos);  // the filter stays
+  }
+  CHECK(pages == 3);  // 2 + 2 + 1
+  CHECK(std::set<std::string>(seen.begin(), seen.end()) == submitted);
+  CHECK(seen.size() == 5);
+  CHECK(std::is_sorted(seen.rbegin(), seen.rend()));  // newest first, across pages
+}
+
+TEST_CASE("serve: the console logs in by ?token= or its form into an HttpOnly cookie, and is CSRF-safe") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto c = server.client();
+  auto login_page = c.Get("/ui/");
+  REQUIRE(login_page);
+  CHECK(login_page->status == 200);
+  CHECK(login_page->body.find("login-form") != std::string::npos);
+  CHECK(login_page->get_header_value("Content-Security-Policy").find("script-src 'self'") != std::string::npos);
+  CHECK(c.Get("/ui/app.js")->status == 200);
+  CHECK(c.Get("/ui/app.js")->get_header_value("Content-Type") == "text/javascript; charset=utf-8");
+  CHECK(c.Get("/ui/nothing.js")->status == 404);
+
+  auto bad = c.Get("/ui/?token=not-a-token-of-this-server");
+  CHECK(bad->status == 303);
+  CHECK(bad->get_header_value("Location") == "/ui/?error=bad-token");
+
+  auto good = c.Get("/ui/?token=" + kOperator);
+  REQUIRE(good);
+  CHECK(good->status == 303);
+  CHECK(good->get_header_value("Location") == "/ui/");  // the token leaves the address bar
+  const std::string set_cookie = good->get_header_value("Set-Cookie");
+  CAPTURE(set_cookie);
+  CHECK(set_cookie.find("HttpOnly") != std::string::npos);
+  CHECK(set_cookie.find("SameSite=Strict") != std::string::npos);
+  CHECK(set_cookie.find(kOperator) == std::string::npos);  // hex-encoded, not in clear
+  const std::string cookie = set_cookie.substr(0, set_cookie.find(';'));
+
+  // The form: the same cookie; a bad token back to the form.
+  httplib::Params form{{"token", kOperator}};
+  auto posted = c.Post("/ui/login", form);
+  CHECK(posted->status == 303);
+  CHECK(posted->get_header_value("Set-Cookie").substr(0, cookie.size()) == cookie);
+  CHECK(c.Post("/ui/login", httplib::Params{{"token", "nope"}})->get_header_value("Location") == "/ui/?error=bad-token");
+  CHECK(c.Post("/ui/login", {{"Origin", "http://evil.example"}}, form)->status == 403);
+
+  // Signed in: the console, and the API by cookie.
+  httplib::Headers signed_in{{"Cookie", cookie}};
+  CHECK(c.Get("/ui/", signed_in)->body.find("login-form") == std::string::npos);
+  CHECK(body_of(c.Get("/api/v1/whoami", signed_in)) == json{{"name", "on-call"}, {"role", "operate"}});
+  CHECK(c.Get("/api/v1/jobs", signed_in)->status == 200);
+
+  // A change by cookie needs the console's header, from this origin.
+  const std::string job = R"({"command": "true", "at": "2099-01-01T00:00:00Z"})";
+  auto refused = c.Post("/api/v1/jobs", signed_in, job, "application/json");
+  check_problem(refused, 403, "X-Jobctl-Console");
+  httplib::Headers console{{"Cookie", cookie}, {"X-Jobctl-Console", "1"}};
+  auto foreign = console;
+  foreign.emplace("Origin", "http://evil.example");
+  check_problem(c.Post("/api/v1/jobs", foreign, job, "application/json"), 403, "another origin");
+  CHECK(cli_json(db, dir, {"ls"}).empty());  // nothing was submitted
+  auto same = console;
+  same.emplace("Origin", "http://127.0.0.1:" + std::to_string(server.port));
+  auto made = c.Post("/api/v1/jobs", same, job, "application/json");
+  CHECK(made->status == 201);
+  auto history = cli_json(db, dir, {"history", body_of(made)["id"]});
+  REQUIRE(!history.empty());
+  CHECK(history.back()["actor"] == "on-call");  // the cookie's token is the actor
+
+  // Logging out clears the cookie; a Bearer token that is wrong is not saved by a good cookie.
+  auto out = c.Post("/ui/logout", console, "", "text/plain");
+  CHECK(out->status == 204);
+  CHECK(out->get_header_value("Set-Cookie").find("Max-Age=0") != std::string::npos);
+  httplib::Headers both{{"Cookie", cookie}, {"Authorization", "Bearer wrong-token-but-long-enough"}};
+  CHECK(c.Get("/api/v1/jobs", both)->status == 401);
+}
+
+TEST_CASE("serve: schedules, DAG runs and the stats series answer as the CLI does, and DAG runs are controlled") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string sched = test::submit(db, dir, {"--cron", "0 3 * * *", "--tz", "Europe/Paris", "--", "true"});
+  Server server(db, dir);
+  auto reader = server.client(kReader), op = server.client(kOperator);
+
+  auto schedules = body_of(reader.Get("/api/v1/schedules"));
+  CHECK(schedules == cli_json(db, dir, {"schedules", "ls"}));
+  REQUIRE(schedules.size() == 1);
+  CHECK(schedules[0]["id"] == sched);
+  CHECK(schedules[0]["next_fire"].get<std::string>().find("T02:00:00") != std::string::npos);  // 03:00 in Paris, winter
+  auto triggered = body_of(op.Post("/api/v1/schedules/" + sched + "/trigger"));
+  CHECK(triggered["id"] == sched);
+  CHECK(body_of(reader.Get("/api/v1/schedules/" + sched + "/runs"))[0]["id"] == triggered["run"]);
+  CHECK(reader.Post("/api/v1/schedules/" + sched + "/trigger")->status == 403);
+
+  const std::string dag_run = body_of(server.client(kSubmitter).Post("/api/v1/dags", kDag, "application/json"))["dag_run_id"];
+  CHECK(body_of(reader.Get("/api/v1/dags?limit=5")) == cli_json(db, dir, {"dag", "ls", "--limit", "5"}));
+  CHECK(body_of(op.Post("/api/v1/dags/" + dag_run + "/pause")) ==
+        json{{"id", dag_run}, {"result", "paused"}, {"changed", true}});
+  CHECK(body_of(op.Post("/api/v1/dags/" + dag_run + "/resume"))["changed"] == true);
+  auto cancelled = body_of(op.Post("/api/v1/dags/" + dag_run + "/cancel"));
+  CHECK(cancelled["result"] == "cancelled");
+  CHECK(cancelled["nodes"] == 2);
+  CHECK(body_of(reader.Get("/api/v1/dags/" + dag_run + "/status"))["status"] == "cancelled");
+  CHECK(body_of(op.Post("/api/v1/dags/" + dag_run + "/retry"))["nodes"] == 2);
+
+  // The series: every step present, oldest first; the run that succeeded counted once.
+  const std::string done = test::submit(db, dir, {"--", "true"});
+  auto agent = test::start_agent(db, dir, {});
+  test::eventually([&] { return test::get(db, dir, done)["run"]["status"] == "succeeded"; }, "the job succeeds");
+  auto series = body_of(reader.Get("/api/v1/stats/series?since=10m&step=1m"));
+  CHECK(series["since_s"] == 600);
+  CHECK(series["step_s"] == 60);
+  REQUIRE(series["points"].size() == 10);
+  int64_t succeeded = 0;
+  for (const auto& p : series["points"]) succeeded += p["succeeded"].get<int64_t>();
+  CHECK(succeeded >= 1);  // the job, and the DAG's nodes once retried
+  CHECK(series["points"][0]["at"] < series["points"][9]["at"]);
+  check_problem(reader.Get("/api/v1/stats/series?since=1d&step=1s"), 400, "1,440 steps");
+}
