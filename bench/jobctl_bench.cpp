@@ -31,6 +31,14 @@
 //                            N schedules all due on one minute, AGENTS
 //                            agents started with them; lag from each
 //                            occurrence's time to its run's start
+//   serve URL TOKEN CLIENTS N
+//                            N POST /api/v1/jobs from CLIENTS keep-alive
+//                            clients at once, each sending its next as
+//                            soon as its last is answered: jobs/s, latency
+//   serve-paced URL TOKEN CLIENTS RATE SECONDS
+//                            the same at RATE requests/s in all, on a
+//                            fixed schedule: latency from each request's
+//                            planned time (no coordinated omission)
 //
 // Every loop is bounded in count and in time. A mode that cannot produce
 // its figure throws jobctl::Error; main prints it and exits non-zero.
@@ -48,6 +56,7 @@
 #include <mutex>
 
 #include "bench/measure.hpp"
+#include "bench/serve_load.hpp"
 #include <nlohmann/json.hpp>
 
 #include "common/config/dsn.hpp"
@@ -62,7 +71,6 @@
 namespace jobctl::bench {
 namespace {
 
-using Args = std::vector<std::string>;
 using std::chrono::seconds;
 
 constexpr const char* kUnfinished = "SELECT count(*) FROM runs WHERE status IN ('pending', 'running')";
@@ -71,18 +79,6 @@ constexpr int kClaimBatch = 64;
 constexpr size_t kSubmitBatch = 1000;
 constexpr int64_t kLeaseUs = 60'000'000;
 constexpr auto kProcessLimit = seconds(10);  // one jobctl submit, one stamp
-
-void put(const char* key, double value) { fmt::print("{}={:.6f}\n", key, value); }
-
-double number(const Args& args, size_t i, const char* what) {
-  try {
-    size_t used = 0;
-    double v = std::stod(args.at(i), &used);
-    if (used == args[i].size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw usage_error(fmt::format("{}: expected a non-negative number, got '{}'", what, args.at(i)));
-}
 
 // The command after "--" at args[i].
 Args command_after(const Args& args, size_t i) {
@@ -473,6 +469,8 @@ constexpr Mode kModes[] = {
     {"dag", 7, "dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT...", mode_dag},
     {"webhook", 6, "webhook DSN N LIMIT_S LOG -- AGENT...", mode_webhook},
     {"herd", 6, "herd DSN N AGENTS LOGDIR -- AGENT...", mode_herd},
+    {"serve", 4, "serve URL TOKEN CLIENTS N", serve_closed_loop},
+    {"serve-paced", 5, "serve-paced URL TOKEN CLIENTS RATE SECONDS", serve_paced},
 };
 
 void run(const Args& args) {
@@ -482,7 +480,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|dag|webhook|herd ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
 }
 
 // Writes the time first, before any other work: it marks the moment the

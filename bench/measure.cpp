@@ -25,6 +25,18 @@
 extern char** environ;
 
 namespace jobctl::bench {
+
+void put(const char* key, double value) { fmt::print("{}={:.6f}\n", key, value); }
+
+double number(const Args& args, size_t i, const char* what) {
+  try {
+    size_t used = 0;
+    double v = std::stod(args.at(i), &used);
+    if (used == args[i].size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw usage_error(fmt::format("{}: expected a non-negative number, got '{}'", what, args.at(i)));
+}
 namespace {
 
 int64_t clock_ns(clockid_t id) {

@@ -19,6 +19,12 @@
 namespace jobctl::bench {
 
 using std::chrono::milliseconds;
+using Args = std::vector<std::string>;
+
+// A result line on stdout: KEY=VALUE.
+void put(const char* key, double value);
+// args[i] as a non-negative number; throws usage Error naming `what`.
+double number(const Args& args, size_t i, const char* what);
 
 int64_t realtime_ns();   // CLOCK_REALTIME: comparable between processes
 int64_t monotonic_ns();  // CLOCK_MONOTONIC: intervals inside one process

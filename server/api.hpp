@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/store/store.hpp"
+#include "server/group_commit.hpp"
 #include "server/tokens.hpp"
 
 namespace jobctl::server {
@@ -19,11 +20,12 @@ namespace jobctl::server {
 inline constexpr const char* kApiPrefix = "/api/v1";
 
 // A request, the caller's store connection (its actor already the token's
-// name), and the caller's token.
+// name), the caller's token, and the server's group commit for submissions.
 struct Call {
   const httplib::Request& request;
   store::Store& store;
   const Token& token;
+  GroupCommit& submissions;
   std::string path_param(size_t i) const { return request.matches[static_cast<int>(i)].str(); }
   // A query parameter, or "" when absent.
   std::string query(const std::string& name) const;

@@ -57,10 +57,10 @@ Reply submit_jobs(Call& c) {
     throw usage_error("the Idempotency-Key header goes with one job, not a batch",
                       "give each job of the array its own \"idempotency_key\"");
   apply_idempotency_header(c, specs[0]);
-  auto results = c.store.jobs().submit(specs);
-  bool all_existed = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.existed; });
-  Reply reply{all_existed ? 200 : 201, ops::submitted_json(c.store, results, batch), {}};
-  if (!batch) reply.headers.emplace_back("Location", fmt::format("{}/jobs/{}", kApiPrefix, results[0].job_id));
+  auto s = c.submissions.submit(c.token.name, std::move(specs));
+  bool all_existed = std::all_of(s.results.begin(), s.results.end(), [](const auto& r) { return r.existed; });
+  Reply reply{all_existed ? 200 : 201, ops::submitted_json(s.views, batch), {}};
+  if (!batch) reply.headers.emplace_back("Location", fmt::format("{}/jobs/{}", kApiPrefix, s.results[0].job_id));
   return reply;
 }
 

@@ -20,9 +20,9 @@ Reply submit_schedule(Call& c) {
     throw usage_error("a schedule needs \"cron\"", "e.g. {\"command\": \"backup.sh\", \"cron\": \"0 3 * * *\"}");
   auto spec = jobdef::job_spec_from_json(body);
   apply_idempotency_header(c, spec);
-  auto results = c.store.jobs().submit({spec});
-  return {results[0].existed ? 200 : 201, ops::submitted_json(c.store, results, false),
-          {{"Location", fmt::format("{}/jobs/{}", kApiPrefix, results[0].job_id)}}};
+  auto s = c.submissions.submit(c.token.name, {spec});
+  return {s.results[0].existed ? 200 : 201, ops::submitted_json(s.views, false),
+          {{"Location", fmt::format("{}/jobs/{}", kApiPrefix, s.results[0].job_id)}}};
 }
 
 Reply list_schedules(Call& c) { return {200, ops::schedules_json(c.store), {}}; }

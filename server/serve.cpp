@@ -52,8 +52,9 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
 }
 
-httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn) {
-  return [&route, &tokens, &dsn](const httplib::Request& req, httplib::Response& res) {
+httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn,
+                                    GroupCommit& submissions) {
+  return [&route, &tokens, &dsn, &submissions](const httplib::Request& req, httplib::Response& res) {
     auto caller = authenticate(req, tokens);
     if (!caller) return refuse_unauthenticated(res);
     const Token& token = caller->token;
@@ -69,7 +70,7 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
     try {
       auto& store = thread_store(dsn);
       store.set_actor(token.name);
-      Call call{req, store, token};
+      Call call{req, store, token, submissions};
       Reply reply = route.handle(call);
       for (const auto& [name, value] : reply.headers) res.set_header(name, value);
       send_json(res, reply.status, reply.body);
@@ -90,10 +91,10 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
 }
 
 void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& dsn, const ServeOptions& o,
-                StoreMetrics& metrics) {
+                StoreMetrics& metrics, GroupCommit& submissions) {
   for (const auto& route : api_routes()) {
     const std::string pattern = path_pattern(route);
-    auto handler = handler_of(route, tokens, dsn);
+    auto handler = handler_of(route, tokens, dsn, submissions);
     if (route.method == "GET") svr.Get(pattern, handler);
     else if (route.method == "POST") svr.Post(pattern, handler);
     else if (route.method == "PATCH") svr.Patch(pattern, handler);
@@ -153,6 +154,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   }
   if (o.tls_cert.has_value() != o.tls_key.has_value())
     throw usage_error("--tls-cert and --tls-key go together");
+  GroupCommit submissions(dsn);  // outlives the server, which answers every request before it is gone
   std::unique_ptr<httplib::Server> svr;
   if (o.tls_cert) {
     auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert->c_str(), o.tls_key->c_str());
@@ -169,6 +171,9 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   svr->set_read_timeout(o.timeout_s, 0);
   svr->set_write_timeout(o.timeout_s, 0);
   svr->set_keep_alive_max_count(1000);
+  // The headers and the body of an answer go out in separate writes: with
+  // Nagle's algorithm the body waits for the client's delayed ACK (40 ms).
+  svr->set_tcp_nodelay(true);
   svr->set_keep_alive_timeout(5);
   svr->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_started = std::chrono::steady_clock::now();
@@ -198,7 +203,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
                      {"ms", fmt::format("{:.1f}", static_cast<double>(us.count()) / 1000)}});
   });
   StoreMetrics metrics;
-  add_routes(*svr, tokens, dsn, o, metrics);
+  add_routes(*svr, tokens, dsn, o, metrics, submissions);
 
   auto [host, port] = split_listen(o.listen);
   if (port == 0) port = svr->bind_to_any_port(host);

@@ -9,7 +9,10 @@ namespace jobctl::ops {
 nlohmann::json submitted_json(store::Store& store, const std::vector<store::SubmitResult>& results, bool batch) {
   std::vector<std::string> ids;
   for (const auto& r : results) ids.push_back(r.job_id);
-  auto views = store.jobs().get_jobs(ids);  // one query, however large the batch
+  return submitted_json(store.jobs().get_jobs(ids), batch);  // one query, however large the batch
+}
+
+nlohmann::json submitted_json(const std::vector<model::JobView>& views, bool batch) {
   if (!batch && views.size() == 1) return model::to_json(views[0]);
   auto out = nlohmann::json::array();
   for (const auto& v : views) out.push_back(model::to_json(v));

@@ -15,6 +15,8 @@ namespace jobctl::ops {
 // The jobs submitted, as `submit -o json` shows them: one job's view, or a
 // list of them for a batch (in the order given).
 nlohmann::json submitted_json(store::Store& store, const std::vector<store::SubmitResult>& results, bool batch);
+// The same from the jobs' views, read already.
+nlohmann::json submitted_json(const std::vector<model::JobView>& views, bool batch);
 
 // {"id": JOB, "result": "cancelled" | "cancel requested"}. Takes a job or run id.
 nlohmann::json cancel_job(store::Store& store, const std::string& id);

@@ -20,6 +20,12 @@ struct SubmitResult {
   bool existed = false;  // the idempotency key matched an earlier job
 };
 
+// One caller's jobs in a group commit (Jobs::submit_together).
+struct Submission {
+  std::string actor;  // who they are recorded as submitted by
+  std::vector<model::JobSpec> specs;
+};
+
 struct JobFilter {
   std::optional<model::RunStatus> status;  // of the job's latest run
   std::optional<std::string> queue;
@@ -87,6 +93,10 @@ class Jobs {
   // idempotency key exists returns the existing job (existed = true),
   // also for two equal keys inside one batch.
   std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
+  // Several callers' submissions, each as submit() would write it, in one
+  // transaction (group commit: one commit, one NOTIFY per queue, for all).
+  // All or nothing for the group: when one is refused, none is written.
+  std::vector<std::vector<SubmitResult>> submit_together(const std::vector<Submission>& group);
   std::optional<model::JobView> get_job(const std::string& job_id);
   // The jobs that exist among `job_ids`, in that order, in one query.
   std::vector<model::JobView> get_jobs(const std::vector<std::string>& job_ids);

@@ -135,6 +135,33 @@ std::vector<SubmitResult> Jobs::submit(const std::vector<model::JobSpec>& specs)
   }
 }
 
+std::vector<std::vector<SubmitResult>> Jobs::submit_together(const std::vector<Submission>& group) {
+  for (int tries = 0;; ++tries) {
+    try {
+      // One write per actor, of all its submissions' jobs: a few statements
+      // for the group, not a few per submission.
+      std::map<std::string, std::vector<size_t>> by_actor;
+      for (size_t i = 0; i < group.size(); ++i) by_actor[group[i].actor].push_back(i);
+      std::vector<std::vector<SubmitResult>> out(group.size());
+      Transaction tx(*conn_, TxMode::write);
+      for (const auto& [actor, members] : by_actor) {
+        std::vector<model::JobSpec> specs;
+        for (size_t i : members) specs.insert(specs.end(), group[i].specs.begin(), group[i].specs.end());
+        auto results = write_jobs(*conn_, actor, specs, FirstRun::yes);
+        auto next = results.begin();
+        for (size_t i : members) {
+          out[i].assign(next, next + static_cast<std::ptrdiff_t>(group[i].specs.size()));
+          next += static_cast<std::ptrdiff_t>(group[i].specs.size());
+        }
+      }
+      tx.commit();
+      return out;
+    } catch (const UniqueViolation& e) {  // as in submit
+      if (tries == 2) throw Error(ExitCode::internal, fmt::format("submit kept conflicting: {}", e.what()));
+    }
+  }
+}
+
 std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
                                       const std::vector<model::JobSpec>& specs) {
   Transaction tx(c, TxMode::write);

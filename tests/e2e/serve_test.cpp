@@ -7,8 +7,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -671,4 +674,51 @@ TEST_CASE("serve: schedules, DAG runs and the stats series answer as the CLI doe
   CHECK(succeeded >= 1);  // the job, and the DAG's nodes once retried
   CHECK(series["points"][0]["at"] < series["points"][9]["at"]);
   check_problem(reader.Get("/api/v1/stats/series?since=1d&step=1s"), 400, "1,440 steps");
+}
+
+TEST_CASE("serve: concurrent POSTs share commits, yet each succeeds or fails alone, with its own actor") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--threads", "16"});
+  // 16 clients at once, 8 requests each: ci-bot's and on-call's valid jobs,
+  // a fan-out no agent matches (refused: 409), and one Idempotency-Key sent by all.
+  std::vector<std::thread> clients;
+  std::mutex mutex;
+  std::map<std::string, int> statuses;  // "actor:status" → count
+  std::set<std::string> keyed_ids;
+  for (int i = 0; i < 16; ++i)
+    clients.emplace_back([&, i] {
+      const std::string& token = i % 2 == 0 ? kSubmitter : kOperator;
+      auto c = server.client(token);
+      for (int k = 0; k < 8; ++k) {
+        std::string body = R"({"command": "true", "at": "2099-01-01T00:00:00Z"})";
+        httplib::Headers headers;
+        if (k == 3) body = R"({"command": "true", "on_each": "role=nowhere"})";
+        if (k == 5) headers.emplace("Idempotency-Key", "one-for-all");
+        auto r = c.Post("/api/v1/jobs", headers, body, "application/json");
+        std::lock_guard lock(mutex);
+        if (!r) {
+          ++statuses["no answer"];
+          continue;
+        }
+        ++statuses[(k == 3 ? "fan-out:" : k == 5 ? "keyed:" : i % 2 == 0 ? "ci-bot:" : "on-call:") +
+                   std::to_string(r->status)];
+        if (k == 5 && r->status < 300) keyed_ids.insert(json::parse(r->body)["id"]);
+      }
+    });
+  for (auto& t : clients) t.join();
+  CAPTURE(json(statuses).dump());
+  CHECK(statuses["ci-bot:201"] == 8 * 6);
+  CHECK(statuses["on-call:201"] == 8 * 6);
+  CHECK(statuses["fan-out:409"] == 16);
+  CHECK(statuses["keyed:201"] == 1);
+  CHECK(statuses["keyed:200"] == 15);
+  CHECK(keyed_ids.size() == 1);
+  CHECK(cli_json(db, dir, {"ls", "--limit", "1000"}).size() == 8 * 6 * 2 + 1);
+  std::map<std::string, int64_t> by_actor;
+  for (const auto& row : db.open()->connection().query("SELECT created_by, count(*) FROM jobs GROUP BY created_by"))
+    by_actor[row.text(0)] = row.i64(1);
+  CHECK(by_actor["ci-bot"] + by_actor["on-call"] == 97);  // the keyed job is either's
+  CHECK(by_actor["ci-bot"] >= 48);
+  CHECK(by_actor["on-call"] >= 48);
 }

@@ -96,6 +96,37 @@ TEST_CASE("store: an idempotency key returns the existing job, within and across
   CHECK(s->jobs().list_jobs(f).size() == 3);
 }
 
+TEST_CASE("store: submit_together writes several callers' jobs in one transaction, each with its actor") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto keyed = job("keyed");
+  keyed.idempotency_key = "order-7";
+  std::vector<store::Submission> group{{"ci-bot", {job("a"), keyed}}, {"on-call", {job("b")}}, {"ci-bot", {keyed}}};
+  auto results = s->jobs().submit_together(group);
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].size() == 2);
+  CHECK(results[1].size() == 1);
+  // The same key in two submissions of one group is one job.
+  CHECK_FALSE(results[0][1].existed);
+  CHECK(results[2][0].existed);
+  CHECK(results[2][0].job_id == results[0][1].job_id);
+  auto created_by = [&](const std::string& id) {
+    return s->connection().query("SELECT created_by FROM jobs WHERE id = $1", {id}).at(0).text(0);
+  };
+  CHECK(created_by(results[0][0].job_id) == "ci-bot");
+  CHECK(created_by(results[1][0].job_id) == "on-call");
+  CHECK(s->jobs().get_job(results[1][0].job_id)->job.spec.name == "b");
+
+  // All or nothing: one submission refused (a fan-out no agent matches) writes none of the group.
+  auto fan_out = job("everywhere");
+  fan_out.fan_out = model::Labels{"role=nowhere"};
+  std::vector<store::Submission> refused{{"ci-bot", {job("c")}}, {"on-call", {fan_out}}};
+  CHECK_THROWS_AS(s->jobs().submit_together(refused), Error);
+  store::JobFilter f;
+  CHECK(s->jobs().list_jobs(f).size() == 3);
+}
+
 TEST_CASE("store: a large batch is written whole") {
   test::TempDir dir;
   test::TestDb db(dir);

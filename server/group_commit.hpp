@@ -1,0 +1,58 @@
+#pragma once
+// Group commit for the API's submissions (POST /jobs, POST /schedules):
+// requests that arrive together are written by one thread in one
+// transaction, so N concurrent requests pay one commit (and, on
+// PostgreSQL, one NOTIFY, which otherwise serialises commits) instead of N.
+// A request still succeeds or fails alone: when the group is refused for
+// one request's jobs, each request of it is tried again by itself.
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/config/dsn.hpp"
+#include "common/model/job.hpp"
+#include "common/store/jobs.hpp"
+#include "common/store/store.hpp"
+
+namespace jobctl::server {
+
+class GroupCommit {
+ public:
+  explicit GroupCommit(config::Dsn dsn);
+  ~GroupCommit();  // after every request under way is answered
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
+
+  struct Submitted {
+    std::vector<store::SubmitResult> results;
+    std::vector<model::JobView> views;  // of results, in order
+  };
+  // Submits `specs` all or nothing, recorded as `actor`, together with
+  // whatever other requests wait. Throws the Error that refused them.
+  Submitted submit(std::string actor, std::vector<model::JobSpec> specs);
+
+ private:
+  struct Pending {
+    store::Submission submission;
+    std::promise<Submitted> promise;
+  };
+  void run();
+  void commit(std::vector<Pending>& group);
+  // Writes the group or throws; on success fulfils every promise.
+  void write(std::vector<Pending>& group);
+
+  config::Dsn dsn_;
+  std::unique_ptr<store::Store> store_;  // the committer's own, reopened after a store error
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace jobctl::server
