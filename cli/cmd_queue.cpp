@@ -24,27 +24,6 @@ std::string describe(const model::RetryOverrides& o) {
   return out.empty() ? "-" : out;
 }
 
-// "N/s", "N/m", "N/h" or a bare N (per second) as runs per second; "0"
-// (or "none") is no limit.
-double parse_rate(const std::string& text) {
-  if (text == "none") return 0;
-  const auto slash = text.find('/');
-  const std::string number = text.substr(0, slash);
-  const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
-  double per = unit == "s" ? 1 : unit == "m" || unit == "min" ? 60 : unit == "h" ? 3600 : 0;
-  size_t used = 0;
-  double n = -1;
-  try {
-    n = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (per == 0 || used != number.size() || number.empty() || !(n >= 0) || n / per > 1e6)
-    throw usage_error(fmt::format("invalid --rate '{}'", text),
-                      "write runs per second, minute or hour, e.g. 5/s, 100/m, 1000/h (0 or none: no limit)");
-  return n / per;
-}
-
 std::string format_rate(double rate) {
   if (rate <= 0) return "-";
   if (rate >= 1) return fmt::format("{:g}/s", rate);
@@ -83,15 +62,13 @@ void register_set(CLI::App& queue, Context& ctx) {
     jobdef::Draft retry;
     f->retry->apply_to(retry);
     const auto& given = retry.spec.retry_given;
-    store::QueueLimits limits{f->max_concurrent, std::nullopt, f->tenant_max_concurrent};
-    if (!f->rate.empty()) limits.rate = parse_rate(f->rate);
-    if (given.empty() && !f->clear && limits.empty())
+    ops::QueueSettings settings{given, {f->max_concurrent, std::nullopt, f->tenant_max_concurrent}, f->clear};
+    if (!f->rate.empty()) settings.limits.rate = ops::parse_rate(f->rate);
+    if (given.empty() && !f->clear && settings.limits.empty())
       throw usage_error("nothing to set", "give at least one flag, e.g. jobctl queue set reports --retries 5");
-    model::validate_queue_name(f->name);
-    if (!given.empty() || f->clear)
-      ctx.store().queues().set_queue_defaults(f->name, given, f->clear ? store::Queues::Clear::yes : store::Queues::Clear::no);
-    if (!limits.empty()) ctx.store().queues().set_queue_limits(f->name, limits);
-    std::fprintf(stderr, "queue %s: updated\n", f->name.c_str());
+    auto q = ops::set_queue(ctx.store(), f->name, settings);
+    if (ctx.output == "json") print_json(q);
+    else std::fprintf(stderr, "queue %s: updated\n", f->name.c_str());
   });
 }
 

@@ -81,6 +81,11 @@ const std::vector<Route>& table() {
       {"GET", "/workers", Role::read, "The agents, as `jobctl workers -o json`", {}, "", list_workers},
       {"GET", "/queues", Role::read, "The queues with counts, limits and retry defaults, as `jobctl queue ls -o json`",
        {}, "", list_queues},
+      {"PATCH", "/queues/{name}", Role::admin,
+       "Set a queue's limits and retry defaults, as `jobctl queue set`: its entry of GET /queues after", {kQueue},
+       R"({"max_concurrent": N, "rate": "10/s", "tenant_max_concurrent": N, "clear": bool, and retry keys of a )"
+       R"(batch line: "retries", "backoff", …; 0 removes a limit)",
+       set_queue},
       {"POST", "/queues/{name}/pause", Role::operate, "Pause a queue: no agent claims its runs", {kQueue}, "",
        pause_queue},
       {"POST", "/queues/{name}/resume", Role::operate, "Resume a paused queue", {kQueue}, "", resume_queue},

@@ -32,6 +32,7 @@ Reply job_logs(Call& c);         // GET    /jobs/{id}/logs
 Reply job_history(Call& c);      // GET    /jobs/{id}/history
 Reply list_workers(Call& c);     // GET    /workers
 Reply list_queues(Call& c);      // GET    /queues
+Reply set_queue(Call& c);        // PATCH  /queues/{name}
 Reply pause_queue(Call& c);      // POST   /queues/{name}/pause
 Reply resume_queue(Call& c);     // POST   /queues/{name}/resume
 Reply stats(Call& c);            // GET    /stats

@@ -1,6 +1,10 @@
 #include "common/ops/queues.hpp"
 
+#include <fmt/format.h>
+
+#include "common/jobdef/fields.hpp"
 #include "common/model/job_json.hpp"
+#include "common/util/error.hpp"
 #include "common/store/queues.hpp"
 
 namespace jobctl::ops {
@@ -19,6 +23,75 @@ nlohmann::json queues_json(store::Store& store) {
                    {"tenant_max_concurrent", limit(q.tenant_max_concurrent)},
                    {"defaults", model::to_json(q.defaults)}});
   return out;
+}
+
+double parse_rate(const std::string& text, const std::string& what) {
+  if (text == "none") return 0;
+  const auto slash = text.find('/');
+  const std::string number = text.substr(0, slash);
+  const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
+  double per = unit == "s" ? 1 : unit == "m" || unit == "min" ? 60 : unit == "h" ? 3600 : 0;
+  size_t used = 0;
+  double n = -1;
+  try {
+    n = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (per == 0 || used != number.size() || number.empty() || !(n >= 0) || n / per > 1e6)
+    throw usage_error(fmt::format("invalid {} '{}'", what, text),
+                      "write runs per second, minute or hour, e.g. 5/s, 100/m, 1000/h (0 or none: no limit)");
+  return n / per;
+}
+
+QueueSettings queue_settings_from_json(const nlohmann::json& body) {
+  const char* hint = R"(the body is an object, e.g. {"max_concurrent": 4, "rate": "10/s", "retries": 5})";
+  if (!body.is_object()) throw usage_error("the request body must be a JSON object", hint);
+  QueueSettings out;
+  auto limit = [&](const std::string& key, const nlohmann::json& v) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1'000'000)
+      throw usage_error(fmt::format("field '{}' must be a whole number from 0 to 1000000 (0: no limit)", key), hint);
+    return static_cast<int>(v.get<int64_t>());
+  };
+  jobdef::Draft d;
+  d.source = jobdef::Source::line;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "max_concurrent") {
+      out.limits.max_concurrent = limit(key, value);
+    } else if (key == "tenant_max_concurrent") {
+      out.limits.tenant_max_concurrent = limit(key, value);
+    } else if (key == "rate") {
+      if (value.is_number() && value.get<double>() >= 0) out.limits.rate = value.get<double>();
+      else if (value.is_string()) out.limits.rate = parse_rate(value.get<std::string>(), "field 'rate'");
+      else throw usage_error("field 'rate' must be runs per second, or a text such as \"100/m\"", hint);
+    } else if (key == "clear") {
+      if (!value.is_boolean()) throw usage_error("field 'clear' must be true or false", hint);
+      out.clear = value.get<bool>();
+    } else {
+      const jobdef::Field& f = jobdef::line_field(key);  // throws for an unknown key, listing them
+      if (!(f.where & jobdef::kQueueSet))
+        throw usage_error(fmt::format("field '{}' is not a queue setting", key),
+                          "a queue has limits (max_concurrent, rate, tenant_max_concurrent) and retry defaults");
+      f.apply(d, value, jobdef::Name{f, jobdef::Source::line});
+    }
+  }
+  out.retry = d.spec.retry_given;
+  return out;
+}
+
+nlohmann::json set_queue(store::Store& store, const std::string& name, const QueueSettings& s) {
+  model::validate_queue_name(name);
+  if (s.retry.empty() && !s.clear && s.limits.empty())
+    throw usage_error("nothing to set", "give at least one setting, e.g. a retry default or a limit");
+  for (auto v : {s.limits.max_concurrent, s.limits.tenant_max_concurrent})
+    if (v && *v < 0) throw usage_error("a limit cannot be negative", "0 removes a limit");
+  if (s.limits.rate && *s.limits.rate < 0) throw usage_error("a rate cannot be negative", "0 removes the limit");
+  if (!s.retry.empty() || s.clear)
+    store.queues().set_queue_defaults(name, s.retry, s.clear ? store::Queues::Clear::yes : store::Queues::Clear::no);
+  if (!s.limits.empty()) store.queues().set_queue_limits(name, s.limits);
+  for (auto& q : queues_json(store))
+    if (q["name"] == name) return q;
+  return {{"name", name}};
 }
 
 nlohmann::json pause_queue(store::Store& store, const std::string& name, bool pause) {

@@ -912,7 +912,8 @@ function statsRow(s) {
 
 function renderCharts(box, series) {
   const points = series.points || [];
-  const failure = (p) => (p.failed + p.succeeded ? p.failed / (p.failed + p.succeeded) : null);
+  // The server's rate of the attempts that ended; none in the step: no point.
+  const failure = (p) => (p.failed || p.succeeded || p.dead ? p.failure_rate : null);
   replace(box,
     chart('chart-throughput', 'Throughput', 'succeeded runs per minute', points, (p) => p.succeeded, { bars: true, fmt: (v) => v.toFixed(0) }),
     chart('chart-failure', 'Failure rate', 'failed attempts / (failed + succeeded), per minute', points, failure,
@@ -968,8 +969,8 @@ function linePaths(values, x, y) {
     d += `${d ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)} `;
   });
   if (d) paths.push(d);
-  // A single point draws nothing as a path: make it a short tick.
-  return paths.map((p) => (p.includes('L') ? p : `${p}l0.1,0`));
+  // A single point draws nothing as a path: make it a small circle.
+  return paths.map((p) => (p.includes('L') ? p : `${p}m-2.5,0 a2.5,2.5 0 1,0 5,0 a2.5,2.5 0 1,0 -5,0`));
 }
 
 // ---------------------------------------------------------------- not found

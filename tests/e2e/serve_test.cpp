@@ -722,3 +722,34 @@ TEST_CASE("serve: concurrent POSTs share commits, yet each succeeds or fails alo
   CHECK(by_actor["ci-bot"] >= 48);
   CHECK(by_actor["on-call"] >= 48);
 }
+
+TEST_CASE("serve: PATCH /queues/{name} sets limits and retry defaults as queue set does, admin only, all or nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto admin = server.client(kAdmin);
+  auto set = admin.Patch("/api/v1/queues/reports", R"({"max_concurrent": 4, "rate": "120/m", "retries": 7})",
+                         "application/json");
+  REQUIRE(set);
+  CHECK(set->status == 200);
+  auto shown = body_of(set);
+  CHECK(shown["name"] == "reports");
+  CHECK(shown["max_concurrent"] == 4);
+  CHECK(shown["rate_per_second"] == 2.0);
+  CHECK(shown["defaults"]["retries"] == 7);
+  auto listed = cli_json(db, dir, {"queue", "ls"});
+  CHECK(std::find(listed.begin(), listed.end(), shown) != listed.end());
+  // The CLI's queue set -o json answers the same shape.
+  auto by_cli = cli_json(db, dir, {"queue", "set", "reports", "--max-concurrent", "0"});
+  CHECK(by_cli["max_concurrent"].is_null());
+
+  CHECK(server.client(kOperator).Patch("/api/v1/queues/reports", R"({"retries": 1})", "application/json")->status == 403);
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"retries": 2, "max_concurrent": -1})", "application/json"), 400,
+                "max_concurrent");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"retries": 2, "colour": "red"})", "application/json"), 400,
+                "colour");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"command": "true"})", "application/json"), 400,
+                "not a queue setting");
+  check_problem(admin.Patch("/api/v1/queues/reports", "{}", "application/json"), 400, "nothing to set");
+  CHECK(cli_json(db, dir, {"queue", "ls"})[0]["defaults"]["retries"] == 7);  // none of those wrote anything
+}
