@@ -112,6 +112,7 @@ const std::vector<Route>& table() {
        {{"queue", "query", "Only runs of this queue"},
         {"since", "query", "Only runs that died at or after this time (RFC 3339, or a duration ago: 2h)"},
         {"until", "query", "Only runs that died before this time"},
+        {"before", "query", "Only runs after this dead run in the list: the next page's cursor (the Link header)"},
         {"limit", "query", "At most this many (default 100)"}},
        "", dead_runs},
       {"GET", "/dead-letter/{id}", Role::read, "A dead run with every attempt's output, as `jobctl dlq show -o json`",
@@ -141,6 +142,15 @@ int query_int(const Call& c, const std::string& name, int fallback, int min, int
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
     throw usage_error(fmt::format("query parameter {}='{}' is not a whole number from {} to {}", name, text, min, max));
   return value;
+}
+
+void link_next(const Call& c, Reply& reply, const std::string& path, size_t items, int limit, const std::string& last) {
+  if (items == 0 || static_cast<int>(items) < limit) return;
+  auto params = c.request.params;
+  params.erase("before");
+  params.emplace("before", last);
+  reply.headers.emplace_back(
+      "Link", fmt::format("<{}{}?{}>; rel=\"next\"", kApiPrefix, path, httplib::detail::params_to_query_str(params)));
 }
 
 bool query_bool(const Call& c, const std::string& name) {

@@ -16,7 +16,14 @@ store::DeadFilter filter_of(const Call& c, int default_limit) {
 
 }  // namespace
 
-Reply dead_runs(Call& c) { return {200, ops::dead_runs_json(c.store, filter_of(c, 100)), {}}; }
+Reply dead_runs(Call& c) {
+  auto filter = filter_of(c, 100);
+  filter.before = c.query("before");
+  Reply reply{200, ops::dead_runs_json(c.store, filter), {}};
+  const auto& runs = reply.body;
+  if (!runs.empty()) link_next(c, reply, "/dead-letter", runs.size(), filter.limit, runs.back()["run"]["id"]);
+  return reply;
+}
 
 Reply dead_run(Call& c) { return {200, ops::dead_run_json(c.store, c.path_param(1)), {}}; }
 

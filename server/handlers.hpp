@@ -53,6 +53,10 @@ void apply_idempotency_header(const Call& c, model::JobSpec& spec);
 // when absent. Throws usage Error naming the parameter.
 int query_int(const Call& c, const std::string& name, int fallback, int min, int max);
 
+// For a full page (`items` == `limit`) of a list at `path`, the Link
+// header (RFC 8288) to the next: the same query with before=`last`.
+void link_next(const Call& c, Reply& reply, const std::string& path, size_t items, int limit, const std::string& last);
+
 // A query parameter that is true or false (absent: false). Throws usage
 // Error for anything else.
 bool query_bool(const Call& c, const std::string& name);

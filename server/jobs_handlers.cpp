@@ -73,14 +73,7 @@ Reply list_jobs(Call& c) {
   filter.limit = query_int(c, "limit", filter.limit, 1, 100000);
   auto jobs = c.store.jobs().list_jobs(filter);
   Reply reply{200, ops::job_list_json(c.store, jobs), {}};
-  // A full page has a next one, maybe: its cursor is the last job's id (RFC 8288).
-  if (static_cast<int>(jobs.size()) == filter.limit) {
-    auto params = c.request.params;
-    params.erase("before");
-    params.emplace("before", jobs.back().job.id);
-    reply.headers.emplace_back("Link", fmt::format("<{}/jobs?{}>; rel=\"next\"", kApiPrefix,
-                                                   httplib::detail::params_to_query_str(params)));
-  }
+  if (!jobs.empty()) link_next(c, reply, "/jobs", jobs.size(), filter.limit, jobs.back().job.id);
   return reply;
 }
 

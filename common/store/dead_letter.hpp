@@ -17,6 +17,7 @@ struct DeadFilter {
   std::optional<std::string> queue;
   std::optional<int64_t> since;  // died at or after (store clock, µs)
   std::optional<int64_t> until;  // died before
+  std::string before;            // only runs after this dead run in the list (a page's cursor); "" for none
   int limit = 1000;
 };
 

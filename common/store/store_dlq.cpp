@@ -20,10 +20,13 @@ namespace {
 
 constexpr const char* kDeadWhere =
     "r.status = 'dead' AND r.replayed_at IS NULL AND (r.queue = $1 OR $1 = '') "
-    "AND (r.finished_at >= $2 OR $2 < 0) AND (r.finished_at < $3 OR $3 < 0)";
+    "AND (r.finished_at >= $2 OR $2 < 0) AND (r.finished_at < $3 OR $3 < 0) "
+    // After the cursor in the list's order (newest death first, then id).
+    "AND ($5 = '' OR r.finished_at < (SELECT c.finished_at FROM runs c WHERE c.id = $5) "
+    "OR (r.finished_at = (SELECT c.finished_at FROM runs c WHERE c.id = $5) AND r.id < $5))";
 
 Params dead_params(const DeadFilter& f) {
-  return {f.queue.value_or(""), f.since.value_or(-1), f.until.value_or(-1), int64_t{f.limit}};
+  return {f.queue.value_or(""), f.since.value_or(-1), f.until.value_or(-1), int64_t{f.limit}, f.before};
 }
 
 }  // namespace

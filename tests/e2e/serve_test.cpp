@@ -753,3 +753,37 @@ TEST_CASE("serve: PATCH /queues/{name} sets limits and retry defaults as queue s
   check_problem(admin.Patch("/api/v1/queues/reports", "{}", "application/json"), 400, "nothing to set");
   CHECK(cli_json(db, dir, {"queue", "ls"})[0]["defaults"]["retries"] == 7);  // none of those wrote anything
 }
+
+TEST_CASE("serve: GET /dead-letter pages with a cursor, also among runs that died in the same microsecond") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  for (int i = 0; i < 5; ++i) test::submit(db, dir, {"--retries", "0", "--", "false"});
+  auto agent = test::start_agent(db, dir, {});
+  test::eventually([&] { return cli_json(db, dir, {"dlq", "ls"}).size() == 5; }, "five dead runs");
+  agent->signal(SIGTERM);
+  agent->wait();
+  // Two of them with one death time: the cursor orders by id within it.
+  auto all = cli_json(db, dir, {"dlq", "ls"});
+  db.open()->connection().exec("UPDATE runs SET finished_at = (SELECT finished_at FROM runs WHERE id = $1) WHERE id = $2",
+                               {all[1]["run"]["id"].get<std::string>(), all[2]["run"]["id"].get<std::string>()});
+  Server server(db, dir);
+  auto c = server.client(kReader);
+  std::vector<std::string> seen;
+  std::string url = "/api/v1/dead-letter?limit=2";
+  int pages = 0;
+  while (!url.empty() && pages < 10) {
+    auto r = c.Get(url);
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    ++pages;
+    for (const auto& j : json::parse(r->body)) seen.push_back(j["run"]["id"]);
+    std::smatch next;
+    const std::string link = r->get_header_value("Link");
+    url = std::regex_search(link, next, std::regex(R"(^<([^>]+)>; rel="next"$)")) ? next[1].str() : "";
+  }
+  CHECK(pages == 3);
+  CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 5);
+  std::vector<std::string> listed;
+  for (const auto& j : cli_json(db, dir, {"dlq", "ls"})) listed.push_back(j["run"]["id"]);
+  CHECK(seen == listed);  // the pages, in order, are the whole list
+}
