@@ -122,16 +122,29 @@ void register_health(CLI::App& app, Context& ctx) {
   check->add_option("--max-oldest", limits.max_oldest, "No due run waiting longer than this");
   check->add_option("--min-workers", limits.min_workers, "At least this many live agents (on --queue, when given)")
       ->check(CLI::NonNegativeNumber);
+  check->add_option("--max-failure-rate", limits.max_failure_rate,
+                    "At most this percentage of a queue's attempts over --since failed")
+      ->check(CLI::Range(0.0, 100.0));
+  check->add_option("--max-ready", limits.max_ready, "At most this many runs of a queue due and waiting for an agent")
+      ->check(CLI::NonNegativeNumber);
+  check->add_option("--max-stuck", limits.max_stuck,
+                    "At most this many running runs that look stuck, as jobctl ls --stuck lists them")
+      ->check(CLI::NonNegativeNumber);
+  auto* stuck_after =
+      check->add_option("--stuck-after", limits.stuck_after, "For --max-stuck: no progress report for this long")
+          ->capture_default_str();
   check->add_option("--queue", cf->queue, "Only this queue");
-  check->add_option("--since", cf->since, "The window for --max-lag")->capture_default_str();
+  check->add_option("--since", cf->since, "The window for --max-lag and --max-failure-rate")->capture_default_str();
   auto* doctor = app.add_subcommand(
       "doctor", "Store health: schema, clock skew, and vacuum, long transactions and indexes (PostgreSQL) or WAL "
                 "and integrity (SQLite); exit 1 when something needs attention");
   doctor->callback([&ctx] { run_doctor(ctx); });
 
-  check->callback([cf, &ctx] {
+  check->callback([cf, stuck_after, &ctx] {
     auto t = cf->thresholds;
     if (!t.any()) throw usage_error("no threshold given", "e.g. jobctl check --max-dlq 0 --max-oldest 5m --min-workers 1");
+    if (stuck_after->count() > 0 && !t.max_stuck) throw usage_error("--stuck-after goes with --max-stuck");
+    util::parse_duration(t.stuck_after, "--stuck-after");  // refused before anything is read
     if (!cf->queue.empty()) t.queue = cf->queue;
     t.window_us = ops::window_of(cf->since);
     auto found = ops::breaches(ctx.store(), t);

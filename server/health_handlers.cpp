@@ -37,6 +37,22 @@ Reply check(Call& c) {
   if (c.request.has_param("min_workers")) t.min_workers = query_int(c, "min_workers", 0, 0, 1'000'000);
   t.max_lag = c.query("max_lag");
   t.max_oldest = c.query("max_oldest");
+  if (c.request.has_param("max_failure_rate")) {
+    const std::string text = c.query("max_failure_rate");
+    size_t used = 0;
+    double pct = -1;
+    try {
+      pct = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || text.empty() || !(pct >= 0 && pct <= 100))
+      throw usage_error("query parameter max_failure_rate='" + text + "' is not a percentage from 0 to 100");
+    t.max_failure_rate = pct;
+  }
+  if (c.request.has_param("max_ready")) t.max_ready = query_int(c, "max_ready", 0, 0, 1'000'000'000);
+  if (c.request.has_param("max_stuck")) t.max_stuck = query_int(c, "max_stuck", 0, 0, 1'000'000);
+  if (c.request.has_param("stuck_after")) t.stuck_after = c.query("stuck_after");
   if (!t.any())
     throw usage_error("no threshold given", "e.g. /api/v1/check?max_dlq=0&max_oldest=5m&min_workers=1");
   auto found = ops::breaches(c.store, t);

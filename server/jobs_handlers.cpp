@@ -78,7 +78,7 @@ Reply list_jobs(Call& c) {
 }
 
 // A job's version as an entity tag, for If-Match on PATCH.
-std::string etag_of(const nlohmann::json& job) { return "\"" + std::to_string(job["version"].get<int>()) + "\""; }
+std::string etag_of(const nlohmann::json& job) { return fmt::format("\"{}\"", job["version"].get<int>()); }
 
 Reply get_job(Call& c) {
   auto j = ops::job_json(c.store, c.path_param(1));

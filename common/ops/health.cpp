@@ -1,6 +1,7 @@
 #include "common/ops/health.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -134,6 +135,37 @@ std::vector<std::string> breaches(store::Store& store, const Thresholds& t) {
         out.push_back(fmt::format("queue {} ({}) has a run waiting for {} (--max-oldest {})", s.queue,
                                   model::to_string(s.priority),
                                   seconds_text(static_cast<double>(*s.oldest_ready_us) / 1e6), t.max_oldest));
+  }
+  if (t.max_failure_rate) {
+    std::map<std::string, std::pair<int64_t, int64_t>> attempts;  // queue → failed, ended
+    for (const auto& s : stats) {
+      attempts[s.queue].first += s.failed_attempts;
+      attempts[s.queue].second += s.failed_attempts + s.succeeded_attempts;
+    }
+    for (const auto& [queue, a] : attempts) {
+      const double pct = a.second == 0 ? 0 : 100.0 * static_cast<double>(a.first) / static_cast<double>(a.second);
+      if (pct > *t.max_failure_rate)
+        out.push_back(fmt::format("queue {}: {:.1f}% of the attempts of the last {} failed, {} of {} "
+                                  "(--max-failure-rate {:g})",
+                                  queue, pct, util::format_duration(util::Micros(t.window_us)), a.first, a.second,
+                                  *t.max_failure_rate));
+    }
+  }
+  if (t.max_ready) {
+    std::map<std::string, int64_t> ready;
+    for (const auto& s : stats) ready[s.queue] += s.ready;
+    for (const auto& [queue, n] : ready)
+      if (n > *t.max_ready)
+        out.push_back(fmt::format("queue {} has {} runs ready and waiting (--max-ready {})", queue, n, *t.max_ready));
+  }
+  if (t.max_stuck) {
+    const int64_t after = util::parse_duration(t.stuck_after, "--stuck-after").count();
+    constexpr int kCounted = 1000;  // past that, "1000 or more"
+    auto stuck = store.admin().stuck_runs(after, std::max(kCounted, *t.max_stuck + 1), t.queue);
+    if (static_cast<int>(stuck.size()) > *t.max_stuck)
+      out.push_back(fmt::format("{}{} running runs look stuck (--max-stuck {}), the longest {}: {}", stuck.size(),
+                                static_cast<int>(stuck.size()) >= kCounted ? " or more" : "", *t.max_stuck,
+                                stuck[0].view.latest_run->id, stuck[0].why));
   }
   if (t.min_workers) {
     int live = 0;

@@ -52,7 +52,14 @@ struct Thresholds {
   std::optional<int> max_dlq;
   std::string max_lag, max_oldest;  // durations as typed, "" for none
   std::optional<int> min_workers;
-  bool any() const { return max_dlq || !max_lag.empty() || !max_oldest.empty() || min_workers; }
+  std::optional<double> max_failure_rate;  // percent of the attempts that ended in the window, per queue
+  std::optional<int> max_ready;            // runs due and waiting, per queue
+  std::optional<int> max_stuck;            // running runs that look stuck (ls --stuck)
+  std::string stuck_after = "1h";          // ls --stuck-after
+  bool any() const {
+    return max_dlq || !max_lag.empty() || !max_oldest.empty() || min_workers || max_failure_rate || max_ready ||
+           max_stuck;
+  }
 };
 
 // The thresholds breached, one phrase each (naming the CLI's flags).

@@ -282,3 +282,51 @@ TEST_CASE("top: one frame with --once, a refusal without a terminal, and a clean
   auto tail = seen.substr(seen.rfind("\033[?25h"));
   CHECK(tail.rfind("\033[?25h\033[?1049l", 0) == 0);  // cursor shown, main screen back: the last thing written
 }
+
+TEST_CASE("check: --max-failure-rate, --max-ready and --max-stuck trip per queue") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // Nothing yet: every gate holds.
+  auto ok = run_jobctl(db, dir, {"check", "--max-failure-rate", "0", "--max-ready", "0", "--max-stuck", "0"});
+  CHECK(ok.code == 0);
+  CHECK(ok.out == "ok\n");
+
+  // Three runs due in a queue no agent serves: ready.
+  for (int i = 0; i < 3; ++i) submit(db, dir, {"--queue", "backlog", "--", "true"});
+  auto ready = run_jobctl(db, dir, {"check", "--max-ready", "2"});
+  CHECK(ready.code == 1);
+  CHECK(ready.out == "FAILED: queue backlog has 3 runs ready and waiting (--max-ready 2)\n");
+  CHECK(run_jobctl(db, dir, {"check", "--max-ready", "3"}).code == 0);
+  CHECK(run_jobctl(db, dir, {"check", "--max-ready", "0", "--queue", "default"}).code == 0);  // per --queue
+
+  // One attempt of two failed in the default queue: 50 %.
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  CHECK(run_jobctl(db, dir, {"wait", submit(db, dir, {"--retries", "0", "--", "exit 1"})}).code == 1);
+  CHECK(run_jobctl(db, dir, {"wait", submit(db, dir, {"--", "true"})}).code == 0);
+  auto rate = run_jobctl(db, dir, {"check", "--max-failure-rate", "10"});
+  CHECK(rate.code == 1);
+  CHECK(rate.out == "FAILED: queue default: 50.0% of the attempts of the last 15m failed, 1 of 2 (--max-failure-rate 10)\n");
+  CHECK(run_jobctl(db, dir, {"check", "--max-failure-rate", "50"}).code == 0);
+
+  // A quiet running job is stuck after --stuck-after.
+  const std::string go = dir.file("go");
+  auto quiet = submit(db, dir, {"--", "while [ ! -e " + go + " ]; do sleep 0.05; done"});
+  test::eventually([&] { return test::get(db, dir, quiet)["run"]["status"] == "running"; }, "the quiet job runs");
+  std::this_thread::sleep_for(2100ms);
+  auto stuck = run_jobctl(db, dir, {"check", "--max-stuck", "0", "--stuck-after", "2s"});
+  CHECK(stuck.code == 1);
+  CHECK(stuck.out.find("FAILED: 1 running runs look stuck (--max-stuck 0), the longest ") == 0);
+  CHECK(stuck.out.find("without a progress report") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"check", "--max-stuck", "0"}).code == 0);  // default --stuck-after 1h
+  CHECK(run_jobctl(db, dir, {"check", "--max-stuck", "1", "--stuck-after", "2s"}).code == 0);
+
+  // Bad values: exit 2, nothing read.
+  CHECK(run_jobctl(db, dir, {"check", "--max-failure-rate", "101"}).code == 2);
+  CHECK(run_jobctl(db, dir, {"check", "--max-ready", "-1"}).code == 2);
+  auto lonely = run_jobctl(db, dir, {"check", "--max-dlq", "5", "--stuck-after", "2s"});
+  CHECK(lonely.code == 2);
+  CHECK(lonely.err.find("--stuck-after goes with --max-stuck") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"check", "--max-stuck", "0", "--stuck-after", "soon"}).code == 2);
+  std::ofstream(go).put('x');
+  CHECK(run_jobctl(db, dir, {"wait", quiet}).code == 0);
+}

@@ -446,6 +446,21 @@ TEST_CASE("serve: stats and check answer as the CLI does") {
   check_problem(reader.Get("/api/v1/check"), 400, "no threshold");
   check_problem(reader.Get("/api/v1/stats?since=0s"), 400, "since");
   check_problem(reader.Get("/api/v1/check?max_dlq=-1"), 400, "max_dlq");
+
+  // The gates of issue 20 as query parameters: the same phrases as the CLI.
+  for (const auto& [query, flags] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"max_ready=0", {"--max-ready", "0"}},
+           {"max_failure_rate=0", {"--max-failure-rate", "0"}},
+           {"max_stuck=0&stuck_after=1s", {"--max-stuck", "0", "--stuck-after", "1s"}}}) {
+    CAPTURE(query);
+    auto answer = body_of(reader.Get("/api/v1/check?" + query));
+    std::vector<std::string> args{"check"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto by_cli = test::run_jobctl(db, dir, args);
+    CHECK(answer["ok"] == (by_cli.code == 0));
+    for (const auto& b : answer["breaches"]) CHECK(by_cli.out.find(b.get<std::string>()) != std::string::npos);
+  }
+  check_problem(reader.Get("/api/v1/check?max_failure_rate=lots"), 400, "max_failure_rate");
 }
 
 TEST_CASE("serve: PATCH changes a job as update does, and If-Match with a stale ETag is 412") {
