@@ -1,13 +1,21 @@
-// jobctl cancel, wait: acting on a job's current run.
+// jobctl cancel, wait, retry, pause, resume: acting on a job's current run.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "cli/waiting.hpp"
+#include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
 #include "common/ops/job_actions.hpp"
-#include "cli/waiting.hpp"
+#include "common/ops/job_views.hpp"
+#include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -24,19 +32,58 @@ void register_cancel(CLI::App& app, Context& ctx) {
   });
 }
 
+// What `wait` waits for: a job (by its id or a run's), or a DAG run.
+struct Awaited {
+  std::string id;  // the job's, or the DAG run's
+  bool dag = false;
+};
+
+Awaited awaited(Context& ctx, const std::string& id) {
+  try {
+    return {ops::resolve_id(ctx.store(), id).job.job.id, false};
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::not_found) throw;
+    try {
+      return {ctx.store().dags().get_dag_run(ops::normalize_id(id)).id, true};
+    } catch (const Error&) {
+      throw e;  // neither: the job's words
+    }
+  }
+}
+
 void register_wait(CLI::App& app, Context& ctx) {
   struct Flags {
-    std::string id, timeout;
+    std::vector<std::string> ids;
+    std::string timeout;
   };
   auto f = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand("wait", "Block until a job finishes: exit 0 succeeded, 1 failed, 124 timed out");
-  completes(cmd->add_option("id", f->id, "Job id"), Completes::job_id)->required();
-  cmd->add_option("--timeout", f->timeout, "Give up after this long (exit 124)");
+  auto* cmd = app.add_subcommand(
+      "wait", "Block until jobs or DAG runs finish: exit 0 all succeeded, 1 one failed, 124 timed out");
+  completes(cmd->add_option("id", f->ids, "Job, run or DAG run ids"), Completes::job_id)->required();
+  cmd->add_option("--timeout", f->timeout, "Give up after this long, for all of them together (exit 124)");
   cmd->callback([f, &ctx] {
     std::optional<util::Micros> timeout;
     if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
-    auto r = ops::resolve_id(ctx.store(), f->id);
-    ctx.exit_code = wait_for_job(ctx, r.job.job.id, timeout);
+    std::vector<Awaited> all;
+    for (const auto& id : f->ids) all.push_back(awaited(ctx, id));  // every id known before waiting on any
+    const auto started = std::chrono::steady_clock::now();
+    const auto report = all.size() == 1 ? WaitReport::with_json : WaitReport::status_only;
+    bool failed = false, timed_out = false;
+    for (const auto& a : all) {
+      std::optional<util::Micros> limit;  // what is left of --timeout
+      if (timeout)
+        limit = std::max(util::Micros(0), *timeout - std::chrono::duration_cast<util::Micros>(
+                                                         std::chrono::steady_clock::now() - started));
+      int code = a.dag ? wait_for_dag_run(ctx, a.id, limit, report) : wait_for_job(ctx, a.id, limit, report);
+      failed |= code == static_cast<int>(ExitCode::job_failed);
+      timed_out |= code == static_cast<int>(ExitCode::timeout);
+    }
+    if (report == WaitReport::status_only && ctx.output == "json") {
+      auto out = nlohmann::json::array();
+      for (const auto& a : all) out.push_back(a.dag ? ops::dag_status(ctx.store(), a.id) : ops::job_json(ctx.store(), a.id));
+      print_json(out);
+    }
+    ctx.exit_code = failed ? static_cast<int>(ExitCode::job_failed) : timed_out ? static_cast<int>(ExitCode::timeout) : 0;
   });
 }
 

@@ -8,6 +8,7 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/read_input.hpp"
+#include "cli/waiting.hpp"
 #include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
 #include "common/dag/dag.hpp"
@@ -39,7 +40,8 @@ store::DagRunView require_run(Context& ctx, const std::string& id) {
 
 void add_submit(CLI::App& group, Context& ctx) {
   struct Flags {
-    std::string file, on_failure = "stop", cron, tz;
+    std::string file, on_failure = "stop", cron, tz, timeout;
+    bool wait = false;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("submit", "Submit a DAG from a JSON file (- for stdin); prints the DAG run's id");
@@ -51,15 +53,27 @@ void add_submit(CLI::App& group, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--cron", f->cron, "Run the DAG on this cron expression: one DAG run per occurrence");
   cmd->add_option("--tz", f->tz, fmt::format("IANA time zone of --cron (default {})", model::ScheduleSpec{}.tz));
+  cmd->add_flag("--wait", f->wait, "Then wait for the DAG run as dag wait does (exit 0 all succeeded, 1 not, 124 timeout)");
+  cmd->add_option("--timeout", f->timeout, "With --wait: give up waiting after this long (exit 124)");
   cmd->footer("Prints the DAG run's id alone on stdout; with --cron, the DAG's id (each occurrence starts a run).\n"
               "Nothing is written when the document is invalid (exit 2): unknown dependencies, cycles, duplicate\n"
               "names, an empty graph, more than 10000 nodes.");
   cmd->callback([f, cmd, &ctx] {
+    if (!f->timeout.empty() && !f->wait) throw usage_error("--timeout goes with --wait");
+    if (f->wait && !f->cron.empty())
+      throw usage_error("--wait cannot wait for a scheduled DAG: its runs start at its occurrences",
+                        "wait for one of them with jobctl dag wait DAG_ID (its newest run)");
+    std::optional<util::Micros> timeout;
+    if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
     auto d = ops::dag_submission(read_input(f->file, "dag submit"), f->on_failure, f->cron,
                                  cmd->count("--tz") ? std::optional<std::string>(f->tz) : std::nullopt);
     auto r = ctx.store().dags().submit_dag(d);
-    if (ctx.output == "json") print_json(ops::dag_submitted_json(r));
+    if (ctx.output == "json" && !f->wait) print_json(ops::dag_submitted_json(r));
     else std::printf("%s\n", (r.dag_run_id.empty() ? r.dag_id : r.dag_run_id).c_str());
+    if (f->wait) {
+      std::fflush(stdout);
+      ctx.exit_code = wait_for_dag_run(ctx, r.dag_run_id, timeout, WaitReport::status_only);
+    }
   });
 }
 
@@ -89,6 +103,21 @@ void add_status(CLI::App& group, Context& ctx) {
     }
     std::printf("\n");
     print_table({"NODE", "STATUS", "ATTEMPTS", "DURATION", "AFTER", "ERROR"}, rows);
+  });
+}
+
+void add_wait(CLI::App& group, Context& ctx) {
+  struct Flags {
+    std::string id, timeout;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = group.add_subcommand("wait", "Block until a DAG run finishes: exit 0 every node succeeded, 1 not, 124 timed out");
+  completes(cmd->add_option("id", f->id, "DAG run id (or DAG id: its newest run)"), Completes::dag_run)->required();
+  cmd->add_option("--timeout", f->timeout, "Give up after this long (exit 124)");
+  cmd->callback([f, &ctx] {
+    std::optional<util::Micros> timeout;
+    if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
+    ctx.exit_code = wait_for_dag_run(ctx, f->id, timeout);
   });
 }
 
@@ -168,6 +197,7 @@ void register_dag(CLI::App& app, Context& ctx) {
   auto* group = app.add_subcommand("dag", "DAGs: graphs of dependent jobs (submit, status, ls, cancel, pause, resume, retry, graph)");
   group->require_subcommand(1);
   add_submit(*group, ctx);
+  add_wait(*group, ctx);
   add_status(*group, ctx);
   add_ls(*group, ctx);
   add_control(*group, ctx);

@@ -11,7 +11,10 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
+#include "common/ops/dags.hpp"
+#include "common/ops/ids.hpp"
 #include "common/ops/job_views.hpp"
+#include "common/store/dags.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
@@ -35,11 +38,15 @@ class ProgressLine {
   ~ProgressLine() { clear(); }
 
   void show(const model::Run& run) {
-    if (!on_ || !run.progress || run.status != model::RunStatus::running) return;
+    if (!run.progress || run.status != model::RunStatus::running) return;
+    show(*run.progress, run.progress_message);
+  }
+  void show(double fraction, const std::string& message) {
+    if (!on_) return;
     constexpr int kWidth = 30;
-    int filled = static_cast<int>(*run.progress * kWidth + 0.5);
+    int filled = static_cast<int>(fraction * kWidth + 0.5);
     std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '-');
-    std::string line = fmt::format("[{}] {:3.0f}%  {}", bar, *run.progress * 100, run.progress_message);
+    std::string line = fmt::format("[{}] {:3.0f}%  {}", bar, fraction * 100, message);
     if (line.size() > 100) line = line.substr(0, 100);
     if (line == last_) return;
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
@@ -90,12 +97,65 @@ class WaitingNote {
   std::string shown_;
 };
 
+// Sleeps between polls: 20 ms doubling to 500 ms, never past the deadline.
+class Backoff {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Backoff(std::optional<util::Micros> timeout)
+      : give_up_(timeout ? Clock::now() + *timeout : Clock::time_point::max()) {}
+  bool expired() const { return Clock::now() >= give_up_; }
+  void sleep() {
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause_, give_up_ - Clock::now()));
+    pause_ = std::min(pause_ * 2, std::chrono::milliseconds(500));
+  }
+
+ private:
+  Clock::time_point give_up_;
+  std::chrono::milliseconds pause_{20};
+};
+
+bool dag_final(const std::string& status) { return status == "succeeded" || status == "failed" || status == "cancelled"; }
+
 }  // namespace
 
+int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Micros> timeout, WaitReport report) {
+  Backoff backoff(timeout);
+  ProgressLine progress;
+  for (;;) {
+    auto v = ctx.store().dags().get_dag_run(ops::normalize_id(id));
+    int64_t nodes = 0, done = 0;
+    for (const auto& [status, n] : v.counts) {
+      nodes += n;
+      if (model::is_final(model::parse_run_status(status))) done += n;
+    }
+    if (nodes > 0)
+      progress.show(static_cast<double>(done) / static_cast<double>(nodes),
+                    fmt::format("{} of {} nodes done, {} running{}", done, nodes,
+                                v.counts.count("running") ? v.counts.at("running") : 0,
+                                v.status == "paused" ? " (paused)" : ""));
+    if (dag_final(v.status)) {
+      progress.clear();
+      if (ctx.output == "json" && report == WaitReport::with_json) print_json(ops::dag_status(ctx.store(), v.id));
+      std::string failed;
+      for (const auto& n : v.nodes)
+        if (n.run.status != model::RunStatus::succeeded)
+          failed += fmt::format("{}{} {}", failed.empty() ? "" : ", ", n.name, model::to_string(n.run.status));
+      std::fprintf(stderr, "DAG run %s %s%s\n", v.id.c_str(), v.status.c_str(),
+                   failed.empty() ? "" : (": " + failed).c_str());
+      return v.status == "succeeded" ? 0 : static_cast<int>(ExitCode::job_failed);
+    }
+    if (backoff.expired()) {
+      progress.clear();
+      std::fprintf(stderr, "jobctl: timed out waiting for DAG run %s (still %s, %lld of %lld nodes done)\n",
+                   v.id.c_str(), v.status.c_str(), static_cast<long long>(done), static_cast<long long>(nodes));
+      return static_cast<int>(ExitCode::timeout);
+    }
+    backoff.sleep();
+  }
+}
+
 int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Micros> timeout, WaitReport report) {
-  using Clock = std::chrono::steady_clock;
-  auto give_up = timeout ? Clock::now() + *timeout : Clock::time_point::max();
-  auto pause = std::chrono::milliseconds(20);
+  Backoff backoff(timeout);
   ProgressLine progress;
   WaitingNote note(ctx);
   for (;;) {
@@ -117,14 +177,13 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
       }
       return code;
     }
-    if (Clock::now() >= give_up) {
+    if (backoff.expired()) {
       progress.clear();
       std::fprintf(stderr, "jobctl: timed out waiting for job %s (still %s)\n", job_id.c_str(),
                    view->latest_run ? std::string(model::to_string(view->latest_run->status)).c_str() : "without a run");
       return static_cast<int>(ExitCode::timeout);
     }
-    std::this_thread::sleep_for(std::min<Clock::duration>(pause, give_up - Clock::now()));
-    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+    backoff.sleep();
   }
 }
 

@@ -166,3 +166,65 @@ TEST_CASE("dag: the id dag submit --cron prints is taken by schedule trigger, ba
   }
   CHECK(seen == std::set<std::string>{dag_run, "2026-01-01T03:00:00.000Z", "2026-01-02T03:00:00.000Z"});
 }
+
+TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run ends, and wait takes DAG runs too") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string go = dir.file("go");
+  json failing{{"name", "broken"},
+               {"jobs",
+                {{"a", {{"command", "true"}}},
+                 {"b", {{"command", "exit 3"}, {"retries", 0}, {"depends_on", {"a"}}}},
+                 {"c", {{"command", "true"}, {"depends_on", {"b"}}}}}}};
+  json slow{{"name", "slow"}, {"jobs", {{"a", {{"command", "while [ ! -e " + go + " ]; do sleep 0.05; done"}}}}}};
+  json fine{{"name", "fine"}, {"jobs", {{"a", {{"command", "true"}}}, {"b", {{"command", "true"}, {"depends_on", {"a"}}}}}}};
+
+  // Bad flags: exit 2, nothing submitted.
+  auto lonely = run_jobctl(db, dir, {"dag", "submit", "-", "--timeout", "5s"}, fine.dump());
+  CHECK(lonely.code == 2);
+  CHECK(lonely.err.find("--timeout goes with --wait") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--cron", "@daily"}, fine.dump()).code == 2);
+  CHECK(run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--timeout", "soon"}, fine.dump()).code == 2);
+  CHECK(json::parse(run_jobctl(db, dir, {"dag", "ls", "-o", "json"}).out).empty());
+
+  // No agent yet: the wait times out with 124, and says how far it got.
+  auto pending = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--timeout", "300ms"}, fine.dump());
+  CHECK(pending.code == 124);
+  const std::string fine_id = test::trim(pending.out);
+  CHECK(pending.err.find("timed out waiting for DAG run " + fine_id + " (still running, 0 of 2 nodes done)") !=
+        std::string::npos);
+
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  auto done = run_jobctl(db, dir, {"dag", "wait", fine_id});
+  CHECK(done.code == 0);
+  CHECK(done.err.find("DAG run " + fine_id + " succeeded") != std::string::npos);
+
+  auto broken = run_jobctl(db, dir, {"dag", "submit", "-", "--wait"}, failing.dump());
+  CHECK(broken.code == 1);
+  const std::string broken_id = test::trim(broken.out);
+  CHECK(broken.err.find("DAG run " + broken_id + " failed: ") != std::string::npos);
+  CHECK(broken.err.find("b dead") != std::string::npos);
+  CHECK(broken.err.find("c cancelled") != std::string::npos);
+  auto as_json = run_jobctl(db, dir, {"dag", "wait", broken_id, "-o", "json"});
+  CHECK(as_json.code == 1);
+  CHECK(json::parse(as_json.out)["status"] == "failed");
+
+  // wait: several ids, jobs and DAG runs alike; the worst outcome wins.
+  const std::string job = test::submit(db, dir, {"--", "true"});
+  auto both = run_jobctl(db, dir, {"wait", job, fine_id});
+  CHECK(both.code == 0);
+  CHECK(run_jobctl(db, dir, {"wait", job, broken_id, fine_id}).code == 1);
+  auto listed = run_jobctl(db, dir, {"wait", job, fine_id, "-o", "json"});
+  REQUIRE(listed.code == 0);
+  auto arr = json::parse(listed.out);
+  REQUIRE(arr.size() == 2);
+  CHECK(arr[0]["id"] == job);
+  CHECK(arr[1]["id"] == fine_id);
+  const std::string slow_id = test::trim(run_jobctl(db, dir, {"dag", "submit", "-"}, slow.dump()).out);
+  auto timed = run_jobctl(db, dir, {"wait", job, slow_id, "--timeout", "500ms"});
+  CHECK(timed.code == 124);
+  auto unknown = run_jobctl(db, dir, {"wait", job, "01J00000000000000000000000"});
+  CHECK(unknown.code == 3);  // known before waiting on any
+  std::ofstream(go).put('x');
+  CHECK(run_jobctl(db, dir, {"dag", "wait", slow_id, "--timeout", "60s"}).code == 0);
+}
