@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -174,6 +175,15 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   // The headers and the body of an answer go out in separate writes: with
   // Nagle's algorithm the body waits for the client's delayed ACK (40 ms).
   svr->set_tcp_nodelay(true);
+  // cpp-httplib's own socket options set SO_REUSEPORT, which lets a second
+  // server bind a port in use without a word: SO_REUSEADDR only (a restart
+  // still binds past TIME_WAIT). The socket is kept to widen its backlog below.
+  int listening_fd = -1;
+  svr->set_socket_options([&listening_fd](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening_fd = sock;
+  });
   svr->set_keep_alive_timeout(5);
   svr->set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_started = std::chrono::steady_clock::now();
@@ -211,6 +221,10 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   if (port < 0)
     throw usage_error(fmt::format("cannot listen on {}: the address is in use or not this host's", o.listen),
                       "pick another --listen");
+  // cpp-httplib listens with a backlog of 5: clients connecting together
+  // overflowed it (a dropped SYN costs a second, or the connection is
+  // reset). Listening again on the bound socket raises it.
+  if (listening_fd >= 0) ::listen(listening_fd, SOMAXCONN);
 
   // SIGTERM and SIGINT stop the server from a thread of their own; blocked
   // here before any worker starts, so that every thread inherits the mask.

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <httplib.h>
@@ -801,4 +802,26 @@ TEST_CASE("serve: GET /dead-letter pages with a cursor, also among runs that die
   std::vector<std::string> listed;
   for (const auto& j : cli_json(db, dir, {"dlq", "ls"})) listed.push_back(j["run"]["id"]);
   CHECK(seen == listed);  // the pages, in order, are the whole list
+}
+
+TEST_CASE("serve: a port already served is refused, and the listening backlog takes a burst of clients") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server first(db, dir);
+  // The kernel's view of the listening socket: for LISTEN, ss shows the backlog as Send-Q.
+  const std::string ss = "ss -Hltn 'sport = :" + std::to_string(first.port) + "' > " + dir.file("ss.out");
+  REQUIRE(std::system(ss.c_str()) == 0);
+  std::istringstream row(test::read_file(dir.file("ss.out")));
+  std::string state;
+  int recv_q = -1, backlog = -1;
+  row >> state >> recv_q >> backlog;
+  CHECK(state == "LISTEN");
+  CHECK(backlog >= 128);  // cpp-httplib's own is 5
+
+  test::TempDir dir2;
+  auto second = test::run_jobctl(db, dir2, {"serve", "--listen", "127.0.0.1:" + std::to_string(first.port),
+                                           "--tokens-file", write_tokens(dir2)});
+  CHECK(second.code == 2);
+  CHECK(second.err.find("cannot listen on 127.0.0.1:" + std::to_string(first.port)) != std::string::npos);
+  CHECK(first.client(kReader).Get("/api/v1/jobs")->status == 200);
 }
