@@ -68,11 +68,14 @@ void add_submit(CLI::App& group, Context& ctx) {
     auto d = ops::dag_submission(read_input(f->file, "dag submit"), f->on_failure, f->cron,
                                  cmd->count("--tz") ? std::optional<std::string>(f->tz) : std::nullopt);
     auto r = ctx.store().dags().submit_dag(d);
-    if (ctx.output == "json" && !f->wait) print_json(ops::dag_submitted_json(r));
-    else std::printf("%s\n", (r.dag_run_id.empty() ? r.dag_id : r.dag_run_id).c_str());
-    if (f->wait) {
+    if (f->wait) {  // -o json: the finished run, as dag wait prints it
+      if (ctx.output != "json") std::printf("%s\n", r.dag_run_id.c_str());
       std::fflush(stdout);
-      ctx.exit_code = wait_for_dag_run(ctx, r.dag_run_id, timeout, WaitReport::status_only);
+      ctx.exit_code = wait_for_dag_run(ctx, r.dag_run_id, timeout);
+    } else if (ctx.output == "json") {
+      print_json(ops::dag_submitted_json(r));
+    } else {
+      std::printf("%s\n", (r.dag_run_id.empty() ? r.dag_id : r.dag_run_id).c_str());
     }
   });
 }

@@ -1,5 +1,6 @@
 // jobctl stats, check: is the system healthy, and what is stuck or failing.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -144,6 +145,8 @@ void register_health(CLI::App& app, Context& ctx) {
     auto t = cf->thresholds;
     if (!t.any()) throw usage_error("no threshold given", "e.g. jobctl check --max-dlq 0 --max-oldest 5m --min-workers 1");
     if (stuck_after->count() > 0 && !t.max_stuck) throw usage_error("--stuck-after goes with --max-stuck");
+    if (t.max_failure_rate && std::isnan(*t.max_failure_rate))
+      throw usage_error("--max-failure-rate must be a percentage from 0 to 100");
     util::parse_duration(t.stuck_after, "--stuck-after");  // refused before anything is read
     if (!cf->queue.empty()) t.queue = cf->queue;
     t.window_us = ops::window_of(cf->since);

@@ -52,9 +52,9 @@ std::string cookie_attributes(bool tls) { return std::string("; Path=/; HttpOnly
 std::optional<Caller> authenticate(const httplib::Request& req, const Tokens& tokens) {
   const std::string header = req.get_header_value("Authorization");
   constexpr std::string_view kBearer = "Bearer ";  // the scheme in any case (RFC 9110)
-  if (!header.empty()) {
-    if (header.size() <= kBearer.size() || strncasecmp(header.c_str(), kBearer.data(), kBearer.size()) != 0)
-      return std::nullopt;
+  // A Bearer token is the only credential looked at; another scheme (a
+  // proxy's Basic authentication, passed on) leaves the cookie to decide.
+  if (header.size() >= kBearer.size() && strncasecmp(header.c_str(), kBearer.data(), kBearer.size()) == 0) {
     if (auto t = tokens.find(std::string_view(header).substr(kBearer.size()))) return Caller{*t, false};
     return std::nullopt;
   }

@@ -72,7 +72,14 @@ void add_console_routes(httplib::Server& svr, const Tokens& tokens, bool tls) {
   svr.Get("/", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
   svr.Get("/ui", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
   svr.Get("/ui/", [&tokens, tls](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_param("token")) return log_in(res, tokens, req.get_param_value("token"), tls);
+    if (req.has_param("token")) {
+      // A link on another site must not log the browser in with the link's
+      // token (login CSRF): a link typed, bookmarked or opened from a
+      // terminal comes with no Sec-Fetch-Site or "none". Then the form.
+      const std::string site = req.get_header_value("Sec-Fetch-Site");
+      if (site == "cross-site" || site == "same-site") return redirect(res, "/ui/");
+      return log_in(res, tokens, req.get_param_value("token"), tls);
+    }
     auto caller = authenticate(req, tokens);
     send_file(res, caller ? "index.html" : "login.html", true);
   });

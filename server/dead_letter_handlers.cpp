@@ -1,6 +1,7 @@
 // The API's dead-letter queue: list, show, replay (one, a list, or every
 // run a filter covers) and purge.
 #include "common/ops/dead_letter.hpp"
+#include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
@@ -19,6 +20,9 @@ store::DeadFilter filter_of(const Call& c, int default_limit) {
 Reply dead_runs(Call& c) {
   auto filter = filter_of(c, 100);
   filter.before = c.query("before");
+  if (!filter.before.empty() && !c.store.jobs().get_run(filter.before))
+    throw usage_error("the cursor before='" + filter.before + "' is not a run (removed by gc or a purge?)",
+                      "list again from the first page, without before");
   Reply reply{200, ops::dead_runs_json(c.store, filter), {}};
   const auto& runs = reply.body;
   if (!runs.empty()) link_next(c, reply, "/dead-letter", runs.size(), filter.limit, runs.back()["run"]["id"]);

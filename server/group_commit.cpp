@@ -94,12 +94,20 @@ void GroupCommit::write(std::vector<Pending>& group) {
     for (size_t i = 0; i < group.size(); ++i) group[i].submission = std::move(submissions[i]);  // for a retry alone
     throw;
   }
-  // Every job of the group read back in one query.
-  std::vector<std::string> ids;
-  for (const auto& r : results)
-    for (const auto& one : r) ids.push_back(one.job_id);
+  // Committed: from here on nothing is tried again. Every job of the group
+  // is read back in one query; should that fail, each request gets the
+  // error (a client retrying with its Idempotency-Key finds its job).
   std::map<std::string, model::JobView> views;
-  for (auto& v : store_->jobs().get_jobs(ids)) views.emplace(v.job.id, std::move(v));
+  try {
+    std::vector<std::string> ids;
+    for (const auto& r : results)
+      for (const auto& one : r) ids.push_back(one.job_id);
+    for (auto& v : store_->jobs().get_jobs(ids)) views.emplace(v.job.id, std::move(v));
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::store) store_.reset();
+    for (auto& p : group) p.promise.set_exception(std::current_exception());
+    return;
+  }
   std::vector<Submitted> answers;
   for (auto& r : results) {
     Submitted s{std::move(r), {}};

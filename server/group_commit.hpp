@@ -4,7 +4,10 @@
 // transaction, so N concurrent requests pay one commit (and, on
 // PostgreSQL, one NOTIFY, which otherwise serialises commits) instead of N.
 // A request still succeeds or fails alone: when the group is refused for
-// one request's jobs, each request of it is tried again by itself.
+// one request's jobs, each request of it is tried again by itself. A store
+// failure (the connection lost, a statement timeout) fails every request
+// of the group with it. submit() may be called from any thread; it blocks
+// until the group is written, for no longer than the store's own timeouts.
 #include <condition_variable>
 #include <deque>
 #include <future>

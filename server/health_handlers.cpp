@@ -1,6 +1,7 @@
 // The API's health: stats per queue and priority (and as a series), check's
 // thresholds, and who the caller is.
 #include "common/ops/health.hpp"
+#include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "server/handlers.hpp"
 
@@ -52,7 +53,11 @@ Reply check(Call& c) {
   }
   if (c.request.has_param("max_ready")) t.max_ready = query_int(c, "max_ready", 0, 0, 1'000'000'000);
   if (c.request.has_param("max_stuck")) t.max_stuck = query_int(c, "max_stuck", 0, 0, 1'000'000);
-  if (c.request.has_param("stuck_after")) t.stuck_after = c.query("stuck_after");
+  if (c.request.has_param("stuck_after")) {
+    if (!t.max_stuck) throw usage_error("query parameter stuck_after goes with max_stuck");
+    t.stuck_after = c.query("stuck_after");
+    util::parse_duration(t.stuck_after, "stuck_after");
+  }
   if (!t.any())
     throw usage_error("no threshold given", "e.g. /api/v1/check?max_dlq=0&max_oldest=5m&min_workers=1");
   auto found = ops::breaches(c.store, t);

@@ -68,7 +68,7 @@ Reply list_jobs(Call& c) {
   store::JobFilter filter;
   if (auto status = c.query("status"); !status.empty()) filter.status = model::parse_run_status(status);
   if (auto queue = c.query("queue"); !queue.empty()) filter.queue = queue;
-  filter.deleted = c.query("deleted") == "true";
+  filter.deleted = query_bool(c, "deleted");
   filter.before = c.query("before");
   filter.limit = query_int(c, "limit", filter.limit, 1, 100000);
   auto jobs = c.store.jobs().list_jobs(filter);

@@ -53,6 +53,25 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
 }
 
+// Answers the exception being handled: a jobctl Error as its problem
+// document; a bug (exit 70, or any other exception) as a bare 500, its
+// details in the server's log only.
+void send_caught(const httplib::Request& req, httplib::Response& res) {
+  std::string bug;
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::store) t_store.reset();
+    if (e.code() != ExitCode::internal) return send_error(res, e);
+    bug = e.what();
+  } catch (const std::exception& e) {
+    t_store.reset();
+    bug = e.what();
+  }
+  util::log_event(util::LogLevel::error, "internal_error", {{"path", req.path}, {"error", bug}});
+  send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
+}
+
 httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn,
                                     GroupCommit& submissions) {
   return [&route, &tokens, &dsn, &submissions](const httplib::Request& req, httplib::Response& res) {
@@ -75,18 +94,8 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
       Reply reply = route.handle(call);
       for (const auto& [name, value] : reply.headers) res.set_header(name, value);
       send_json(res, reply.status, reply.body);
-    } catch (const Error& e) {
-      if (e.code() == ExitCode::store) t_store.reset();
-      if (e.code() == ExitCode::internal) {
-        util::log_event(util::LogLevel::error, "internal_error", {{"path", req.path}, {"error", e.what()}});
-        send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
-      } else {
-        send_error(res, e);
-      }
-    } catch (const std::exception& e) {
-      t_store.reset();
-      util::log_event(util::LogLevel::error, "internal_error", {{"path", req.path}, {"error", e.what()}});
-      send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
+    } catch (...) {
+      send_caught(req, res);
     }
   };
 }
@@ -112,9 +121,8 @@ void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& d
     if (need_token && !authenticate(req, tokens)) return refuse_unauthenticated(res);
     try {
       res.set_content(metrics.render(thread_store(dsn)), "text/plain; version=0.0.4; charset=utf-8");
-    } catch (const Error& e) {
-      if (e.code() == ExitCode::store) t_store.reset();
-      send_error(res, e);
+    } catch (...) {
+      send_caught(req, res);
     }
   });
   add_console_routes(svr, tokens, o.tls_cert.has_value());

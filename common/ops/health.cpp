@@ -60,7 +60,9 @@ nlohmann::json series_json(store::Store& store, const std::optional<std::string>
                       {"succeeded", p.succeeded},
                       {"dead", p.dead},
                       {"failed", p.failed_attempts},
-                      {"failure_rate", ended == 0 ? 0.0 : static_cast<double>(p.failed_attempts) / static_cast<double>(ended)},
+                      {"failure_rate", ended == 0 ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(static_cast<double>(p.failed_attempts) /
+                                                                   static_cast<double>(ended))},
                       {"lag_p99_s", p.lag_p99_s ? nlohmann::json(*p.lag_p99_s) : nlohmann::json(nullptr)}});
   }
   return {{"since_s", window_us / 1'000'000}, {"step_s", step_us / 1'000'000}, {"points", points}};

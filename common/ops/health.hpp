@@ -40,8 +40,8 @@ nlohmann::json stats_json(store::Store& store, const std::optional<std::string>&
 
 // The window cut into steps, oldest first, for charts: {"since_s",
 // "step_s", "points": [{"at", "succeeded" and "dead" (runs that ended so),
-// "failed" (attempts), "failure_rate" (of the attempts that ended),
-// "lag_p99_s" (null when nothing started)}]}. Throws usage Error for a step under 1s or over 1,440 steps.
+// "failed" (attempts), "failure_rate" (of the attempts that ended; null
+// when none did), "lag_p99_s" (null when no sampled attempt started)}]}. Throws usage Error for a step under 1s or over 1,440 steps.
 nlohmann::json series_json(store::Store& store, const std::optional<std::string>& queue, int64_t window_us,
                            int64_t step_us);
 

@@ -61,9 +61,9 @@ QueueSettings queue_settings_from_json(const nlohmann::json& body) {
     } else if (key == "tenant_max_concurrent") {
       out.limits.tenant_max_concurrent = limit(key, value);
     } else if (key == "rate") {
-      if (value.is_number() && value.get<double>() >= 0) out.limits.rate = value.get<double>();
+      if (value.is_number() && value.get<double>() >= 0 && value.get<double>() <= 1e6) out.limits.rate = value.get<double>();
       else if (value.is_string()) out.limits.rate = parse_rate(value.get<std::string>(), "field 'rate'");
-      else throw usage_error("field 'rate' must be runs per second, or a text such as \"100/m\"", hint);
+      else throw usage_error("field 'rate' must be runs per second (0 to 1000000), or a text such as \"100/m\"", hint);
     } else if (key == "clear") {
       if (!value.is_boolean()) throw usage_error("field 'clear' must be true or false", hint);
       out.clear = value.get<bool>();

@@ -913,7 +913,7 @@ function statsRow(s) {
 function renderCharts(box, series) {
   const points = series.points || [];
   // The server's rate of the attempts that ended; none in the step: no point.
-  const failure = (p) => (p.failed || p.succeeded || p.dead ? p.failure_rate : null);
+  const failure = (p) => p.failure_rate;  // null when no attempt ended in the step
   replace(box,
     chart('chart-throughput', 'Throughput', 'succeeded runs per minute', points, (p) => p.succeeded, { bars: true, fmt: (v) => v.toFixed(0) }),
     chart('chart-failure', 'Failure rate', 'failed attempts / (failed + succeeded), per minute', points, failure,
@@ -1001,8 +1001,14 @@ function route() {
   for (const [re, view, nav] of ROUTES) {
     const m = re.exec(path);
     if (!m) continue;
+    let args;
+    try {
+      args = m.slice(1).map(decodeURIComponent);
+    } catch (e) {  // a malformed %-escape typed into the address
+      break;
+    }
     markNav(nav);
-    view(...m.slice(1).map(decodeURIComponent));
+    view(...args);
     return;
   }
   markNav(null);

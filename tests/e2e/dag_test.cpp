@@ -208,6 +208,9 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   auto as_json = run_jobctl(db, dir, {"dag", "wait", broken_id, "-o", "json"});
   CHECK(as_json.code == 1);
   CHECK(json::parse(as_json.out)["status"] == "failed");
+  auto submitted_json = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "-o", "json"}, fine.dump());
+  CHECK(submitted_json.code == 0);
+  CHECK(json::parse(submitted_json.out)["status"] == "succeeded");  // the finished run, one document
 
   // wait: several ids, jobs and DAG runs alike; the worst outcome wins.
   const std::string job = test::submit(db, dir, {"--", "true"});

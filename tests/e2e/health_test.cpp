@@ -322,6 +322,7 @@ TEST_CASE("check: --max-failure-rate, --max-ready and --max-stuck trip per queue
 
   // Bad values: exit 2, nothing read.
   CHECK(run_jobctl(db, dir, {"check", "--max-failure-rate", "101"}).code == 2);
+  CHECK(run_jobctl(db, dir, {"check", "--max-failure-rate", "nan"}).code == 2);
   CHECK(run_jobctl(db, dir, {"check", "--max-ready", "-1"}).code == 2);
   auto lonely = run_jobctl(db, dir, {"check", "--max-dlq", "5", "--stuck-after", "2s"});
   CHECK(lonely.code == 2);

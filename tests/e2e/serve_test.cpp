@@ -462,6 +462,7 @@ TEST_CASE("serve: stats and check answer as the CLI does") {
     for (const auto& b : answer["breaches"]) CHECK(by_cli.out.find(b.get<std::string>()) != std::string::npos);
   }
   check_problem(reader.Get("/api/v1/check?max_failure_rate=lots"), 400, "max_failure_rate");
+  check_problem(reader.Get("/api/v1/check?max_dlq=0&stuck_after=1s"), 400, "stuck_after goes with max_stuck");
 }
 
 TEST_CASE("serve: PATCH changes a job as update does, and If-Match with a stale ETag is 412") {
@@ -599,7 +600,13 @@ TEST_CASE("serve: the console logs in by ?token= or its form into an HttpOnly co
   CHECK(bad->status == 303);
   CHECK(bad->get_header_value("Location") == "/ui/?error=bad-token");
 
-  auto good = c.Get("/ui/?token=" + kOperator);
+  // A link on another site does not log the browser in (login CSRF): the form instead.
+  auto forced = c.Get("/ui/?token=" + kOperator, {{"Sec-Fetch-Site", "cross-site"}});
+  CHECK(forced->status == 303);
+  CHECK(forced->get_header_value("Location") == "/ui/");
+  CHECK_FALSE(forced->has_header("Set-Cookie"));
+
+  auto good = c.Get("/ui/?token=" + kOperator, {{"Sec-Fetch-Site", "none"}});
   REQUIRE(good);
   CHECK(good->status == 303);
   CHECK(good->get_header_value("Location") == "/ui/");  // the token leaves the address bar
@@ -622,6 +629,9 @@ TEST_CASE("serve: the console logs in by ?token= or its form into an HttpOnly co
   httplib::Headers signed_in{{"Cookie", cookie}};
   CHECK(c.Get("/ui/", signed_in)->body.find("login-form") == std::string::npos);
   CHECK(body_of(c.Get("/api/v1/whoami", signed_in)) == json{{"name", "on-call"}, {"role", "operate"}});
+  // Behind a proxy that passes on its own Basic authentication, the cookie still counts.
+  httplib::Headers proxied{{"Cookie", cookie}, {"Authorization", "Basic dXNlcjpwYXNz"}};
+  CHECK(body_of(c.Get("/api/v1/whoami", proxied))["name"] == "on-call");
   CHECK(c.Get("/api/v1/jobs", signed_in)->status == 200);
 
   // A change by cookie needs the console's header, from this origin.
@@ -652,7 +662,7 @@ TEST_CASE("serve: the console logs in by ?token= or its form into an HttpOnly co
 TEST_CASE("serve: schedules, DAG runs and the stats series answer as the CLI does, and DAG runs are controlled") {
   test::TempDir dir;
   test::TestDb db(dir);
-  const std::string sched = test::submit(db, dir, {"--cron", "0 3 * * *", "--tz", "Europe/Paris", "--", "true"});
+  const std::string sched = test::submit(db, dir, {"--cron", "0 3 * * *", "--tz", "UTC", "--", "true"});
   Server server(db, dir);
   auto reader = server.client(kReader), op = server.client(kOperator);
 
@@ -660,7 +670,7 @@ TEST_CASE("serve: schedules, DAG runs and the stats series answer as the CLI doe
   CHECK(schedules == cli_json(db, dir, {"schedules", "ls"}));
   REQUIRE(schedules.size() == 1);
   CHECK(schedules[0]["id"] == sched);
-  CHECK(schedules[0]["next_fire"].get<std::string>().find("T02:00:00") != std::string::npos);  // 03:00 in Paris, winter
+  CHECK(schedules[0]["next_fire"].get<std::string>().find("T03:00:00") != std::string::npos);
   auto triggered = body_of(op.Post("/api/v1/schedules/" + sched + "/trigger"));
   CHECK(triggered["id"] == sched);
   CHECK(body_of(reader.Get("/api/v1/schedules/" + sched + "/runs"))[0]["id"] == triggered["run"]);
@@ -690,6 +700,7 @@ TEST_CASE("serve: schedules, DAG runs and the stats series answer as the CLI doe
   CHECK(succeeded >= 1);  // the job, and the DAG's nodes once retried
   CHECK(series["points"][0]["at"] < series["points"][9]["at"]);
   check_problem(reader.Get("/api/v1/stats/series?since=1d&step=1s"), 400, "1,440 steps");
+  CHECK(series["points"][0]["failure_rate"].is_null());  // no attempt ended that long ago
 }
 
 TEST_CASE("serve: concurrent POSTs share commits, yet each succeeds or fails alone, with its own actor") {
@@ -767,6 +778,10 @@ TEST_CASE("serve: PATCH /queues/{name} sets limits and retry defaults as queue s
   check_problem(admin.Patch("/api/v1/queues/reports", R"({"command": "true"})", "application/json"), 400,
                 "not a queue setting");
   check_problem(admin.Patch("/api/v1/queues/reports", "{}", "application/json"), 400, "nothing to set");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"rate": 1e9})", "application/json"), 400, "rate");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"max_concurrent": "x"})", "application/json"), 400,
+                "max_concurrent");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"clear": 1})", "application/json"), 400, "clear");
   CHECK(cli_json(db, dir, {"queue", "ls"})[0]["defaults"]["retries"] == 7);  // none of those wrote anything
 }
 
@@ -802,6 +817,7 @@ TEST_CASE("serve: GET /dead-letter pages with a cursor, also among runs that die
   std::vector<std::string> listed;
   for (const auto& j : cli_json(db, dir, {"dlq", "ls"})) listed.push_back(j["run"]["id"]);
   CHECK(seen == listed);  // the pages, in order, are the whole list
+  check_problem(c.Get("/api/v1/dead-letter?limit=2&before=01J00000000000000000000000"), 400, "not a run");
 }
 
 TEST_CASE("serve: a port already served is refused, and the listening backlog takes a burst of clients") {
