@@ -336,6 +336,19 @@ class Console:
         self.check(self.find('#history-table'), 'the job page has no history table')
         self.screenshot('job')
 
+    # -- what a job says reaches the page as text, never as markup
+
+    def markup_is_text(self):
+        name = '<img src=x onerror="window.__pwned=1">'
+        job = self.api.submit({'command': 'echo "<b>bold</b>"', 'name': name, 'retries': 0})
+        self.api.wait_status(job['id'], 'succeeded')
+        self.open(f'/jobs/{job["id"]}', '#log-stdout', 'the job page')
+        self.wait(lambda: '<b>bold</b>' in self.text_of('#log-stdout'), 'the output shown as text, tags and all')
+        self.check(name in self.d.find_element('tag name', 'main').text, 'the job name is not shown as text')
+        self.check(not self.d.find_elements('css selector', 'main img, #log-stdout b'),
+                   'a job name or its output became markup')
+        self.check(not self.d.execute_script('return window.__pwned'), 'a job name ran a script')
+
     # -- (d) a dead run replayed, one by its button, then one by selection
 
     def dead_replayed(self):
@@ -465,7 +478,8 @@ def run(args):
         c = Console(driver, base, Api(base, tokens['console-op'][1]), tokens, args.backend, args.screenshots)
         c.step('login page', c.login_page)
         if c.step('login', c.login):
-            for name, fn in [('job succeeds', c.job_succeeds), ('dead run replayed', c.dead_replayed),
+            for name, fn in [('job succeeds', c.job_succeeds), ('markup shown as text', c.markup_is_text),
+                             ('dead run replayed', c.dead_replayed),
                              ('running job cancelled', c.cancel_running), ('DAG drawn and run', c.dag_runs),
                              ('CSRF header required', c.csrf_refused), ('schedules', c.schedules),
                              ('workers', c.workers), ('dashboard', c.dashboard), ('log out', c.logout),
