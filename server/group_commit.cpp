@@ -90,6 +90,8 @@ void GroupCommit::write(std::vector<Pending>& group) {
   std::vector<std::vector<store::SubmitResult>> results;
   try {
     results = store_->jobs().submit_together(submissions);
+    ++commits_;
+    requests_ += group.size();
   } catch (...) {
     for (size_t i = 0; i < group.size(); ++i) group[i].submission = std::move(submissions[i]);  // for a retry alone
     throw;

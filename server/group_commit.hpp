@@ -8,7 +8,9 @@
 // failure (the connection lost, a statement timeout) fails every request
 // of the group with it. submit() may be called from any thread; it blocks
 // until the group is written, for no longer than the store's own timeouts.
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <future>
 #include <memory>
@@ -39,6 +41,11 @@ class GroupCommit {
   // whatever other requests wait. Throws the Error that refused them.
   Submitted submit(std::string actor, std::vector<model::JobSpec> specs);
 
+  // Since the start: requests submitted, and the transactions that wrote
+  // them (fewer when requests shared one). For GET /metrics.
+  uint64_t requests() const { return requests_; }
+  uint64_t commits() const { return commits_; }
+
  private:
   struct Pending {
     store::Submission submission;
@@ -56,6 +63,7 @@ class GroupCommit {
   std::deque<Pending> queue_;
   bool stopping_ = false;
   std::thread thread_;
+  std::atomic<uint64_t> requests_{0}, commits_{0};
 };
 
 }  // namespace jobctl::server

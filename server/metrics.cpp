@@ -4,6 +4,7 @@
 
 #include "common/store/admin.hpp"
 #include "common/util/prometheus.hpp"
+#include "server/group_commit.hpp"
 
 namespace jobctl::server {
 namespace {
@@ -34,6 +35,17 @@ std::string exposition(const store::StoreGauges& g) {
 }
 
 }  // namespace
+
+std::string server_exposition(const GroupCommit& submissions) {
+  std::string out;
+  prometheus_header(out, "jobctl_serve_submit_requests_total", "counter",
+                    "Submissions (POST /jobs, /schedules) this server wrote.");
+  out += fmt::format("jobctl_serve_submit_requests_total {}\n", submissions.requests());
+  prometheus_header(out, "jobctl_serve_submit_commits_total", "counter",
+                    "Transactions that wrote them: fewer when concurrent requests shared one (group commit).");
+  out += fmt::format("jobctl_serve_submit_commits_total {}\n", submissions.commits());
+  return out;
+}
 
 std::string StoreMetrics::render(store::Store& store) {
   std::lock_guard lock(mutex_);

@@ -11,6 +11,11 @@
 
 namespace jobctl::server {
 
+class GroupCommit;
+
+// The server's own counters (group commit), appended to the store's.
+std::string server_exposition(const GroupCommit& submissions);
+
 class StoreMetrics {
  public:
   // The exposition, read from `store` unless one read less than a second ago.

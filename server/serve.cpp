@@ -116,11 +116,12 @@ void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& d
   svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  svr.Get("/metrics", [&tokens, &dsn, &metrics, need_token = o.metrics_need_token](const httplib::Request& req,
-                                                                                  httplib::Response& res) {
+  svr.Get("/metrics", [&tokens, &dsn, &metrics, &submissions, need_token = o.metrics_need_token](
+                          const httplib::Request& req, httplib::Response& res) {
     if (need_token && !authenticate(req, tokens)) return refuse_unauthenticated(res);
     try {
-      res.set_content(metrics.render(thread_store(dsn)), "text/plain; version=0.0.4; charset=utf-8");
+      res.set_content(metrics.render(thread_store(dsn)) + server_exposition(submissions),
+                      "text/plain; version=0.0.4; charset=utf-8");
     } catch (...) {
       send_caught(req, res);
     }

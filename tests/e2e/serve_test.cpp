@@ -748,6 +748,15 @@ TEST_CASE("serve: concurrent POSTs share commits, yet each succeeds or fails alo
   CHECK(by_actor["ci-bot"] + by_actor["on-call"] == 97);  // the keyed job is either's
   CHECK(by_actor["ci-bot"] >= 48);
   CHECK(by_actor["on-call"] >= 48);
+
+  // The requests shared commits: the server's counters, in /metrics.
+  const std::string text = server.client().Get("/metrics")->body;
+  std::smatch requests, commits;
+  REQUIRE(std::regex_search(text, requests, std::regex(R"(jobctl_serve_submit_requests_total (\d+))")));
+  REQUIRE(std::regex_search(text, commits, std::regex(R"(jobctl_serve_submit_commits_total (\d+))")));
+  CAPTURE(text);
+  CHECK(std::stoi(requests[1]) >= 97);    // every accepted request (a group retried alone counts once)
+  CHECK(std::stoi(commits[1]) < std::stoi(requests[1]));
 }
 
 TEST_CASE("serve: PATCH /queues/{name} sets limits and retry defaults as queue set does, admin only, all or nothing") {
