@@ -11,6 +11,7 @@
 #include "cli/read_input.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/json_input.hpp"
 #include "common/util/ulid.hpp"
 
@@ -49,18 +50,13 @@ void register_progress(CLI::App& app, Context& ctx) {
     // gone and the run was rescued): an error must still end in its exit
     // status, not in SIGPIPE.
     std::signal(SIGPIPE, SIG_IGN);
-    double value = 0;
-    try {
-      size_t used = 0;
-      std::string text = f->fraction;
-      bool percent = !text.empty() && text.back() == '%';
-      if (percent) text.pop_back();
-      value = std::stod(text, &used);
-      if (used != text.size()) throw std::invalid_argument("trailing text");
-      if (percent) value /= 100;
-    } catch (const std::exception&) {
+    std::string number = f->fraction;
+    const bool percent = !number.empty() && number.back() == '%';
+    if (percent) number.pop_back();
+    auto parsed = util::parse_number(number);
+    if (!parsed)
       throw usage_error(fmt::format("invalid progress '{}'", f->fraction), "give a number from 0 to 1, or 0% to 100%");
-    }
+    const double value = percent ? *parsed / 100 : *parsed;
     if (!(value >= 0 && value <= 1))
       throw usage_error(fmt::format("progress {} is out of range", f->fraction), "give a number from 0 to 1, or 0% to 100%");
     std::optional<std::string> checkpoint;

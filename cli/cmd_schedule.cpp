@@ -26,10 +26,9 @@ namespace {
 // may have made its run already (next_fire_at is past the horizon).
 std::string next_text(const model::Job& job, int64_t now) {
   if (job.paused) return "paused";
-  if (!job.next_fire_at) return "never";
-  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
-  auto next = cron::next_occurrence(job, now);
+  auto next = ops::next_fire(job, now);
   if (!next) return "never";
+  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
   return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
 }
 

@@ -3,6 +3,7 @@
 #include "common/ops/health.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 #include "server/handlers.hpp"
 
 namespace jobctl::server {
@@ -40,14 +41,8 @@ Reply check(Call& c) {
   t.max_oldest = c.query("max_oldest");
   if (c.request.has_param("max_failure_rate")) {
     const std::string text = c.query("max_failure_rate");
-    size_t used = 0;
-    double pct = -1;
-    try {
-      pct = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || text.empty() || !(pct >= 0 && pct <= 100))
+    const double pct = util::parse_number(text).value_or(-1);
+    if (!(pct >= 0 && pct <= 100))
       throw usage_error("query parameter max_failure_rate='" + text + "' is not a percentage from 0 to 100");
     t.max_failure_rate = pct;
   }

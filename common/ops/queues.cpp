@@ -5,6 +5,7 @@
 #include "common/jobdef/fields.hpp"
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 #include "common/store/queues.hpp"
 
 namespace jobctl::ops {
@@ -31,14 +32,8 @@ double parse_rate(const std::string& text, const std::string& what) {
   const std::string number = text.substr(0, slash);
   const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
   double per = unit == "s" ? 1 : unit == "m" || unit == "min" ? 60 : unit == "h" ? 3600 : 0;
-  size_t used = 0;
-  double n = -1;
-  try {
-    n = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (per == 0 || used != number.size() || number.empty() || !(n >= 0) || n / per > 1e6)
+  const double n = util::parse_number(number).value_or(-1);
+  if (per == 0 || !(n >= 0) || n / per > 1e6)
     throw usage_error(fmt::format("invalid {} '{}'", what, text),
                       "write runs per second, minute or hour, e.g. 5/s, 100/m, 1000/h (0 or none: no limit)");
   return n / per;

@@ -25,13 +25,17 @@ nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, in
   return out;
 }
 
+std::optional<int64_t> next_fire(const model::Job& job, int64_t now) {
+  if (job.paused || !job.next_fire_at) return std::nullopt;
+  return cron::next_occurrence(job, now);
+}
+
 nlohmann::json schedules_json(store::Store& store) {
   const int64_t now = util::now_micros();
   auto out = nlohmann::json::array();
   for (const auto& v : store.schedules().list_schedules()) {
     auto j = model::to_json(model::JobView{v.job, v.last_run});
-    std::optional<int64_t> next;
-    if (!v.job.paused && v.job.next_fire_at) next = cron::next_occurrence(v.job, now);
+    auto next = next_fire(v.job, now);
     j["next_fire"] = next ? nlohmann::json(util::format_time(*next)) : nlohmann::json(nullptr);
     out.push_back(std::move(j));
   }

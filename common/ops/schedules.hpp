@@ -1,10 +1,13 @@
 #pragma once
 // Schedules as `schedules ls|runs|trigger -o json` show them, for jobctl
 // and jobctl serve alike.
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "common/model/job.hpp"
 #include "common/store/store.hpp"
 
 namespace jobctl::ops {
@@ -13,6 +16,10 @@ namespace jobctl::ops {
 // DAG's id). A scheduled DAG's occurrences are its DAG runs:
 // {"dag_run_id", "dag_id", "status", "occurrence", "created_at"} each.
 nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, int limit);
+
+// The schedule's next occurrence after `now`, from its expression (the
+// leader may have made its run already); empty when paused or never.
+std::optional<int64_t> next_fire(const model::Job& job, int64_t now);
 
 // Every schedule: the job with its latest run, as `get -o json`, and
 // "next_fire", its next occurrence (RFC 3339; null when paused or never).

@@ -1,6 +1,8 @@
 #include "common/util/strings.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 namespace jobctl::util {
 
@@ -51,6 +53,16 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
     }
   }
   return best;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 }  // namespace jobctl::util

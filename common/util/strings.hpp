@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,5 +19,9 @@ uint64_t stable_hash(std::string_view text);
 // was meant: at most 2 edits, and fewer than half the word's letters. ""
 // if none is.
 std::string closest(std::string_view word, const std::vector<std::string>& candidates);
+
+// `text`, whole, as a finite decimal number ("2.5", "1e3"); empty for
+// anything else ("", "2x", "nan", "inf").
+std::optional<double> parse_number(const std::string& text);
 
 }  // namespace jobctl::util
