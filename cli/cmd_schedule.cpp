@@ -10,7 +10,6 @@
 #include "common/ops/ids.hpp"
 #include "common/ops/schedules.hpp"
 #include "common/cron/cron.hpp"
-#include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/dags.hpp"
 #include "common/store/schedules.hpp"
