@@ -107,6 +107,8 @@ int Agent::run() {
     // Finished processes become completions, recorded fenced in one batch.
     collect_finished();
     flush_reports();
+    // What running jobs printed, for jobctl logs --follow.
+    ship_output_if_due(now);
     // Keep our leases alive; learn of cancels, of runs we lost and of
     // leases we hold without running them.
     heartbeat_if_due(now);
@@ -258,6 +260,23 @@ void Agent::flush_reports() {
   if (Clock::now() < store_backoff_until_) return;
   report("complete", completions_);
   report("release", releases_);
+}
+
+// One store call at a time carries every running job's new output; while
+// it is on its way (or the store is away) output only accumulates, its
+// tail bounded as ever.
+void Agent::ship_output_if_due(Clock::time_point now) {
+  if (busy("output") || now < store_backoff_until_) return;
+  auto batch = std::make_shared<std::vector<store::LiveOutput>>(runner_.output_due(now));
+  if (batch->empty()) return;
+  store_step(
+      "output", [batch, id = worker_id_](store::Store& s) { s.agent().ship_output(id, *batch); }, {},
+      [this, batch] {
+        std::vector<std::string> ids;
+        for (const auto& o : *batch) ids.push_back(o.run_id);
+        runner_.ship_again(ids);
+      },
+      Backoff::no);
 }
 
 void Agent::heartbeat_if_due(Clock::time_point now) {
@@ -454,6 +473,7 @@ void Agent::wait_for_events(Clock::time_point now) {
   if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
   if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running) until = std::min(until, next_gc_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
+  if (auto d = runner_.next_output_due(); d && !busy("output")) until = std::min(until, *d);
   if (auto d = webhooks_.next_deadline()) until = std::min(until, *d);
   if (metrics_server_)
     if (auto d = metrics_server_->next_deadline()) until = std::min(until, *d);

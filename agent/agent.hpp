@@ -46,6 +46,7 @@ class Agent {
   void handle_signals();
   void collect_finished();
   void flush_reports();
+  void ship_output_if_due(Clock::time_point now);
   void heartbeat_if_due(Clock::time_point now);
   void heartbeat();
   void reconcile(const std::vector<store::LeaseState>& leases);

@@ -109,7 +109,7 @@ void http_outcome(store::Completion& c, const Finished& f, model::FailureFacts f
   c.timings = h.timings;
   if (h.curl_code != CURLE_OK) {
     c.error = h.curl_code == CURLE_OPERATION_TIMEDOUT
-                  ? "timed out after " + util::format_duration(microseconds(h.timeout_us)) + ": " + h.error
+                  ? std::string(model::kTimedOutAfter) + util::format_duration(microseconds(h.timeout_us)) + ": " + h.error
                   : fmt::format("request failed: {} (curl error {})", h.error, h.curl_code);
     facts.retryable_class = transient(static_cast<CURLcode>(h.curl_code));
     fail(c, f.run, facts, rng);
@@ -136,6 +136,8 @@ store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
   store::Completion c = store::completion_of(f.run, model::RunStatus::succeeded);
   c.stdout_tail = f.stdout_tail;
   c.stderr_tail = f.stderr_tail;
+  c.stdout_bytes = f.stdout_bytes;
+  c.stderr_bytes = f.stderr_bytes;
   const int64_t elapsed_us = duration_cast<microseconds>(f.elapsed).count();
   model::FailureFacts facts;
   facts.since_first_attempt_us = f.run.claimed_at - f.run.first_started_at + elapsed_us;
@@ -151,7 +153,7 @@ store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
     return c;
   }
   if (f.ending == Ending::timeout) {
-    c.error = "timed out after " + util::format_duration(microseconds(f.run.spec.timeout_us));
+    c.error = std::string(model::kTimedOutAfter) + util::format_duration(microseconds(f.run.spec.timeout_us));
     fail(c, f.run, facts, rng);
   } else if (c.exit_code == 0) {
     // succeeded

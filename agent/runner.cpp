@@ -34,8 +34,10 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
     if (e.code() != ExitCode::usage) throw;
     return std::string(e.what());
   }
+  const auto started = Clock::now();
   Job job{run, sp.pid, sp.stdout_fd, sp.stderr_fd, exec::OutputTail(opts_.output_limit),
-          exec::OutputTail(opts_.output_limit), Clock::now(), std::nullopt, std::nullopt, Ending::none};
+          exec::OutputTail(opts_.output_limit), started, std::nullopt, std::nullopt, Ending::none, 0, 0,
+          started + kShipOutputEvery};
   if (run.spec.timeout_us > 0) job.deadline = job.started + std::chrono::microseconds(run.spec.timeout_us);
   jobs_.emplace(sp.pid, std::move(job));
   return std::nullopt;
@@ -88,7 +90,8 @@ std::vector<Finished> Runner::reap() {
     if (job.out_fd >= 0) close(job.out_fd);
     if (job.err_fd >= 0) close(job.err_fd);
     done.push_back(Finished{std::move(job.run), job.ending, status, job.out.str(), job.err.str(),
-                            Clock::now() - job.started, std::nullopt});
+                            Clock::now() - job.started, std::nullopt, static_cast<int64_t>(job.out.total()),
+                            static_cast<int64_t>(job.err.total())});
     jobs_.erase(it);
   }
   return done;
@@ -142,6 +145,35 @@ std::optional<Clock::time_point> Runner::next_deadline() const {
     if (job.ending == Ending::none) consider(job.deadline);
   }
   return next;
+}
+
+std::vector<store::LiveOutput> Runner::output_due(Clock::time_point now) {
+  std::vector<store::LiveOutput> due;
+  for (auto& [pid, job] : jobs_) {
+    if (now < job.next_ship || !job.unshipped()) continue;
+    due.push_back({job.run.run_id, job.run.attempt, job.out.str(), job.err.str(),
+                   static_cast<int64_t>(job.out.total()), static_cast<int64_t>(job.err.total())});
+    job.shipped_out = job.out.total();
+    job.shipped_err = job.err.total();
+    job.next_ship = now + kShipOutputEvery;
+  }
+  return due;
+}
+
+std::optional<Clock::time_point> Runner::next_output_due() const {
+  std::optional<Clock::time_point> next;
+  for (const auto& [pid, job] : jobs_)
+    if (job.unshipped() && (!next || job.next_ship < *next)) next = job.next_ship;
+  return next;
+}
+
+void Runner::ship_again(const std::vector<std::string>& run_ids) {
+  for (const auto& id : run_ids)
+    if (Job* job = find(id)) {
+      // Anything but the current totals: due at the next chance.
+      job->shipped_out = job->out.total() + 1;
+      job->shipped_err = job->err.total() + 1;
+    }
 }
 
 std::string Runner::job_of(const std::string& run_id) const {

@@ -51,7 +51,13 @@ struct Finished {
   std::string stderr_tail;
   Clock::duration elapsed{};
   std::optional<HttpResult> http;  // a webhook's request
+  int64_t stdout_bytes = 0;  // all it wrote (a webhook: the response body's length)
+  int64_t stderr_bytes = 0;
 };
+
+// How often a running process's new output is shipped to the store, at
+// most (jobctl logs --follow); a process that ends sooner ships none.
+inline constexpr std::chrono::milliseconds kShipOutputEvery{500};
 
 class Runner {
  public:
@@ -82,6 +88,15 @@ class Runner {
   // The earliest deadline enforce_deadlines() will act on.
   std::optional<Clock::time_point> next_deadline() const;
 
+  // The output so far of each process that wrote more since it was last
+  // shipped, and last shipped (or started) at least kShipOutputEvery ago;
+  // each counts as shipped from now on.
+  std::vector<store::LiveOutput> output_due(Clock::time_point now);
+  // When output_due() will have something, if anything waits to be shipped.
+  std::optional<Clock::time_point> next_output_due() const;
+  // A shipment failed: these runs' output is due again.
+  void ship_again(const std::vector<std::string>& run_ids);
+
   // This agent's lock file, held until every process of its jobs is gone
   // (exec::Supervisor::lock).
   void lock(const std::string& path) { supervisor_.lock(path); }
@@ -102,6 +117,10 @@ class Runner {
     std::optional<Clock::time_point> deadline;  // timeout
     std::optional<Clock::time_point> kill_at;   // SIGKILL after SIGTERM
     Ending ending = Ending::none;
+    size_t shipped_out = 0;  // the totals of out and err at the last shipment
+    size_t shipped_err = 0;
+    Clock::time_point next_ship;  // kShipOutputEvery after the start, then after each shipment
+    bool unshipped() const { return out.total() != shipped_out || err.total() != shipped_err; }
   };
 
   void drain_fd(int& fd, exec::OutputTail& tail);

@@ -290,8 +290,8 @@ void WebhookRunner::finish(CURL* easy, CURLcode code, Ending ending) {
   auto cut = t.response.total() > body.size() ? Secrets::Cut::yes : Secrets::Cut::no;
   body = Secrets::redact(std::move(body), t.secrets, cut);
   if (body.size() > opts_.output_limit) body.erase(0, body.size() - opts_.output_limit);
-  done_.push_back(Finished{std::move(t.run), ending, 0, std::move(body), "",
-                           Clock::now() - t.started, std::move(h)});
+  done_.push_back(Finished{std::move(t.run), ending, 0, std::move(body), "", Clock::now() - t.started, std::move(h),
+                           static_cast<int64_t>(t.response.total()), 0});
   curl_multi_remove_handle(multi_, easy);
   curl_slist_free_all(t.headers);
   transfers_.erase(it);

@@ -5,6 +5,7 @@
 
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
+#include "cli/follow.hpp"
 #include "cli/output.hpp"
 #include "common/ops/ids.hpp"
 #include "cli/waiting.hpp"
@@ -222,16 +223,41 @@ void register_runs(CLI::App& app, Context& ctx) {
 
 void register_logs(CLI::App& app, Context& ctx) {
   struct Flags {
-    std::string id, stream = "both";
+    std::string id, stream = "both", timeout;
     int attempt = 0;
+    bool follow = false;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("logs", "Captured output of a job's latest attempt (the last 64 KiB of each stream)");
+  cmd->footer("A running attempt's output so far is there too: its agent ships it every 500 ms.\n"
+              "Follow it live: jobctl logs -f ID (exits 0 when the run succeeded, 1 when it did not)");
   completes(cmd->add_option("id", f->id, "Job id or run id"), Completes::job_id)->required();
-  cmd->add_option("--attempt", f->attempt, "Show this attempt instead of the latest")->check(CLI::PositiveNumber);
+  auto* attempt = cmd->add_option("--attempt", f->attempt, "Show this attempt instead of the latest")->check(CLI::PositiveNumber);
   cmd->add_option("--stream", f->stream, "stdout, stderr or both (stdout to stdout, stderr to stderr)")
       ->check(CLI::IsMember({"stdout", "stderr", "both"}))->capture_default_str();
+  auto* follow = cmd->add_flag("-f,--follow", f->follow,
+                               "Print the output as it comes, through every attempt, until the run ends; exit 0 when "
+                               "it succeeded, 1 when not, 124 on --timeout")
+                     ->excludes(attempt);
+  cmd->add_option("--timeout", f->timeout, "With --follow: give up after this long (e.g. 10m)")->needs(follow);
   cmd->callback([f, &ctx] {
+    if (f->follow) {
+      if (ctx.output == "json")
+        throw usage_error("--follow prints the output itself, not JSON", "leave out -o json, or -f for one attempt's JSON");
+      FollowOptions options;
+      if (!f->timeout.empty()) options.timeout = util::parse_duration(f->timeout, "--timeout");
+      options.show_stdout = f->stream != "stderr";
+      options.show_stderr = f->stream != "stdout";
+      std::vector<FollowedEnd> ends;
+      auto result = follow_runs(ctx, runs_to_follow(ctx, f->id), options, ends);
+      if (result == FollowResult::timed_out) {
+        std::fprintf(stderr, "jobctl: timed out following %s\n", f->id.c_str());
+        ctx.exit_code = static_cast<int>(ExitCode::timeout);
+        return;
+      }
+      ctx.exit_code = report_ends(ends);
+      return;
+    }
     auto a = ops::attempt_with_output(ctx.store(), f->id, f->attempt);
     if (ctx.output == "json") {  // raw output unless JSON is asked for by name
       print_json(model::to_json(a, true));

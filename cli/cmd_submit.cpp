@@ -1,8 +1,6 @@
 // jobctl submit: one job from flags, or a batch from JSON lines.
 #include <unistd.h>
 
-#include <strings.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -35,33 +33,6 @@ struct SubmitFlags {
   bool wait = false;
   std::unique_ptr<JobFlags> job;
 };
-
-void warn_about(const model::JobSpec& s) {
-  if (!s.command.webhook) return;
-  if (s.command.webhook->insecure)
-    std::fprintf(stderr, "jobctl: warning: --insecure: the TLS certificate of %s will NOT be verified; anyone on "
-                         "the path can read and change the request\n", s.command.webhook->url.c_str());
-  for (const auto& [name, value] : s.command.webhook->headers)
-    if ((strcasecmp(name.c_str(), "Authorization") == 0 || strcasecmp(name.c_str(), "X-Api-Key") == 0) &&
-        value.find("{{secret:") == std::string::npos)
-      std::fprintf(stderr, "jobctl: warning: the %s header is stored in the database as written; put the "
-                           "credential in a secret and write {{secret:NAME}} instead\n", name.c_str());
-}
-
-// The job the flags define, read by the batch line's field functions.
-model::JobSpec spec_from_flags(const SubmitFlags& f) {
-  jobdef::Draft d;
-  d.source = jobdef::Source::flag;
-  if (!f.command.empty()) {
-    const auto& command = jobdef::line_field("command");
-    command.apply(d, f.command.size() == 1 ? nlohmann::json(f.command[0]) : nlohmann::json(f.command),
-                  jobdef::Name{command, jobdef::Source::flag});
-  }
-  f.job->apply_to(d);
-  auto s = jobdef::finish(std::move(d));
-  warn_about(s);
-  return s;
-}
 
 std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   std::ifstream file;
@@ -124,7 +95,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     std::vector<model::JobSpec> specs;
     if (!f->file.empty()) specs = specs_from_file(f->file);
-    else specs.push_back(spec_from_flags(*f));
+    else specs.push_back(spec_from_flags(f->command, *f->job));
     auto results = ctx.store().jobs().submit(specs);
     report(ctx, results, specs);
     if (f->wait) {

@@ -21,8 +21,8 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 16> kCommandGroups{
-    register_init,   register_submit,    register_inspect,  register_control, register_schedule,
+constexpr std::array<Registrar, 17> kCommandGroups{
+    register_init,   register_submit,    register_run,      register_inspect,  register_control, register_schedule,
     register_dag,    register_lifecycle, register_dlq,      register_queue,   register_workers,
     register_health, register_top,       register_gc,       register_progress, register_serve,
     register_complete,
@@ -36,6 +36,7 @@ constexpr const char* kFooter = R"(Exit codes:
   5  store unreachable or silent past $JOBCTL_STORE_TIMEOUT (30s), or its schema missing, too old or too new
   6  the job changed since you read it (update --if-version)
   70 internal error (a bug)     124  wait --timeout elapsed
+jobctl run exits with the job's own status instead (124 its timeout, 128+N its signal).
 See jobctl(1) for every command, the batch format and the JSON output shape.)";
 
 void add_global_options(CLI::App& app, Context& ctx) {

@@ -1,5 +1,8 @@
 #include "cli/job_flags.hpp"
 
+#include <strings.h>
+
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -7,6 +10,7 @@
 
 #include "cli/complete.hpp"
 #include "cli/read_input.hpp"
+#include "common/jobdef/job_input.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
 #include "common/util/option_values.hpp"
@@ -42,7 +46,34 @@ void tag_completion(const jobdef::Field& f, CLI::Option* o) {
   }
 }
 
+void warn_about(const model::JobSpec& s) {
+  if (!s.command.webhook) return;
+  if (s.command.webhook->insecure)
+    std::fprintf(stderr, "jobctl: warning: --insecure: the TLS certificate of %s will NOT be verified; anyone on "
+                         "the path can read and change the request\n", s.command.webhook->url.c_str());
+  for (const auto& [name, value] : s.command.webhook->headers)
+    if ((strcasecmp(name.c_str(), "Authorization") == 0 || strcasecmp(name.c_str(), "X-Api-Key") == 0) &&
+        value.find("{{secret:") == std::string::npos)
+      std::fprintf(stderr, "jobctl: warning: the %s header is stored in the database as written; put the "
+                           "credential in a secret and write {{secret:NAME}} instead\n", name.c_str());
+}
+
 }  // namespace
+
+model::JobSpec spec_from_flags(const std::vector<std::string>& command_args, const JobFlags& flags) {
+  jobdef::Draft d;
+  d.source = jobdef::Source::flag;
+  if (!command_args.empty()) {
+    const auto& command = jobdef::line_field("command");
+    command.apply(d, command_args.size() == 1 ? nlohmann::json(command_args[0]) : nlohmann::json(command_args),
+                  jobdef::Name{command, jobdef::Source::flag});
+  }
+  flags.apply_to(d);
+  auto s = jobdef::finish(std::move(d));
+  warn_about(s);
+  return s;
+}
+
 
 JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
   for (const auto& f : jobdef::job_fields()) {

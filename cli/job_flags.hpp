@@ -56,6 +56,11 @@ class JobFlags {
   std::deque<Slot> slots_;  // CLI11 writes into them: their addresses must not move
 };
 
+// The job that `submit` or `run` flags define (the arguments after `--`
+// and `flags`), read by the batch line's field functions; warns on stderr
+// of what it stores unsafely (--insecure, a credential written as is).
+model::JobSpec spec_from_flags(const std::vector<std::string>& command_args, const JobFlags& flags);
+
 // The arguments after `--`: one is a shell command line (run by sh -c, as
 // ssh does), several an argv executed directly.
 model::Command command_from_args(const std::vector<std::string>& args);

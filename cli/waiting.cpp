@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
+#include "cli/wait_display.hpp"
 #include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
 #include "common/ops/job_views.hpp"
@@ -29,90 +30,6 @@ std::vector<model::Run> awaited(Context& ctx, const model::JobView& view) {
   if (runs.empty() && view.latest_run) runs.push_back(*view.latest_run);
   return runs;
 }
-
-// A progress bar on the terminal's last line, redrawn in place:
-//   [##########----------] 50%  copying table 3 of 6
-class ProgressLine {
- public:
-  ProgressLine() : on_(isatty(STDERR_FILENO) == 1) {}
-  ~ProgressLine() { clear(); }
-
-  void show(const model::Run& run) {
-    if (!run.progress || run.status != model::RunStatus::running) return;
-    show(*run.progress, run.progress_message);
-  }
-  void show(double fraction, const std::string& message) {
-    if (!on_) return;
-    constexpr int kWidth = 30;
-    int filled = static_cast<int>(fraction * kWidth + 0.5);
-    std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '-');
-    std::string line = fmt::format("[{}] {:3.0f}%  {}", bar, fraction * 100, message);
-    if (line.size() > 100) line = line.substr(0, 100);
-    if (line == last_) return;
-    std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    std::fflush(stderr);
-    last_ = line;
-  }
-  void clear() {
-    if (last_.empty()) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-    last_.clear();
-  }
-
- private:
-  bool on_;
-  std::string last_;
-};
-
-// On a terminal, says once why a pending run may wait for ever (no live
-// agent serves its queue, ...), and again whenever the reason changes. The
-// agents are read at most every few seconds.
-class WaitingNote {
- public:
-  explicit WaitingNote(Context& ctx) : ctx_(ctx), on_(isatty(STDERR_FILENO) == 1) {}
-
-  void check(const model::JobView& view, const std::vector<model::Run>& runs, ProgressLine& progress) {
-    using Clock = std::chrono::steady_clock;
-    if (!on_ || Clock::now() < next_) return;
-    next_ = Clock::now() + std::chrono::seconds(5);
-    ops::WaitingReasons reasons(ctx_.store());
-    std::string detail;
-    for (const auto& run : runs)
-      if (auto why = reasons(view.job, run); !why.empty()) {
-        detail = why.detail;
-        break;
-      }
-    if (detail == shown_) return;
-    shown_ = detail;
-    if (detail.empty()) return;
-    progress.clear();
-    std::fprintf(stderr, "jobctl: job %s is waiting: %s\n", view.job.id.c_str(), detail.c_str());
-  }
-
- private:
-  Context& ctx_;
-  bool on_;
-  std::chrono::steady_clock::time_point next_{};
-  std::string shown_;
-};
-
-// Sleeps between polls: 20 ms doubling to 500 ms, never past the deadline.
-class Backoff {
- public:
-  using Clock = std::chrono::steady_clock;
-  explicit Backoff(std::optional<util::Micros> timeout)
-      : give_up_(timeout ? Clock::now() + *timeout : Clock::time_point::max()) {}
-  bool expired() const { return Clock::now() >= give_up_; }
-  void sleep() {
-    std::this_thread::sleep_for(std::min<Clock::duration>(pause_, give_up_ - Clock::now()));
-    pause_ = std::min(pause_ * 2, std::chrono::milliseconds(500));
-  }
-
- private:
-  Clock::time_point give_up_;
-  std::chrono::milliseconds pause_{20};
-};
 
 bool dag_final(const std::string& status) { return status == "succeeded" || status == "failed" || status == "cancelled"; }
 

@@ -167,6 +167,9 @@ struct Run {
   std::string error;                   // of the last attempt
 };
 
+// How an attempt stopped by its --timeout begins its error: "timed out after 5m".
+inline constexpr std::string_view kTimedOutAfter = "timed out after ";
+
 struct Attempt {
   std::string run_id;
   int number = 0;                      // 1-based
@@ -180,6 +183,10 @@ struct Attempt {
   std::string error;
   std::string stdout_tail;             // bytes, not necessarily UTF-8
   std::string stderr_tail;
+  // All the attempt wrote to each stream so far (the tails are its last
+  // 64 KiB); unknown for attempts recorded before jobctl counted it.
+  std::optional<int64_t> stdout_bytes;
+  std::optional<int64_t> stderr_bytes;
   int job_version = 1;                 // the job's version this attempt ran
   std::optional<int> http_status;      // a webhook's response status
   std::optional<HttpTimings> timings;  // a webhook's phases

@@ -246,6 +246,8 @@ json to_json(const Attempt& a, bool with_output) {
   if (with_output) {
     j["stdout"] = utf8_safe(a.stdout_tail);
     j["stderr"] = utf8_safe(a.stderr_tail);
+    j["stdout_bytes"] = a.stdout_bytes ? json(*a.stdout_bytes) : json(nullptr);
+    j["stderr_bytes"] = a.stderr_bytes ? json(*a.stderr_bytes) : json(nullptr);
   }
   return j;
 }

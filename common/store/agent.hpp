@@ -53,6 +53,8 @@ struct Completion {
   std::string error;
   std::string stdout_tail;   // a webhook: the response body's tail
   std::string stderr_tail;
+  int64_t stdout_bytes = 0;  // all the attempt wrote, of which the tails are the end
+  int64_t stderr_bytes = 0;
   std::optional<int> http_status;            // a webhook's response
   std::optional<model::HttpTimings> timings;
   // --notify: the notification jobs this end sends, written in the same
@@ -80,6 +82,17 @@ inline Completion completion_of(const ClaimedRun& run, model::RunStatus status) 
   c.outcome = attempt_outcome_of(status);
   return c;
 }
+
+// A running attempt's output so far, shipped while it runs (jobctl logs
+// --follow): the tails are the last bytes of all it wrote.
+struct LiveOutput {
+  std::string run_id;
+  int attempt = 0;
+  std::string stdout_tail;
+  std::string stderr_tail;
+  int64_t stdout_bytes = 0;
+  int64_t stderr_bytes = 0;
+};
 
 // A lease the agent still holds after a heartbeat.
 struct LeaseState {
@@ -131,6 +144,9 @@ class Agent {
   // deleted job's run is recorded as cancelled ("cancelled: the job was
   // deleted"): nothing would claim it.
   std::vector<bool> complete(const std::vector<Completion>& done);
+  // Records running attempts' output so far, in one transaction. An
+  // attempt that has ended, or that is not this worker's, is left alone.
+  void ship_output(const std::string& worker_id, const std::vector<LiveOutput>& output);
   // Gives runs back without using up an attempt (agent drain): pending
   // again, available now (a deleted job's: cancelled). Fenced like complete().
   void release(const std::vector<Completion>& runs);

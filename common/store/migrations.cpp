@@ -333,6 +333,14 @@ ALTER TABLE workers ADD COLUMN clock_step_us BIGINT;
 ALTER TABLE workers ADD COLUMN clock_step_at BIGINT;
 )SQL";
 
+// Migration 11: how many bytes an attempt wrote to each stream, of which
+// stdout_tail and stderr_tail keep the last 64 KiB. The agent ships both
+// while the attempt runs (jobctl logs --follow).
+constexpr const char* kV11 = R"SQL(
+ALTER TABLE attempts ADD COLUMN stdout_bytes BIGINT;
+ALTER TABLE attempts ADD COLUMN stderr_bytes BIGINT;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -373,6 +381,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV9;
   } else if (version == 10) {
     sql = kV10;
+  } else if (version == 11) {
+    sql = kV11;
   }
   return sql;
 }

@@ -47,9 +47,10 @@ namespace {
 constexpr const char* kCompletePostgresTemplate = R"SQL(
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
-                       $8::bytea[], $9::bytea[], $10::text[], $11::int8[], $12::int[], $13::text[])
+                       $8::bytea[], $9::bytea[], $10::text[], $11::int8[], $12::int[], $13::text[], $14::int8[],
+                       $15::int8[])
          AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail, outcome, delay,
-              http_status, timings)
+              http_status, timings, out_bytes, err_bytes)
 ), done AS (
   -- A retry of a deleted job's run is cancelled instead (the job read FOR SHARE, before the run).
   SELECT d.*, CASE WHEN d.status = 'pending' THEN COALESCE((SELECT j.deleted_at IS NOT NULL FROM runs x
@@ -67,7 +68,7 @@ WITH input AS (
 ), closed AS (
   UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
          error = CASE WHEN d.status = 'cancelled' THEN f.error ELSE d.error END, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
-         timings = d.timings
+         timings = d.timings, stdout_bytes = d.out_bytes, stderr_bytes = d.err_bytes
   FROM done d JOIN finished f ON f.id = d.run_id
   WHERE a.run_id = d.run_id AND a.attempt = d.attempt
 )
@@ -109,7 +110,8 @@ constexpr const char* kDeletedError = "cancelled: the job was deleted";
 // retry's due time is counted from it); NULL for now.
 constexpr const char* kCloseAttempt =
     "UPDATE attempts SET finished_at = COALESCE($11, NOW_US), outcome = $3, exit_code = $4, signal = $5, error = $6, "
-    "stdout_tail = $7, stderr_tail = $8, http_status = $9, timings = $10 WHERE run_id = $1 AND attempt = $2";
+    "stdout_tail = $7, stderr_tail = $8, http_status = $9, timings = $10, stdout_bytes = $12, stderr_bytes = $13 "
+    "WHERE run_id = $1 AND attempt = $2";
 
 // Whether the run's job is deleted; on PostgreSQL the job's row is read
 // FOR SHARE (see the top of this file).
@@ -130,7 +132,7 @@ void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome out
   c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
                          d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr),
-                         finished_at ? Value(*finished_at) : Value(nullptr)});
+                         finished_at ? Value(*finished_at) : Value(nullptr), d.stdout_bytes, d.stderr_bytes});
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -168,7 +170,7 @@ bool finish_one(Connection& c, const Completion& d) {
 }
 
 std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
-  std::vector<std::vector<std::optional<std::string>>> cols(13);
+  std::vector<std::vector<std::optional<std::string>>> cols(15);
   for (const auto& d : done) {
     cols[0].push_back(d.run_id);
     cols[1].push_back(std::to_string(d.fence));
@@ -183,6 +185,8 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
     cols[10].push_back(std::to_string(d.retry_delay_us));
     cols[11].push_back(opt_text(d.http_status));
     cols[12].push_back(d.timings ? std::optional<std::string>(timings_to_text(*d.timings)) : std::nullopt);
+    cols[13].push_back(std::to_string(d.stdout_bytes));
+    cols[14].push_back(std::to_string(d.stderr_bytes));
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
@@ -267,6 +271,17 @@ std::vector<LeaseState> Agent::heartbeat(const std::string& worker_id, model::Wo
 
 void Agent::record_clock_step(const std::string& worker_id, int64_t step_us) {
   conn_->exec("UPDATE workers SET clock_step_us = $2, clock_step_at = NOW_US WHERE id = $1", {worker_id, step_us});
+}
+
+void Agent::ship_output(const std::string& worker_id, const std::vector<LiveOutput>& output) {
+  if (output.empty()) return;
+  Transaction tx(*conn_, TxMode::write);
+  for (const auto& o : output)
+    conn_->exec("UPDATE attempts SET stdout_tail = $3, stderr_tail = $4, stdout_bytes = $5, stderr_bytes = $6 "
+                "WHERE run_id = $1 AND attempt = $2 AND worker_id = $7 AND finished_at IS NULL",
+                {o.run_id, int64_t{o.attempt}, Blob{o.stdout_tail}, Blob{o.stderr_tail}, o.stdout_bytes,
+                 o.stderr_bytes, worker_id});
+  tx.commit();
 }
 
 std::vector<bool> Agent::complete(const std::vector<Completion>& done) {

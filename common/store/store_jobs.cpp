@@ -310,8 +310,8 @@ std::vector<model::Run> Jobs::runs_of(const std::string& job_id) {
 std::vector<model::Attempt> Jobs::attempts(const std::string& run_id) {
   auto rows = conn_->query(
       "SELECT a.run_id, a.attempt, a.worker_id, COALESCE(w.name, ''), a.started_at, a.finished_at, a.outcome, "
-      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version, a.http_status, a.timings "
-      "FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 ORDER BY a.attempt",
+      "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version, a.http_status, a.timings, "
+      "a.stdout_bytes, a.stderr_bytes FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 ORDER BY a.attempt",
       {run_id});
   std::vector<model::Attempt> out;
   for (const auto& row : rows) {
@@ -331,6 +331,8 @@ std::vector<model::Attempt> Jobs::attempts(const std::string& run_id) {
     a.job_version = static_cast<int>(row.i64(12));
     if (auto v = row.opt_i64(13)) a.http_status = static_cast<int>(*v);
     if (!row.is_null(14)) a.timings = timings_from_text(row.text(14));
+    a.stdout_bytes = row.opt_i64(15);
+    a.stderr_bytes = row.opt_i64(16);
     out.push_back(std::move(a));
   }
   return out;

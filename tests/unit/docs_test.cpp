@@ -116,6 +116,12 @@ int check_documented(const std::string& page, const CLI::App& cmd, const std::st
     CAPTURE(name);
     std::string text = section(page, name);
     CHECK_MESSAGE(!text.empty(), "no COMMANDS section titled \"" << name << "\"");
+    // A command that takes another's options (run takes submit's) says so
+    // and describes only its own.
+    if (auto at = text.find("every option of jobctl "); at != std::string::npos) {
+      size_t end = text.find_first_of("\n(", at);
+      text += section(page, text.substr(at + 16, end - at - 16));
+    }
     for (const CLI::Option* o : sub->get_options())
       for (const auto& n : o->get_lnames()) {
         std::string flag = "--" + n;

@@ -1,0 +1,130 @@
+// jobctl run: a job submitted, its output streamed live, and its own exit
+// status as ours, for CI steps and scripts.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/complete.hpp"
+#include "cli/context.hpp"
+#include "cli/follow.hpp"
+#include "cli/job_flags.hpp"
+#include "common/jobdef/fields.hpp"
+#include "common/ops/job_actions.hpp"
+#include "common/store/jobs.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+namespace {
+
+volatile sig_atomic_t interrupts = 0;
+
+extern "C" void on_interrupt(int) { interrupts = interrupts + 1; }
+
+// Ctrl-C while the job runs: the first cancels the job (and we go on
+// printing its output until it ends), the second detaches. Restores the
+// earlier disposition when done.
+class InterruptToCancel {
+ public:
+  InterruptToCancel() {
+    interrupts = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &before_);
+  }
+  ~InterruptToCancel() { sigaction(SIGINT, &before_, nullptr); }
+  InterruptToCancel(const InterruptToCancel&) = delete;
+  InterruptToCancel& operator=(const InterruptToCancel&) = delete;
+
+  int count() const { return interrupts; }
+
+ private:
+  struct sigaction before_ {};
+};
+
+// A run's end as a process's exit status, as timeout(1) and the shell
+// give it: the command's own code, 124 when its --timeout stopped it,
+// 128+N when signal N ended it, 1 when it never ran or failed otherwise.
+int exit_status_of(const FollowedEnd& e) {
+  if (e.run.status == model::RunStatus::succeeded) return 0;
+  if (!e.last) return static_cast<int>(ExitCode::job_failed);
+  const auto& a = *e.last;
+  if (a.error.rfind(model::kTimedOutAfter, 0) == 0) return static_cast<int>(ExitCode::timeout);
+  if (a.exit_code && *a.exit_code != 0) return *a.exit_code;
+  if (a.signal) return 128 + *a.signal;
+  return static_cast<int>(ExitCode::job_failed);
+}
+
+struct RunFlags {
+  std::vector<std::string> command;
+  std::unique_ptr<JobFlags> job;
+};
+
+}  // namespace
+
+void register_run(CLI::App& app, Context& ctx) {
+  auto f = std::make_shared<RunFlags>();
+  auto* cmd = app.add_subcommand(
+      "run", "Run a command as a job, stream its output and exit with its status: jobctl run [options] -- CMD [ARGS...]");
+  cmd->footer("Takes every flag of submit but --cron. stdout and stderr are the job's own, as its agent ships them.\n"
+              "Exit status: the job's exit code; 124 when its --timeout stopped it; 128+N for signal N; 1 when it\n"
+              "never ran or failed otherwise; 130 after Ctrl-C. With --on-each, lines are prefixed [agent] and\n"
+              "the status is the highest. The first Ctrl-C cancels the job, a second one detaches.\n"
+              "In CI: jobctl run --queue build --timeout 20m -- make test");
+  completes(cmd->add_option("command", f->command, "The command to run"), Completes::command);
+  f->job = std::make_unique<JobFlags>(*cmd, jobdef::kSubmit);
+  cmd->callback([f, &ctx] {
+    if (f->job->given("--cron"))
+      throw usage_error("jobctl run runs a job once; a schedule (--cron) has no end to wait for",
+                        "submit a schedule with jobctl submit --cron");
+    if (ctx.output == "json")
+      throw usage_error("jobctl run prints the job's own output, not JSON",
+                        "leave out -o json; jobctl submit --wait -o json prints the job");
+    auto spec = spec_from_flags(f->command, *f->job);
+    auto results = ctx.store().jobs().submit({spec});
+    const std::string job_id = results.at(0).job_id;
+    if (results[0].existed)
+      std::fprintf(stderr, "jobctl: job %s already exists with idempotency key '%s'; following it\n", job_id.c_str(),
+                   spec.idempotency_key.c_str());
+    else if (isatty(STDERR_FILENO) == 1)
+      std::fprintf(stderr, "jobctl: job %s\n", job_id.c_str());
+
+    InterruptToCancel interrupt;
+    bool cancelled = false, detached = false;
+    FollowOptions options;
+    options.job_id = job_id;
+    options.go_on = [&] {
+      if (interrupt.count() >= 2) {
+        std::fprintf(stderr, "jobctl: detached; job %s goes on (jobctl logs -f %s)\n", job_id.c_str(), job_id.c_str());
+        detached = true;
+        return false;
+      }
+      if (interrupt.count() == 1 && !cancelled) {
+        cancelled = true;
+        std::fprintf(stderr, "jobctl: cancelling job %s (Ctrl-C again to detach)\n", job_id.c_str());
+        try {
+          ops::cancel_job(ctx.store(), job_id);
+        } catch (const Error& e) {
+          if (e.code() != ExitCode::invalid_state) throw;  // it has just ended: nothing to cancel
+        }
+      }
+      return true;
+    };
+    std::vector<FollowedEnd> ends;
+    follow_runs(ctx, runs_to_follow(ctx, job_id), options, ends);
+    if (detached || cancelled) {
+      ctx.exit_code = 128 + SIGINT;
+      return;
+    }
+    int worst = 0;
+    for (const auto& e : ends) worst = std::max(worst, exit_status_of(e));
+    if (worst != 0) report_ends(ends);
+    ctx.exit_code = worst;
+  });
+}
+
+}  // namespace jobctl::cli
