@@ -182,5 +182,13 @@ TEST_CASE("schedule: overlap skip never runs two occurrences of a long job at on
   auto skipped = store->connection().query(
       "SELECT error FROM runs WHERE job_id = $1 AND status = 'skipped'", {id});
   REQUIRE(skipped.size() >= 2);
-  CHECK(skipped[0].text(0).find("overlap skip") != std::string::npos);
+  // Skipped while one ran; on a loaded machine, also occurrences that fell
+  // due together between two runs (misfire latest runs the last of them).
+  int overlapped = 0;
+  for (const auto& row : skipped) {
+    const std::string error = row.text(0);
+    if (error.find("overlap skip") != std::string::npos) ++overlapped;
+    else CHECK(error.find("misfire latest") != std::string::npos);
+  }
+  CHECK(overlapped >= 1);
 }
