@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "common/config/dsn.hpp"
 #include "common/store/store.hpp"
 #include "server/group_commit.hpp"
 #include "server/tokens.hpp"
@@ -23,6 +24,7 @@ inline constexpr const char* kApiPrefix = "/api/v1";
 // name), the caller's token, and the server's group commit for submissions.
 struct Call {
   const httplib::Request& request;
+  const config::Dsn& dsn;  // for a streamed answer's own connection
   store::Store& store;
   const Token& token;
   GroupCommit& submissions;
@@ -35,6 +37,11 @@ struct Reply {
   int status = 200;
   nlohmann::json body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Instead of `body`: an answer sent as it is made (server-sent events),
+  // of this content type, by a provider that runs on the request's worker
+  // thread after the handler has returned.
+  std::string stream_type = {};
+  httplib::ContentProviderWithoutLength stream = {};
 };
 
 struct Parameter {
@@ -51,6 +58,7 @@ struct Route {
   std::vector<Parameter> parameters;  // path parameters first, in order
   std::string body;                   // what the request body is ("" for none)
   Reply (*handle)(Call&);
+  std::string produces = "application/json";  // the content type of a 200
 };
 
 // Every route of the API, in the order the OpenAPI document lists them.

@@ -29,6 +29,7 @@ Reply resume_dag_run(Call& c);   // POST   /dags/{id}/resume
 Reply retry_dag_run(Call& c);    // POST   /dags/{id}/retry
 Reply job_attempts(Call& c);     // GET    /jobs/{id}/attempts
 Reply job_logs(Call& c);         // GET    /jobs/{id}/logs
+Reply follow_job_logs(Call& c);  // GET    /jobs/{id}/logs/follow
 Reply job_history(Call& c);      // GET    /jobs/{id}/history
 Reply list_workers(Call& c);     // GET    /workers
 Reply list_queues(Call& c);      // GET    /queues

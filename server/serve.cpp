@@ -90,9 +90,14 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
     try {
       auto& store = thread_store(dsn);
       store.set_actor(token.name);
-      Call call{req, store, token, submissions};
+      Call call{req, dsn, store, token, submissions};
       Reply reply = route.handle(call);
       for (const auto& [name, value] : reply.headers) res.set_header(name, value);
+      if (reply.stream) {
+        res.status = reply.status;
+        res.set_chunked_content_provider(reply.stream_type, std::move(reply.stream));
+        return;
+      }
       send_json(res, reply.status, reply.body);
     } catch (...) {
       send_caught(req, res);

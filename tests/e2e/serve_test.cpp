@@ -850,3 +850,70 @@ TEST_CASE("serve: a port already served is refused, and the listening backlog ta
   CHECK(second.err.find("cannot listen on 127.0.0.1:" + std::to_string(first.port)) != std::string::npos);
   CHECK(first.client(kReader).Get("/api/v1/jobs")->status == 200);
 }
+
+TEST_CASE("serve: GET /jobs/{id}/logs/follow streams the output as server-sent events, and Last-Event-ID resumes") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  const std::string gate = dir.file("gate");
+  const std::string id = test::submit(db, dir, {"--retries", "0", "--", "echo first; echo oops >&2; while [ ! -e " +
+                                                                       gate + " ]; do sleep 0.05; done; echo second"});
+  std::mutex mutex;
+  std::string received;
+  std::thread reader([&] {
+    auto c = server.client(kReader);
+    c.Get("/api/v1/jobs/" + id + "/logs/follow", [&](const char* data, size_t n) {
+      std::lock_guard lock(mutex);
+      received.append(data, n);
+      return true;
+    });
+  });
+  auto seen = [&] {
+    std::lock_guard lock(mutex);
+    return received;
+  };
+  // Streamed while the job still runs (it waits for the gate).
+  test::eventually([&] { return seen().find(R"("text":"first\n")") != std::string::npos; }, "the first line");
+  CHECK(test::get(db, dir, id)["run"]["status"] == "running");
+  std::ofstream(gate) << "go";
+  reader.join();
+
+  // Events: "id: …\nevent: NAME\ndata: JSON\n\n".
+  struct Event {
+    std::string id, name;
+    json data;
+  };
+  std::vector<Event> events;
+  std::istringstream in(seen());
+  Event e;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("id: ", 0) == 0) e.id = line.substr(4);
+    else if (line.rfind("event: ", 0) == 0) e.name = line.substr(7);
+    else if (line.rfind("data: ", 0) == 0) e.data = json::parse(line.substr(6));
+    else if (line.empty() && !e.name.empty()) events.push_back(std::exchange(e, Event{}));
+  }
+  REQUIRE(events.size() >= 4);
+  std::string out, err;
+  for (const auto& ev : events)
+    if (ev.name == "output") (ev.data["stream"] == "stdout" ? out : err) += ev.data["text"].get<std::string>();
+  CHECK(out == "first\nsecond\n");
+  CHECK(err == "oops\n");
+  CHECK(events.front().name == "output");
+  CHECK(events.back().name == "end");
+  CHECK(events.back().data["status"] == "succeeded");
+  CHECK(events.back().data["id"] == test::get(db, dir, id)["run"]["id"]);
+
+  // Resumed after the first event: what came after it, and the end.
+  auto resumed = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow",
+                                            httplib::Headers{{"Last-Event-ID", events.front().id}});
+  REQUIRE(resumed);
+  CHECK(resumed->status == 200);
+  CHECK(resumed->get_header_value("Content-Type") == "text/event-stream");
+  CHECK(resumed->body.find(R"("text":"first\n")") == std::string::npos);
+  CHECK(resumed->body.find(R"("text":"second\n")") != std::string::npos);
+  CHECK(resumed->body.find("event: end") != std::string::npos);
+  auto bad = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow", httplib::Headers{{"Last-Event-ID", "x"}});
+  check_problem(bad, 400, "Last-Event-ID");
+  check_problem(server.client(kReader).Get("/api/v1/jobs/" + kUnknownId + "/logs/follow"), 404, "no job");
+}

@@ -1,0 +1,144 @@
+// GET /jobs/{id}/logs/follow: a run's output as it comes, as server-sent
+// events, from the same follower as jobctl logs -f (common/ops/run_output).
+//
+//   event: output   data: {"run", "agent"?, "attempt", "stream": "stdout"|"stderr", "text"}
+//   event: gap      data: {"run", "agent"?, "attempt", "stream", "bytes"}: not kept in the store
+//   event: attempt  data: {"run", "agent"?, "attempt", "after"}: a retry began
+//   event: end      data: the run, as in `jobctl get -o json`'s "run"
+//   event: error    data: {"detail", "exit_code"}: the store failed; the stream ends
+//
+// Following one run, each event's id is where it leaves off
+// (ATTEMPT.STDOUT_BYTES.STDERR_BYTES): a client reconnecting with
+// Last-Event-ID goes on from there. The stream holds one of the server's
+// worker threads, and a store connection of its own, until the run ends
+// or the client goes.
+#include <charconv>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/model/job_json.hpp"
+#include "common/ops/run_output.hpp"
+#include "common/util/error.hpp"
+#include "server/handlers.hpp"
+
+namespace jobctl::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Output is shipped every 500 ms at most: reading more often only costs.
+constexpr auto kPoll = std::chrono::milliseconds(250);
+// A comment now and then keeps proxies from closing a quiet stream.
+constexpr auto kKeepAlive = std::chrono::seconds(15);
+
+std::string event_id(const ops::OutputPosition& p) { return fmt::format("{}.{}.{}", p.attempt, p.out, p.err); }
+
+std::optional<ops::OutputPosition> parse_event_id(const std::string& text) {
+  int64_t fields[3] = {0, 0, 0};
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0 && (at == end || *at++ != '.')) return std::nullopt;
+    auto [next, ec] = std::from_chars(at, end, fields[i]);
+    if (ec != std::errc() || fields[i] < 0) return std::nullopt;
+    at = next;
+  }
+  if (at != end || fields[0] > 1'000'000) return std::nullopt;
+  return ops::OutputPosition{static_cast<int>(fields[0]), fields[1], fields[2]};
+}
+
+struct Followed {
+  ops::FollowedRun run;
+  ops::RunOutput output;
+};
+
+struct LogStream {
+  config::Dsn dsn;
+  std::vector<Followed> runs;
+  std::unique_ptr<store::Store> store;  // its own, opened on the first look
+  Clock::time_point last_write = Clock::now();
+  bool first = true;
+};
+
+std::string event(const char* name, const json& data, const std::string& id) {
+  std::string out = id.empty() ? "" : "id: " + id + "\n";
+  return out + fmt::format("event: {}\ndata: {}\n\n", name, data.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+std::string render(const ops::OutputEvent& e, const Followed& f, bool with_id) {
+  json data{{"run", f.run.run_id}, {"attempt", e.attempt}};
+  if (!f.run.agent.empty()) data["agent"] = f.run.agent;
+  const char* stream = e.stream == ops::Stream::out ? "stdout" : "stderr";
+  const std::string id = with_id ? event_id(f.output.position()) : "";
+  switch (e.kind) {
+    case ops::OutputEvent::Kind::output:
+      data["stream"] = stream;
+      data["text"] = e.data;
+      return event("output", data, id);
+    case ops::OutputEvent::Kind::gap:
+      data["stream"] = stream;
+      data["bytes"] = e.bytes;
+      return event("gap", data, id);
+    case ops::OutputEvent::Kind::attempt:
+      data["after"] = e.after;
+      return event("attempt", data, id);
+    case ops::OutputEvent::Kind::end:
+      break;
+  }
+  return event("end", model::to_json(*f.output.run()), id);
+}
+
+// One look at every run: writes what is new; done() once all have ended.
+bool look(LogStream& s, httplib::DataSink& sink) {
+  if (!s.first) std::this_thread::sleep_for(kPoll);
+  s.first = false;
+  std::string chunk;
+  bool ended = true;
+  try {
+    if (!s.store) s.store = store::Store::open(s.dsn, store::Create::no);
+    for (auto& f : s.runs) {
+      // One run: ids carry the position after the look, which the events
+      // of one look share (a client resumes after the whole look).
+      for (const auto& e : f.output.poll(*s.store)) chunk += render(e, f, s.runs.size() == 1);
+      ended = ended && f.output.ended();
+    }
+  } catch (const Error& e) {
+    chunk += event("error", json{{"detail", e.what()}, {"exit_code", static_cast<int>(e.code())}}, "");
+    ended = true;
+  }
+  if (chunk.empty() && Clock::now() - s.last_write >= kKeepAlive) chunk = ": keep-alive\n\n";
+  if (!chunk.empty()) {
+    if (!sink.write(chunk.data(), chunk.size())) return false;
+    s.last_write = Clock::now();
+  }
+  if (ended) sink.done();
+  return true;
+}
+
+}  // namespace
+
+Reply follow_job_logs(Call& c) {
+  // Errors (no such job, no run yet) are answered as problems, before the stream starts.
+  auto runs = ops::runs_to_follow(c.store, c.path_param(1));
+  ops::OutputPosition from;
+  if (runs.size() == 1 && c.request.has_header("Last-Event-ID")) {
+    auto resumed = parse_event_id(c.request.get_header_value("Last-Event-ID"));
+    if (!resumed)
+      throw usage_error("the Last-Event-ID header is not an id this stream gave",
+                        "ids are ATTEMPT.STDOUT_BYTES.STDERR_BYTES; leave it out to start from the beginning");
+    from = *resumed;
+  }
+  auto stream = std::make_shared<LogStream>();
+  stream->dsn = c.dsn;
+  for (auto& r : runs) stream->runs.push_back(Followed{r, ops::RunOutput(r.run_id, runs.size() == 1 ? from : ops::OutputPosition{})});
+  Reply reply;
+  reply.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  reply.stream_type = "text/event-stream";
+  reply.stream = [stream](size_t, httplib::DataSink& sink) { return look(*stream, sink); };
+  return reply;
+}
+
+}  // namespace jobctl::server
