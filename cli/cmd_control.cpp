@@ -44,7 +44,7 @@ Awaited awaited(Context& ctx, const std::string& id) {
   } catch (const Error& e) {
     if (e.code() != ExitCode::not_found) throw;
     try {
-      return {ctx.store().dags().get_dag_run(ops::normalize_id(id)).id, true};
+      return {ctx.store().dags().get_dag_run(ops::dag_run_id(ctx.store(), id)).id, true};
     } catch (const Error&) {
       throw e;  // neither: the job's words
     }

@@ -35,7 +35,7 @@ std::string counts_text(const std::map<std::string, int64_t>& counts) {
 }
 
 store::DagRunView require_run(Context& ctx, const std::string& id) {
-  return ctx.store().dags().get_dag_run(ops::normalize_id(id));
+  return ctx.store().dags().get_dag_run(ops::dag_run_id(ctx.store(), id));
 }
 
 void add_submit(CLI::App& group, Context& ctx) {
@@ -134,9 +134,14 @@ void add_ls(CLI::App& group, Context& ctx) {
       return;
     }
     auto runs = ctx.store().dags().list_dag_runs(*limit);
+    std::vector<std::string> ids;
+    for (const auto& v : runs) ids.push_back(v.id);
+    auto shown = ops::short_dag_run_ids(ctx.store(), ids);  // what each takes to name it
     std::vector<TableRow> rows;
-    for (const auto& v : runs)
-      rows.push_back({v.id, v.name, v.status, counts_text(v.counts), util::format_time(v.created_at)});
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto& v = runs[i];
+      rows.push_back({shown[i], v.name, v.status, counts_text(v.counts), util::format_time(v.created_at)});
+    }
     print_table({"ID", "DAG", "STATUS", "NODES", "CREATED"}, rows);
   });
 }

@@ -185,13 +185,17 @@ void register_ls(CLI::App& app, Context& ctx) {
       return;
     }
     ops::WaitingReasons waiting(ctx.store());
+    std::vector<std::string> ids;
+    for (const auto& v : jobs) ids.push_back(v.job.id);
+    auto shown = ops::short_job_ids(ctx.store(), ids);  // what each takes to name it
     std::vector<TableRow> rows;
     int64_t now = util::now_micros();
-    for (const auto& v : jobs) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const auto& v = jobs[i];
       const auto& r = v.latest_run;
       std::string status = r ? status_text(*r) : "-";
       if (auto why = waiting(v); !why.empty()) status += " (" + why.brief + ")";
-      rows.push_back({v.job.id, cell(v.job.spec.name, 24), status,
+      rows.push_back({shown[i], cell(v.job.spec.name, 24), status,
                       v.job.spec.queue, std::string(model::to_string(v.job.spec.priority)),
                       util::format_age(v.job.created_at, now), cell(v.job.spec.command.display(), 50)});
     }

@@ -39,7 +39,7 @@ int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Mi
   Backoff backoff(timeout);
   ProgressLine progress;
   for (;;) {
-    auto v = ctx.store().dags().get_dag_run(ops::normalize_id(id));
+    auto v = ctx.store().dags().get_dag_run(ops::dag_run_id(ctx.store(), id));
     int64_t nodes = 0, done = 0;
     for (const auto& [status, n] : v.counts) {
       nodes += n;

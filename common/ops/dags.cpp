@@ -55,22 +55,22 @@ nlohmann::json dag_runs_json(store::Store& store, int limit) {
 }
 
 nlohmann::json cancel_dag_run(store::Store& store, const std::string& id) {
-  int n = store.dags().cancel_dag_run(normalize_id(id));
+  int n = store.dags().cancel_dag_run(dag_run_id(store, id));
   return {{"id", id}, {"result", "cancelled"}, {"nodes", n}};
 }
 
 nlohmann::json pause_dag_run(store::Store& store, const std::string& id, bool pause) {
-  bool changed = store.dags().set_dag_run_paused(normalize_id(id), pause);
+  bool changed = store.dags().set_dag_run_paused(dag_run_id(store, id), pause);
   return {{"id", id}, {"result", pause ? "paused" : "resumed"}, {"changed", changed}};
 }
 
 nlohmann::json retry_dag_run(store::Store& store, const std::string& id) {
-  int n = store.dags().retry_dag_run(normalize_id(id));
+  int n = store.dags().retry_dag_run(dag_run_id(store, id));
   return {{"id", id}, {"result", "retried"}, {"nodes", n}};
 }
 
 nlohmann::json dag_status(store::Store& store, const std::string& id) {
-  auto v = store.dags().get_dag_run(normalize_id(id));
+  auto v = store.dags().get_dag_run(dag_run_id(store, id));
   auto j = dag_run_summary_json(v);
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : v.nodes)

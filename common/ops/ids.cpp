@@ -1,5 +1,7 @@
 #include "common/ops/ids.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/store/dags.hpp"
@@ -9,24 +11,125 @@
 
 namespace jobctl::ops {
 
-std::string normalize_id(const std::string& raw) {
-  if (!util::is_ulid(raw))
-    throw usage_error(fmt::format("invalid id '{}': ids are 26-character ULIDs", raw),
+namespace {
+
+constexpr std::string_view kCrockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The least string of ULID characters above every id that begins `prefix`
+// ("" when there is none): its last character that is not Z, plus one.
+std::string after_prefix(std::string prefix) {
+  while (!prefix.empty() && prefix.back() == 'Z') prefix.pop_back();
+  if (prefix.empty()) return prefix;
+  prefix.back() = kCrockford[kCrockford.find(prefix.back()) + 1];
+  return prefix;
+}
+
+}  // namespace
+
+constexpr size_t kShown = 5;  // candidates an ambiguous prefix names
+
+// The ids of `kinds` that begin with `raw` (a whole id: itself alone), in
+// the store's spelling; at most kShown + 1.
+std::vector<std::string> ids_beginning(store::Store& store, const std::string& raw,
+                                       std::initializer_list<store::Jobs::IdKind> kinds) {
+  if (util::is_ulid(raw)) return {upper(raw)};
+  const std::string prefix = upper(raw);
+  const bool base32 = prefix.find_first_not_of(kCrockford) == std::string::npos;
+  if (!base32 || prefix.size() < kMinIdPrefix || prefix.size() > 25)
+    throw usage_error(fmt::format("invalid id '{}': ids are 26-character ULIDs, or a prefix of at least {} of their "
+                                  "characters",
+                                  raw, kMinIdPrefix),
                       "copy it from `jobctl ls`, `jobctl dag ls` or the output of `jobctl submit`");
-  std::string id = raw;
-  for (auto& c : id) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return id;
+  std::vector<std::string> found;
+  for (auto kind : kinds)
+    for (auto& id : store.jobs().ids_between(kind, prefix, after_prefix(prefix), static_cast<int>(kShown) + 1))
+      found.push_back(id);
+  return found;
+}
+
+[[noreturn]] void ambiguous(const std::string& raw, const std::vector<std::string>& found) {
+  std::string names;
+  for (size_t i = 0; i < found.size() && i < kShown; ++i) names += (i ? ", " : "") + found[i];
+  throw usage_error(fmt::format("the id prefix '{}' is ambiguous: {}{}", raw, names, found.size() > kShown ? ", …" : ""),
+                    "type more of the id");
+}
+
+std::string normalize_id(store::Store& store, const std::string& raw,
+                         std::initializer_list<store::Jobs::IdKind> kinds) {
+  auto found = ids_beginning(store, raw, kinds);
+  if (found.empty()) throw Error(ExitCode::not_found, fmt::format("no id begins with '{}'", raw), "list them with `jobctl ls`");
+  if (found.size() > 1) ambiguous(raw, found);
+  return found[0];
 }
 
 Resolved resolve_id(store::Store& store, const std::string& raw) {
-  const std::string id = normalize_id(raw);
-  if (auto job = store.jobs().get_job(id)) return Resolved{*job, job->latest_run, false};
-  if (auto run = store.jobs().get_run(id)) return Resolved{*store.jobs().get_job(run->job_id), run, true};
+  using Kind = store::Jobs::IdKind;
+  auto found = ids_beginning(store, raw, {Kind::job, Kind::run});
+  if (found.empty()) throw Error(ExitCode::not_found, fmt::format("no job or run with id '{}'", raw), "list jobs with `jobctl ls`");
+  // A job's first run is made in the same millisecond, its id the job's
+  // plus one: a prefix of both names the job.
+  std::optional<model::JobView> job;
+  std::optional<model::Run> run;
+  bool one_job = true;
+  for (const auto& id : found) {
+    if (auto j = store.jobs().get_job(id)) {
+      one_job = one_job && (!job || job->job.id == j->job.id);
+      job = std::move(j);
+    } else if (auto r = store.jobs().get_run(id)) {
+      one_job = one_job && (!run || run->job_id == r->job_id);
+      run = std::move(r);
+    }
+  }
+  if (found.size() > 1 && !(one_job && job && (!run || run->job_id == job->job.id))) ambiguous(raw, found);
+  if (job) return Resolved{*job, job->latest_run, false};
+  if (run) return Resolved{*store.jobs().get_job(run->job_id), run, true};
   throw Error(ExitCode::not_found, fmt::format("no job or run with id '{}'", raw), "list jobs with `jobctl ls`");
 }
 
+namespace {
+
+size_t common_prefix(const std::string& a, const std::string& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+std::vector<std::string> shortened(store::Store& store, const std::vector<std::string>& ids,
+                                   std::initializer_list<store::Jobs::IdKind> kinds) {
+  std::vector<std::string> out;
+  for (const auto& id : ids) {
+    size_t shared = 0;
+    for (auto kind : kinds) {
+      auto [before, after] = store.jobs().ids_around(kind, id);
+      shared = std::max({shared, common_prefix(id, before), common_prefix(id, after)});
+    }
+    out.push_back(id.substr(0, std::max(kMinIdPrefix, shared + 1)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> short_job_ids(store::Store& store, const std::vector<std::string>& job_ids) {
+  return shortened(store, job_ids, {store::Jobs::IdKind::job, store::Jobs::IdKind::run});
+}
+
+std::vector<std::string> short_dag_run_ids(store::Store& store, const std::vector<std::string>& ids) {
+  return shortened(store, ids, {store::Jobs::IdKind::dag_run});
+}
+
+std::string dag_run_id(store::Store& store, const std::string& raw) {
+  return normalize_id(store, raw, {store::Jobs::IdKind::dag_run});
+}
+
 Resolved resolve_schedule(store::Store& store, const std::string& id) {
-  std::string job = store.dags().schedule_job_of(normalize_id(id));
+  // A scheduled DAG is named by its DAG's id (dags.id, the same as its schedule's: not a prefix here).
+  std::string job = util::is_ulid(id) ? store.dags().schedule_job_of(upper(id)) : std::string();
   return resolve_id(store, job.empty() ? id : job);
 }
 

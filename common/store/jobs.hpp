@@ -102,6 +102,14 @@ class Jobs {
   std::vector<model::JobView> get_jobs(const std::vector<std::string>& job_ids);
   std::vector<model::JobView> list_jobs(const JobFilter& filter);
   std::optional<model::Run> get_run(const std::string& run_id);
+  // Ids of `kind` that sort in [from, to) (`to` empty: no end), in order,
+  // at most `limit`: those a typed prefix names (ops::expand_id).
+  enum class IdKind { job, run, dag_run };
+  std::vector<std::string> ids_between(IdKind kind, const std::string& from, const std::string& to, int limit);
+  // The ids of `kind` nearest `id` on either side ("" for none), leaving
+  // out `id` itself and, among runs, those of the job `id` (a job's first
+  // run has its id plus one): how much of `id` a unique prefix needs.
+  std::pair<std::string, std::string> ids_around(IdKind kind, const std::string& id);
   std::vector<model::Run> runs_of(const std::string& job_id);
   std::vector<model::Attempt> attempts(const std::string& run_id);  // oldest first
   // Cancels the job's latest run. Throws not_found, or invalid_state when

@@ -300,6 +300,28 @@ std::optional<model::Run> Jobs::get_run(const std::string& run_id) {
   return run_from_row(rows[0]);
 }
 
+std::vector<std::string> Jobs::ids_between(IdKind kind, const std::string& from, const std::string& to, int limit) {
+  const char* table = kind == IdKind::job ? "jobs" : kind == IdKind::run ? "runs" : "dag_runs";
+  std::vector<std::string> ids;
+  for (const auto& row : conn_->query(fmt::format("SELECT id FROM {} WHERE id >= $1 AND ($2 = '' OR id < $2) "
+                                                  "ORDER BY id LIMIT $3",
+                                                  table),
+                                      {from, to, int64_t{limit}}))
+    ids.push_back(row.text(0));
+  return ids;
+}
+
+std::pair<std::string, std::string> Jobs::ids_around(IdKind kind, const std::string& id) {
+  const char* table = kind == IdKind::job ? "jobs" : kind == IdKind::run ? "runs" : "dag_runs";
+  const char* others = kind == IdKind::run ? " AND job_id <> $1" : "";
+  auto row = conn_->query(fmt::format("SELECT (SELECT max(id) FROM {0} WHERE id < $1{1}), "
+                                      "(SELECT min(id) FROM {0} WHERE id > $1{1})",
+                                      table, others),
+                          {id})
+                 .at(0);
+  return {row.is_null(0) ? "" : row.text(0), row.is_null(1) ? "" : row.text(1)};
+}
+
 std::vector<model::Run> Jobs::runs_of(const std::string& job_id) {
   auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 ORDER BY r.id", select_list(kRuns)), {job_id});
   std::vector<model::Run> out;

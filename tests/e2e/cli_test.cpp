@@ -370,3 +370,63 @@ TEST_CASE("cli: --in and --at delay a job, and bad combinations are refused") {
         "2031-01-01T00:00:00.000Z");
   CHECK(job_count(db, dir) == 3);
 }
+
+TEST_CASE("cli: a unique prefix of 6 or more characters names a job, a run or a DAG run, and an ambiguous one is exit 2") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string a = test::submit(db, dir, {"--name", "first", "--", "true"});
+  const std::string b = test::submit(db, dir, {"--name", "second", "--", "true"});
+  const std::string run = test::get(db, dir, a)["run"]["id"];
+  // Job and run ids begin with their time: the first 6 characters of two
+  // made together are the same (they change every 4 minutes and a half).
+  REQUIRE(a.substr(0, 6) == b.substr(0, 6));
+  auto both = run_jobctl(db, dir, {"get", a.substr(0, 6)});
+  CHECK(both.code == 2);
+  CHECK(both.err.find("is ambiguous") != std::string::npos);
+  CHECK(both.err.find(a) != std::string::npos);
+  CHECK(both.err.find(b) != std::string::npos);
+  CHECK(test::lines(both.err).size() == 2);  // the error and its hint
+
+  // Enough of it to be unique, in either case: the job, or the run's job. A
+  // job's first run, made in the same millisecond, has the job's id plus
+  // one: a prefix of both names the job.
+  std::string lower = a.substr(0, 20);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  CHECK(test::get(db, dir, lower)["name"] == "first");
+  CHECK(test::get(db, dir, run.substr(0, 20))["name"] == "first");
+  CHECK(test::get(db, dir, run.substr(0, 25))["run"]["id"] == run);
+  auto cancelled = run_jobctl(db, dir, {"cancel", b.substr(0, 22)});
+  CHECK(cancelled.code == 0);
+  CHECK(test::get(db, dir, b)["status"] == "cancelled");
+
+  // A DAG run by a prefix of its id.
+  json dag{{"name", "pair"}, {"jobs", {{"x", {{"command", "true"}}}}}};
+  const std::string dag_run = test::trim(run_jobctl(db, dir, {"dag", "submit", "-"}, dag.dump()).out);
+  auto status = run_jobctl(db, dir, {"dag", "status", dag_run.substr(0, 20), "-o", "json"});
+  CHECK(status.code == 0);
+  CHECK(json::parse(status.out)["id"] == dag_run);
+
+  // Tables show each id as far as it takes to name it, and that names it.
+  auto table = test::lines(run_jobctl(db, dir, {"ls", "-o", "table"}).out);
+  REQUIRE(table.size() == 3);
+  for (size_t i = 1; i < table.size(); ++i) {
+    const std::string shown = table[i].substr(0, table[i].find(' '));
+    CAPTURE(shown);
+    CHECK(shown.size() >= 6);
+    const std::string full = test::get(db, dir, shown)["id"];
+    CHECK(full.rfind(shown, 0) == 0);
+  }
+  auto dags = test::lines(run_jobctl(db, dir, {"dag", "ls", "-o", "table"}).out);
+  REQUIRE(dags.size() == 2);
+  const std::string dag_shown = dags[1].substr(0, dags[1].find(' '));
+  CHECK(dag_shown.size() < 26);  // the only DAG run: 6 characters name it
+  CHECK(json::parse(run_jobctl(db, dir, {"dag", "status", dag_shown, "-o", "json"}).out)["id"] == dag_run);
+
+  // Too short, not an id at all, or no id begins with it.
+  CHECK(run_jobctl(db, dir, {"get", a.substr(0, 5)}).code == 2);
+  CHECK(run_jobctl(db, dir, {"get", "nope!!"}).code == 2);
+  auto none = run_jobctl(db, dir, {"get", "ZZZZZZZ"});
+  CHECK(none.code == 3);
+  CHECK(none.err.find("no job or run with id 'ZZZZZZZ'") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"dag", "status", "ZZZZZZZ"}).err.find("no id begins with 'ZZZZZZZ'") != std::string::npos);
+}

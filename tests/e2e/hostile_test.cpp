@@ -243,7 +243,7 @@ void ids(const Fixture& f, Cases& cases) {
   };
   const std::vector<std::string> others{
       "",
-      kMissing.substr(0, 25),
+      kMissing.substr(0, 5),  // a prefix is at least 6 characters
       kMissing + "0",
       "01ARZ3NDEKTSV4RRFFQ69G5FAI",  // I is not in Crockford's base 32
       "8ZZZZZZZZZZZZZZZZZZZZZZZZZ",  // past the largest ULID
@@ -254,6 +254,7 @@ void ids(const Fixture& f, Cases& cases) {
     add(cases, fill(commands[i], "not-an-id"), 2, "not-an-id");
     add(cases, fill(commands[i], in_turn(others, i)));
     add(cases, fill(commands[i], i % 4 ? kMissing : lower(kMissing)), 3);
+    if (i % 4 == 1) add(cases, fill(commands[i], kMissing.substr(0, 6 + i % 19)), 3);  // a prefix no id begins with
   }
   add(cases, {"dag", "graph", kMissing}, 3);
   add(cases, {"dlq", "replay", "not-an-id", f.plain});
