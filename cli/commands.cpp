@@ -21,11 +21,11 @@
 namespace jobctl::cli {
 namespace {
 
-constexpr std::array<Registrar, 17> kCommandGroups{
+constexpr std::array<Registrar, 18> kCommandGroups{
     register_init,   register_submit,    register_run,      register_inspect,  register_control, register_schedule,
     register_dag,    register_lifecycle, register_dlq,      register_queue,   register_workers,
     register_health, register_top,       register_gc,       register_progress, register_serve,
-    register_complete,
+    register_crontab, register_complete,
 };
 
 constexpr const char* kFooter = R"(Exit codes:

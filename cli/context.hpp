@@ -38,6 +38,7 @@ using Registrar = void (*)(CLI::App& app, Context& ctx);
 void register_init(CLI::App& app, Context& ctx);
 void register_submit(CLI::App& app, Context& ctx);
 void register_run(CLI::App& app, Context& ctx);
+void register_crontab(CLI::App& app, Context& ctx);
 void register_inspect(CLI::App& app, Context& ctx);   // get, ls, runs, logs
 void register_control(CLI::App& app, Context& ctx);   // cancel, wait, retry, pause, resume
 void register_workers(CLI::App& app, Context& ctx);
