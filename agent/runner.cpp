@@ -37,7 +37,7 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
   const auto started = Clock::now();
   Job job{run, sp.pid, sp.stdout_fd, sp.stderr_fd, exec::OutputTail(opts_.output_limit),
           exec::OutputTail(opts_.output_limit), started, std::nullopt, std::nullopt, Ending::none, 0, 0,
-          started + kShipOutputEvery};
+          started + kShipOutputEvery, false};
   if (run.spec.timeout_us > 0) job.deadline = job.started + std::chrono::microseconds(run.spec.timeout_us);
   jobs_.emplace(sp.pid, std::move(job));
   return std::nullopt;
@@ -155,6 +155,7 @@ std::vector<store::LiveOutput> Runner::output_due(Clock::time_point now) {
                    static_cast<int64_t>(job.out.total()), static_cast<int64_t>(job.err.total())});
     job.shipped_out = job.out.total();
     job.shipped_err = job.err.total();
+    job.ship_failed = false;
     job.next_ship = now + kShipOutputEvery;
   }
   return due;
@@ -169,11 +170,7 @@ std::optional<Clock::time_point> Runner::next_output_due() const {
 
 void Runner::ship_again(const std::vector<std::string>& run_ids) {
   for (const auto& id : run_ids)
-    if (Job* job = find(id)) {
-      // Anything but the current totals: due at the next chance.
-      job->shipped_out = job->out.total() + 1;
-      job->shipped_err = job->err.total() + 1;
-    }
+    if (Job* job = find(id)) job->ship_failed = true;
 }
 
 std::string Runner::job_of(const std::string& run_id) const {

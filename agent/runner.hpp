@@ -120,7 +120,8 @@ class Runner {
     size_t shipped_out = 0;  // the totals of out and err at the last shipment
     size_t shipped_err = 0;
     Clock::time_point next_ship;  // kShipOutputEvery after the start, then after each shipment
-    bool unshipped() const { return out.total() != shipped_out || err.total() != shipped_err; }
+    bool ship_failed = false;     // the last shipment did not reach the store
+    bool unshipped() const { return ship_failed || out.total() != shipped_out || err.total() != shipped_err; }
   };
 
   void drain_fd(int& fd, exec::OutputTail& tail);

@@ -288,10 +288,17 @@ void WebhookRunner::finish(CURL* easy, CURLcode code, Ending ending) {
   // value left at its start is dropped, then the limit applies.
   std::string body = t.response.str();
   auto cut = t.response.total() > body.size() ? Secrets::Cut::yes : Secrets::Cut::no;
+  // The bytes before the kept tail, counted as received; the tail as shown
+  // (redacted): together, what readers take as the body's length.
+  size_t before = t.response.total() - body.size();
   body = Secrets::redact(std::move(body), t.secrets, cut);
-  if (body.size() > opts_.output_limit) body.erase(0, body.size() - opts_.output_limit);
+  if (body.size() > opts_.output_limit) {
+    before += body.size() - opts_.output_limit;
+    body.erase(0, body.size() - opts_.output_limit);
+  }
+  const auto bytes = static_cast<int64_t>(before + body.size());
   done_.push_back(Finished{std::move(t.run), ending, 0, std::move(body), "", Clock::now() - t.started, std::move(h),
-                           static_cast<int64_t>(t.response.total()), 0});
+                           bytes, 0});
   curl_multi_remove_handle(multi_, easy);
   curl_slist_free_all(t.headers);
   transfers_.erase(it);

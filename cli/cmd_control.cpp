@@ -16,6 +16,7 @@
 #include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/ulid.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -39,6 +40,15 @@ struct Awaited {
 };
 
 Awaited awaited(Context& ctx, const std::string& id) {
+  // A prefix of a DAG run's id (as dag ls shows it) is one of its node
+  // runs' too, which are made right after it: the DAG run is meant.
+  if (!util::is_ulid(id)) {
+    try {
+      return {ops::dag_run_id(ctx.store(), id), true};
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::not_found) throw;
+    }
+  }
   try {
     return {ops::resolve_id(ctx.store(), id).job.job.id, false};
   } catch (const Error& e) {

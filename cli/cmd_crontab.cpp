@@ -37,8 +37,9 @@ void add_import(CLI::App& group, Context& ctx) {
     const auto crontab = ops::parse_crontab(read_input(f->file, "the crontab"), f->queue, f->tz);
     // What an earlier import made, by key.
     std::map<std::string, std::string> imported;  // key → job id
+    const std::string ours = ops::crontab_key_prefix(f->queue);
     for (const auto& v : ctx.store().schedules().list_schedules())
-      if (v.job.spec.idempotency_key.rfind(ops::kCrontabKey, 0) == 0) imported[v.job.spec.idempotency_key] = v.job.id;
+      if (v.job.spec.idempotency_key.rfind(ours, 0) == 0) imported[v.job.spec.idempotency_key] = v.job.id;
     std::vector<model::JobSpec> fresh;
     std::vector<std::string> unchanged, removed;
     std::set<std::string> in_file;
@@ -55,7 +56,11 @@ void add_import(CLI::App& group, Context& ctx) {
 
     std::vector<std::string> added;
     if (!f->dry_run) {
-      for (const auto& r : ctx.store().jobs().submit(fresh)) added.push_back(r.job_id);
+      for (const auto& r : ctx.store().jobs().submit(fresh)) {
+        // An entry deleted before (by --prune, or jobctl delete) is back.
+        if (r.existed) ops::restore_job(ctx.store(), r.job_id);
+        added.push_back(r.job_id);
+      }
       for (const auto& id : removed) ops::delete_job(ctx.store(), id, false);
     }
     const char* would = f->dry_run ? "would be " : "";

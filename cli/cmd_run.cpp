@@ -98,19 +98,21 @@ void register_run(CLI::App& app, Context& ctx) {
     FollowOptions options;
     options.job_id = job_id;
     options.go_on = [&] {
-      if (interrupt.count() >= 2) {
-        std::fprintf(stderr, "jobctl: detached; job %s goes on (jobctl logs -f %s)\n", job_id.c_str(), job_id.c_str());
-        detached = true;
-        return false;
-      }
-      if (interrupt.count() == 1 && !cancelled) {
+      // The cancel goes first, however fast the second Ctrl-C came.
+      if (interrupt.count() >= 1 && !cancelled) {
         cancelled = true;
-        std::fprintf(stderr, "jobctl: cancelling job %s (Ctrl-C again to detach)\n", job_id.c_str());
+        std::fprintf(stderr, "jobctl: cancelling job %s (Ctrl-C again to stop waiting for it)\n", job_id.c_str());
         try {
           ops::cancel_job(ctx.store(), job_id);
         } catch (const Error& e) {
           if (e.code() != ExitCode::invalid_state) throw;  // it has just ended: nothing to cancel
         }
+      }
+      if (interrupt.count() >= 2) {
+        std::fprintf(stderr, "jobctl: detached; job %s was asked to stop (jobctl logs -f %s follows it)\n",
+                     job_id.c_str(), job_id.c_str());
+        detached = true;
+        return false;
       }
       return true;
     };

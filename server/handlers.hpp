@@ -30,6 +30,9 @@ Reply retry_dag_run(Call& c);    // POST   /dags/{id}/retry
 Reply job_attempts(Call& c);     // GET    /jobs/{id}/attempts
 Reply job_logs(Call& c);         // GET    /jobs/{id}/logs
 Reply follow_job_logs(Call& c);  // GET    /jobs/{id}/logs/follow
+// At most `most` of those streams at once (each holds a worker thread);
+// more are answered 503.
+void limit_log_streams(int most);
 Reply job_history(Call& c);      // GET    /jobs/{id}/history
 Reply list_workers(Call& c);     // GET    /workers
 Reply list_queues(Call& c);      // GET    /queues

@@ -12,6 +12,8 @@
 // Last-Event-ID goes on from there. The stream holds one of the server's
 // worker threads, and a store connection of its own, until the run ends
 // or the client goes.
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <thread>
@@ -21,6 +23,7 @@
 #include "common/model/job_json.hpp"
 #include "common/ops/run_output.hpp"
 #include "common/util/error.hpp"
+#include "common/util/log.hpp"
 #include "server/handlers.hpp"
 
 namespace jobctl::server {
@@ -55,7 +58,16 @@ struct Followed {
   ops::RunOutput output;
 };
 
+// Streams open now, and how many may be: each holds a worker thread, and
+// the others must be left to answer.
+std::atomic<int> g_streams{0};
+std::atomic<int> g_most_streams{4};
+
 struct LogStream {
+  LogStream() { ++g_streams; }
+  ~LogStream() { --g_streams; }
+  LogStream(const LogStream&) = delete;
+  LogStream& operator=(const LogStream&) = delete;
   config::Dsn dsn;
   std::vector<Followed> runs;
   std::unique_ptr<store::Store> store;  // its own, opened on the first look
@@ -68,11 +80,17 @@ std::string event(const char* name, const json& data, const std::string& id) {
   return out + fmt::format("event: {}\ndata: {}\n\n", name, data.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-std::string render(const ops::OutputEvent& e, const Followed& f, bool with_id) {
+// `at` is where the client is once it has this event: its id.
+std::string render(const ops::OutputEvent& e, const Followed& f, ops::OutputPosition& at, bool with_id) {
   json data{{"run", f.run.run_id}, {"attempt", e.attempt}};
   if (!f.run.agent.empty()) data["agent"] = f.run.agent;
   const char* stream = e.stream == ops::Stream::out ? "stdout" : "stderr";
-  const std::string id = with_id ? event_id(f.output.position()) : "";
+  int64_t& given = e.stream == ops::Stream::out ? at.out : at.err;
+  if (e.kind == ops::OutputEvent::Kind::attempt) at = ops::OutputPosition{e.attempt, 0, 0};
+  if (e.kind == ops::OutputEvent::Kind::gap) given += e.bytes;
+  if (e.kind == ops::OutputEvent::Kind::output) given += static_cast<int64_t>(e.data.size());
+  if (e.kind == ops::OutputEvent::Kind::end) at = f.output.position();
+  const std::string id = with_id ? event_id(at) : "";
   switch (e.kind) {
     case ops::OutputEvent::Kind::output:
       data["stream"] = stream;
@@ -100,13 +118,22 @@ bool look(LogStream& s, httplib::DataSink& sink) {
   try {
     if (!s.store) s.store = store::Store::open(s.dsn, store::Create::no);
     for (auto& f : s.runs) {
-      // One run: ids carry the position after the look, which the events
-      // of one look share (a client resumes after the whole look).
-      for (const auto& e : f.output.poll(*s.store)) chunk += render(e, f, s.runs.size() == 1);
+      // One run: each event's id is where a client that has it stands.
+      auto at = f.output.position();
+      if (at.attempt == 0) at.attempt = 1;  // the first attempt begins without an attempt event
+      for (const auto& e : f.output.poll(*s.store)) chunk += render(e, f, at, s.runs.size() == 1);
       ended = ended && f.output.ended();
     }
   } catch (const Error& e) {
+    if (e.code() == ExitCode::store) s.store.reset();
     chunk += event("error", json{{"detail", e.what()}, {"exit_code", static_cast<int>(e.code())}}, "");
+    ended = true;
+  } catch (const std::exception& e) {
+    // A bug: said in the server's log, the stream ended (an exception out
+    // of a content provider would end the process).
+    s.store.reset();
+    util::log_event(util::LogLevel::error, "internal_error", {{"path", "logs/follow"}, {"error", e.what()}});
+    chunk += event("error", json{{"detail", "internal error (a bug): the server's log has the details"}, {"exit_code", 70}}, "");
     ended = true;
   }
   if (chunk.empty() && Clock::now() - s.last_write >= kKeepAlive) chunk = ": keep-alive\n\n";
@@ -120,7 +147,13 @@ bool look(LogStream& s, httplib::DataSink& sink) {
 
 }  // namespace
 
+void limit_log_streams(int most) { g_most_streams = std::max(1, most); }
+
 Reply follow_job_logs(Call& c) {
+  if (g_streams >= g_most_streams)
+    throw Error(ExitCode::store,
+                fmt::format("{} output streams are open, as many as this server allows", g_streams.load()),
+                "try again later, or start jobctl serve with more --threads (half of them may stream)");
   // Errors (no such job, no run yet) are answered as problems, before the stream starts.
   auto runs = ops::runs_to_follow(c.store, c.path_param(1));
   ops::OutputPosition from;

@@ -17,6 +17,7 @@
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
 #include "server/api.hpp"
+#include "server/handlers.hpp"
 #include "server/authenticate.hpp"
 #include "server/console.hpp"
 #include "server/metrics.hpp"
@@ -181,6 +182,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     svr = std::make_unique<httplib::Server>();
   }
   const int threads = o.threads;
+  limit_log_streams(threads / 2);
   svr->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   svr->set_payload_max_length(o.max_body);
   svr->set_read_timeout(o.timeout_s, 0);

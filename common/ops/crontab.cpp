@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/cron/plan.hpp"
+#include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
 #include "common/util/tz.hpp"
@@ -71,6 +72,8 @@ std::string shell_quoted(const std::string& s) {
 
 }  // namespace
 
+std::string crontab_key_prefix(const std::string& queue) { return "crontab:" + queue + ":"; }
+
 Crontab parse_crontab(std::string_view text, const std::string& queue, const std::string& tz) {
   Crontab out;
   std::map<std::string, std::string> env;
@@ -130,9 +133,14 @@ Crontab parse_crontab(std::string_view text, const std::string& queue, const std
       throw usage_error(fmt::format("line {}: {}", n, err.what()), err.hint());
     }
     e.spec.schedule = s;
+    try {
+      model::validate(e.spec);  // the limits every job has (--queue's name, the command's size)
+    } catch (const Error& err) {
+      throw usage_error(fmt::format("line {}: {}", n, err.what()), err.hint());
+    }
     std::string identity = fmt::format("{}\n{}\n{}\n{}", zone, cron, e.spec.command.argv[0], queue);
     for (const auto& [k, v] : env) identity += fmt::format("\n{}={}", k, v);
-    e.spec.idempotency_key = fmt::format("{}{:016x}", kCrontabKey, util::stable_hash(identity));
+    e.spec.idempotency_key = fmt::format("{}{:016x}", crontab_key_prefix(queue), util::stable_hash(identity));
     out.entries.push_back(std::move(e));
   }
   return out;

@@ -18,8 +18,9 @@
 
 namespace jobctl::ops {
 
-// What marks an imported schedule: its idempotency key begins with it.
-inline constexpr std::string_view kCrontabKey = "crontab:";
+// What marks a schedule imported into `queue`: its idempotency key begins
+// with it. An import with --prune removes only its own queue's.
+std::string crontab_key_prefix(const std::string& queue);
 
 struct CrontabEntry {
   int line = 0;

@@ -1,6 +1,7 @@
 #include "common/ops/ids.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -29,14 +30,14 @@ std::string after_prefix(std::string prefix) {
   return prefix;
 }
 
-}  // namespace
-
 constexpr size_t kShown = 5;  // candidates an ambiguous prefix names
+// Ids read per kind: enough to see past one job's own runs (a fan-out
+// job's, one per agent) to another id the prefix names.
+constexpr int kRead = 200;
 
-// The ids of `kinds` that begin with `raw` (a whole id: itself alone), in
-// the store's spelling; at most kShown + 1.
-std::vector<std::string> ids_beginning(store::Store& store, const std::string& raw,
-                                       std::initializer_list<store::Jobs::IdKind> kinds) {
+// The ids of `kind` that begin with `raw` (a whole id: itself alone, of
+// whatever kind), in the store's spelling; at most kRead.
+std::vector<std::string> ids_beginning(store::Store& store, const std::string& raw, store::Jobs::IdKind kind) {
   if (util::is_ulid(raw)) return {upper(raw)};
   const std::string prefix = upper(raw);
   const bool base32 = prefix.find_first_not_of(kCrockford) == std::string::npos;
@@ -45,11 +46,7 @@ std::vector<std::string> ids_beginning(store::Store& store, const std::string& r
                                   "characters",
                                   raw, kMinIdPrefix),
                       "copy it from `jobctl ls`, `jobctl dag ls` or the output of `jobctl submit`");
-  std::vector<std::string> found;
-  for (auto kind : kinds)
-    for (auto& id : store.jobs().ids_between(kind, prefix, after_prefix(prefix), static_cast<int>(kShown) + 1))
-      found.push_back(id);
-  return found;
+  return store.jobs().ids_between(kind, prefix, after_prefix(prefix), kRead);
 }
 
 [[noreturn]] void ambiguous(const std::string& raw, const std::vector<std::string>& found) {
@@ -59,9 +56,14 @@ std::vector<std::string> ids_beginning(store::Store& store, const std::string& r
                     "type more of the id");
 }
 
+}  // namespace
+
 std::string normalize_id(store::Store& store, const std::string& raw,
                          std::initializer_list<store::Jobs::IdKind> kinds) {
-  auto found = ids_beginning(store, raw, kinds);
+  if (util::is_ulid(raw)) return upper(raw);
+  std::vector<std::string> found;
+  for (auto kind : kinds)
+    for (auto& id : ids_beginning(store, raw, kind)) found.push_back(id);
   if (found.empty()) throw Error(ExitCode::not_found, fmt::format("no id begins with '{}'", raw), "list them with `jobctl ls`");
   if (found.size() > 1) ambiguous(raw, found);
   return found[0];
@@ -69,26 +71,31 @@ std::string normalize_id(store::Store& store, const std::string& raw,
 
 Resolved resolve_id(store::Store& store, const std::string& raw) {
   using Kind = store::Jobs::IdKind;
-  auto found = ids_beginning(store, raw, {Kind::job, Kind::run});
-  if (found.empty()) throw Error(ExitCode::not_found, fmt::format("no job or run with id '{}'", raw), "list jobs with `jobctl ls`");
-  // A job's first run is made in the same millisecond, its id the job's
-  // plus one: a prefix of both names the job.
-  std::optional<model::JobView> job;
-  std::optional<model::Run> run;
-  bool one_job = true;
-  for (const auto& id : found) {
-    if (auto j = store.jobs().get_job(id)) {
-      one_job = one_job && (!job || job->job.id == j->job.id);
-      job = std::move(j);
-    } else if (auto r = store.jobs().get_run(id)) {
-      one_job = one_job && (!run || run->job_id == r->job_id);
-      run = std::move(r);
+  auto not_found = [&] {
+    return Error(ExitCode::not_found, fmt::format("no job or run with id '{}'", raw), "list jobs with `jobctl ls`");
+  };
+  std::string id = upper(raw);
+  if (!util::is_ulid(raw)) {
+    auto jobs = ids_beginning(store, raw, Kind::job);
+    auto runs = ids_beginning(store, raw, Kind::run);
+    if (jobs.empty() && runs.empty()) throw not_found();
+    if (jobs.size() + runs.size() == 1) {
+      id = jobs.empty() ? runs[0] : jobs[0];
+    } else {
+      // A job's first run is made in the same millisecond, its id the
+      // job's plus one: a prefix of a job and only its own runs names the job.
+      std::vector<std::string> all = jobs;
+      all.insert(all.end(), runs.begin(), runs.end());
+      if (jobs.size() != 1) ambiguous(raw, all);
+      std::set<std::string> own;
+      for (const auto& r : store.jobs().runs_of(jobs[0])) own.insert(r.id);
+      if (!std::all_of(runs.begin(), runs.end(), [&](const auto& r) { return own.count(r) > 0; })) ambiguous(raw, all);
+      id = jobs[0];
     }
   }
-  if (found.size() > 1 && !(one_job && job && (!run || run->job_id == job->job.id))) ambiguous(raw, found);
-  if (job) return Resolved{*job, job->latest_run, false};
-  if (run) return Resolved{*store.jobs().get_job(run->job_id), run, true};
-  throw Error(ExitCode::not_found, fmt::format("no job or run with id '{}'", raw), "list jobs with `jobctl ls`");
+  if (auto job = store.jobs().get_job(id)) return Resolved{*job, job->latest_run, false};
+  if (auto run = store.jobs().get_run(id)) return Resolved{*store.jobs().get_job(run->job_id), run, true};
+  throw not_found();
 }
 
 namespace {

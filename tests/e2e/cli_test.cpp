@@ -421,6 +421,10 @@ TEST_CASE("cli: a unique prefix of 6 or more characters names a job, a run or a 
   const std::string dag_shown = dags[1].substr(0, dags[1].find(' '));
   CHECK(dag_shown.size() < 26);  // the only DAG run: 6 characters name it
   CHECK(json::parse(run_jobctl(db, dir, {"dag", "status", dag_shown, "-o", "json"}).out)["id"] == dag_run);
+  // wait takes it too, though the DAG run's node runs (made right after it) begin with it as well.
+  auto waited = run_jobctl(db, dir, {"wait", dag_shown, "--timeout", "100ms"});
+  CHECK(waited.code == 124);
+  CHECK(waited.err.find("DAG run " + dag_run) != std::string::npos);
 
   // Too short, not an id at all, or no id begins with it.
   CHECK(run_jobctl(db, dir, {"get", a.substr(0, 5)}).code == 2);

@@ -76,6 +76,16 @@ TEST_CASE("crontab: import makes a schedule per entry with its environment and z
   CHECK(schedules(db, dir).at("backup.sh --full")["schedule"]["cron"] == "@weekly");
   CHECK(schedules(db, dir).size() == 3);
 
+  // The entry pruned comes back when its line does (the schedule restored),
+  // and --prune touches only its own queue's imports.
+  auto back = run_jobctl(db, dir, {"crontab", "import", "--prune", "-"}, kCrontab);
+  CHECK(back.code == 0);
+  CHECK(back.err.find("1 added, 2 unchanged, 1 removed") != std::string::npos);
+  CHECK(schedules(db, dir).at("backup.sh --full")["schedule"]["cron"] == "@daily");
+  CHECK(run_jobctl(db, dir, {"crontab", "import", "--queue", "other", "--prune", "-"}, "@hourly other.sh\n").code == 0);
+  CHECK(schedules(db, dir).size() == 4);
+  CHECK(run_jobctl(db, dir, {"crontab", "import", "--queue", "bad queue", "-"}, "@hourly x.sh\n").code == 2);
+
   // What cannot be read: exit 2 naming the line, and nothing imported.
   auto bad = run_jobctl(db, dir, {"crontab", "import", "-"}, "0 3 * * * true\n61 * * * * late.sh\n");
   CHECK(bad.code == 2);
@@ -84,19 +94,19 @@ TEST_CASE("crontab: import makes a schedule per entry with its environment and z
   CHECK(percent.code == 2);
   CHECK(percent.err.find("unescaped %") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"crontab", "import", "-"}, "0 3 * * *\n").code == 2);
-  CHECK(schedules(db, dir).size() == 3);
+  CHECK(schedules(db, dir).size() == 4);
 
   // Export: a crontab again, each entry under a comment naming its job.
   auto exported = run_jobctl(db, dir, {"crontab", "export"});
   CHECK(exported.code == 0);
   CHECK(exported.out.find("CRON_TZ=Europe/Berlin\n") != std::string::npos);
   // (GREETING is set for every entry after it, as in cron.)
-  CHECK(exported.out.find("@weekly export GREETING='hello world'; backup.sh --full\n") != std::string::npos);
+  CHECK(exported.out.find("@daily export GREETING='hello world'; backup.sh --full\n") != std::string::npos);
   CHECK(exported.out.find("*/15 9-17 * * 1-5 export GREETING='hello world'; date +\\%s\n") != std::string::npos);
   CHECK(exported.out.find("export GREETING='hello world'; echo \"$GREETING\"") != std::string::npos);
   // Which imports into a fresh store as the same schedules.
   test::TempDir other_dir;
   test::TestDb other(other_dir);
   CHECK(run_jobctl(other, other_dir, {"crontab", "import", "-"}, exported.out).code == 0);
-  CHECK(schedules(other, other_dir).size() == 3);
+  CHECK(schedules(other, other_dir).size() == 4);
 }

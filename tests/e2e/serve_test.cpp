@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -913,6 +914,16 @@ TEST_CASE("serve: GET /jobs/{id}/logs/follow streams the output as server-sent e
   CHECK(resumed->body.find(R"("text":"first\n")") == std::string::npos);
   CHECK(resumed->body.find(R"("text":"second\n")") != std::string::npos);
   CHECK(resumed->body.find("event: end") != std::string::npos);
+  // Each event's id is where a client that has it stands: resumed after
+  // the first stdout event, the stderr written with it still comes.
+  auto out_event = std::find_if(events.begin(), events.end(), [](const Event& ev) {
+    return ev.name == "output" && ev.data["stream"] == "stdout";
+  });
+  REQUIRE(out_event != events.end());
+  auto after_out = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow",
+                                              httplib::Headers{{"Last-Event-ID", out_event->id}});
+  REQUIRE(after_out);
+  CHECK(after_out->body.find(R"("text":"oops\n")") != std::string::npos);
   auto bad = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow", httplib::Headers{{"Last-Event-ID", "x"}});
   check_problem(bad, 400, "Last-Event-ID");
   check_problem(server.client(kReader).Get("/api/v1/jobs/" + kUnknownId + "/logs/follow"), 404, "no job");
