@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -927,4 +928,35 @@ TEST_CASE("serve: GET /jobs/{id}/logs/follow streams the output as server-sent e
   auto bad = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow", httplib::Headers{{"Last-Event-ID", "x"}});
   check_problem(bad, 400, "Last-Event-ID");
   check_problem(server.client(kReader).Get("/api/v1/jobs/" + kUnknownId + "/logs/follow"), 404, "no job");
+}
+
+TEST_CASE("serve: output streams beyond half the threads are answered 503, and the others still are") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--threads", "4"});  // two may stream
+  // No agent: the job stays pending, and a stream of it open.
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  std::atomic<int> opened{0};
+  std::vector<std::thread> streams;
+  for (int i = 0; i < 2; ++i)
+    streams.emplace_back([&] {
+      auto c = server.client(kReader);
+      c.Get(
+          "/api/v1/jobs/" + id + "/logs/follow",
+          [&](const httplib::Response&) {
+            ++opened;
+            return true;
+          },
+          [&](const char*, size_t) { return true; });
+    });
+  test::eventually([&] { return opened == 2; }, "two streams to open");
+  auto third = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow");
+  check_problem(third, 503, "output streams are open");
+  // A plain request still has a thread.
+  auto plain = server.client(kReader).Get("/api/v1/jobs/" + id);
+  REQUIRE(plain);
+  CHECK(plain->status == 200);
+  // Cancelled, the job's run ends, and so do its streams.
+  CHECK(test::run_jobctl(db, dir, {"cancel", id}).code == 0);
+  for (auto& t : streams) t.join();
 }
