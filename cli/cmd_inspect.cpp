@@ -247,7 +247,7 @@ void register_logs(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     if (f->follow) {
       if (ctx.output == "json")
-        throw usage_error("--follow prints the output itself, not JSON", "leave out -o json, or -f for one attempt's JSON");
+        throw usage_error("--follow prints the output itself, not JSON", "leave out -o json to follow, or leave out -f for the attempt as JSON");
       FollowOptions options;
       if (!f->timeout.empty()) options.timeout = util::parse_duration(f->timeout, "--timeout");
       options.show_stdout = f->stream != "stderr";

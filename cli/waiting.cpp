@@ -1,12 +1,7 @@
 #include "cli/waiting.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <map>
 #include <cstdio>
-#include <thread>
-
-#include <unistd.h>
 
 #include <fmt/format.h>
 

@@ -106,8 +106,13 @@ size_t common_prefix(const std::string& a, const std::string& b) {
   return n;
 }
 
+// Tables longer than this show whole ids: each shortened id costs two
+// index reads per kind.
+constexpr size_t kShortenAtMost = 200;
+
 std::vector<std::string> shortened(store::Store& store, const std::vector<std::string>& ids,
                                    std::initializer_list<store::Jobs::IdKind> kinds) {
+  if (ids.size() > kShortenAtMost) return ids;
   std::vector<std::string> out;
   for (const auto& id : ids) {
     size_t shared = 0;

@@ -33,7 +33,8 @@ std::string normalize_id(store::Store& store, const std::string& raw,
 Resolved resolve_id(store::Store& store, const std::string& id);
 
 // For tables: the shortest prefix (at least kMinIdPrefix characters) that
-// names each job id, or DAG run id, and nothing else, today.
+// names each job id, or DAG run id, and nothing else, today; whole ids for
+// more than 200 (each costs two index reads per kind of id).
 std::vector<std::string> short_job_ids(store::Store& store, const std::vector<std::string>& job_ids);
 std::vector<std::string> short_dag_run_ids(store::Store& store, const std::vector<std::string>& ids);
 

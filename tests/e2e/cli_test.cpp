@@ -416,6 +416,13 @@ TEST_CASE("cli: a unique prefix of 6 or more characters names a job, a run or a 
     const std::string full = test::get(db, dir, shown)["id"];
     CHECK(full.rfind(shown, 0) == 0);
   }
+  // Past 200 rows, whole ids (each shortened one costs index reads).
+  std::string batch;
+  for (int i = 0; i < 200; ++i) batch += "{\"command\": \"true\"}\n";
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", "-"}, batch).code == 0);
+  auto long_table = test::lines(run_jobctl(db, dir, {"ls", "-o", "table", "--limit", "300"}).out);
+  REQUIRE(long_table.size() == 203);
+  CHECK(long_table[1].find(' ') == 26);
   auto dags = test::lines(run_jobctl(db, dir, {"dag", "ls", "-o", "table"}).out);
   REQUIRE(dags.size() == 2);
   const std::string dag_shown = dags[1].substr(0, dags[1].find(' '));
