@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
@@ -26,9 +27,22 @@ namespace {
 std::string next_text(const model::Job& job, int64_t now) {
   if (job.paused) return "paused";
   auto next = ops::next_fire(job, now);
-  if (!next) return "never";
+  const auto& sc = *job.spec.schedule;
+  if (!next) return sc.ends_at_us || sc.max_runs ? "ended" : "never";
   auto zone = util::TimeZone::locate(job.spec.schedule->tz);
   return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
+}
+
+// A schedule's bounds, in its zone: "from 2026-12-01 09:00:00 CET, 3 of
+// 10 runs"; "-" when it has none.
+std::string bounds_text(const model::Job& job) {
+  const auto& sc = *job.spec.schedule;
+  auto zone = util::TimeZone::locate(sc.tz);
+  std::vector<std::string> parts;
+  if (sc.starts_at_us) parts.push_back("from " + util::format_local(*sc.starts_at_us, *zone));
+  if (sc.ends_at_us) parts.push_back("until " + util::format_local(*sc.ends_at_us, *zone));
+  if (sc.max_runs) parts.push_back(fmt::format("{} of {} runs", job.fired, *sc.max_runs));
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 // Why a fire time is not the plain reading of the expression, when DST is
@@ -114,9 +128,9 @@ void register_schedules_ls(CLI::App& app, Context& ctx) {
       rows.push_back({v.job.id, v.job.spec.name.empty() ? "-" : cell(v.job.spec.name, 24), cell(sc.cron, 24), sc.tz,
                       next_text(v.job, now), v.last_run ? std::string(model::to_string(v.last_run->status)) : "-",
                       std::string(model::to_string(sc.overlap)), std::string(model::to_string(sc.misfire)),
-                      std::to_string(v.job.version)});
+                      bounds_text(v.job), std::to_string(v.job.version)});
     }
-    print_table({"ID", "NAME", "CRON", "TZ", "NEXT", "LAST", "OVERLAP", "MISFIRE", "VERSION"}, rows);
+    print_table({"ID", "NAME", "CRON", "TZ", "NEXT", "LAST", "OVERLAP", "MISFIRE", "BOUNDS", "VERSION"}, rows);
   });
 }
 
@@ -197,9 +211,13 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
     auto r = ops::resolve_schedule(ctx.store(), f->id);
     auto result = ctx.store().schedules().backfill(r.job.job.id, from, to);
     if (ctx.output == "json") {
-      print_json({{"id", r.job.job.id}, {"occurrences", result.occurrences}, {"created", result.created}});
+      print_json({{"id", r.job.job.id}, {"occurrences", result.occurrences}, {"created", result.created},
+                  {"cut", result.cut}});
       return;
     }
+    if (result.cut)
+      std::fprintf(stderr, "note: the span was cut to the schedule's bounds (%s)\n",
+                   bounds_text(r.job.job).c_str());
     std::fprintf(stderr, "job %s: %lld occurrences in the span, %lld new runs (%lld had one already)\n",
                  r.job.job.id.c_str(), static_cast<long long>(result.occurrences),
                  static_cast<long long>(result.created), static_cast<long long>(result.occurrences - result.created));

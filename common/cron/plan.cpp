@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace jobctl::cron {
 namespace {
 
@@ -22,12 +24,17 @@ Plan plan_occurrences(const PlanInput& in) {
   const int64_t missed_before = in.now_us - in.misfire_after_us;
   const int64_t until = in.now_us + in.horizon_us;
   const int64_t window_start = in.now_us - in.catchup_window_us;
+  const auto full = [&] { return in.remaining && static_cast<int64_t>(plan.fire.size()) >= *in.remaining; };
   std::optional<int64_t> t = in.next_fire_at;
   // `latest` keeps the newest missed occurrence back until it knows no
   // newer one is missed too.
   std::optional<int64_t> latest_missed;
   int caught_up = 0;
   for (int steps = 0; t && *t <= until; ++steps) {
+    if (full() || (in.ends_at_us && *t > *in.ends_at_us)) {
+      t.reset();  // the schedule has ended
+      break;
+    }
     if (steps == kStepsPerTick || caught_up == kCatchUpPerTick) {
       plan.more = true;
       break;
@@ -36,6 +43,7 @@ Plan plan_occurrences(const PlanInput& in) {
       if (latest_missed) {
         plan.fire.push_back(*latest_missed);
         latest_missed.reset();
+        continue;  // `t` again, now that the missed one counts
       }
       plan.fire.push_back(*t);
     } else if (in.misfire == model::Misfire::skip) {
@@ -57,8 +65,9 @@ Plan plan_occurrences(const PlanInput& in) {
       plan.next_fire_at = latest_missed;
       return plan;
     }
-    plan.fire.push_back(*latest_missed);
+    if (!full()) plan.fire.push_back(*latest_missed);
   }
+  if (full() || (t && in.ends_at_us && *t > *in.ends_at_us)) t.reset();
   plan.next_fire_at = t;
   return plan;
 }
@@ -73,9 +82,24 @@ std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job
 
 Expr expr_of(const model::Job& job) { return Expr::parse(job.spec.schedule->cron, hash_key(job)); }
 
+int64_t anchor_of(const model::ScheduleSpec& s, int64_t now_us) {
+  return s.starts_at_us ? std::max(now_us, *s.starts_at_us) : now_us;
+}
+
+std::optional<int64_t> remaining_runs(const model::Job& job) {
+  const auto& max = job.spec.schedule->max_runs;
+  if (!max) return std::nullopt;
+  return std::max<int64_t>(0, *max - job.fired);
+}
+
 std::optional<int64_t> next_occurrence(const model::Job& job, int64_t after_us) {
-  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
-  return expr_of(job).next(after_us, *zone, job.schedule_anchor);
+  const auto& sc = *job.spec.schedule;
+  if (remaining_runs(job) == 0) return std::nullopt;
+  if (sc.starts_at_us) after_us = std::max(after_us, *sc.starts_at_us - 1);
+  auto zone = util::TimeZone::locate(sc.tz);
+  auto next = expr_of(job).next(after_us, *zone, job.schedule_anchor);
+  if (next && sc.ends_at_us && *next > *sc.ends_at_us) return std::nullopt;
+  return next;
 }
 
 }  // namespace jobctl::cron

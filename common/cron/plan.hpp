@@ -40,6 +40,10 @@ struct PlanInput {
   int64_t now_us = 0;
   int64_t horizon_us = 0;        // materialise occurrences up to now + horizon
   int64_t misfire_after_us = 0;  // an occurrence this far in the past was missed
+  // The schedule's bounds (model::ScheduleSpec): nothing after ends_at, and
+  // at most `remaining` occurrences fired. Reaching either ends it.
+  std::optional<int64_t> ends_at_us;
+  std::optional<int64_t> remaining;
 };
 
 // Bounds on one tick's work per schedule: a long outage of a per-second
@@ -61,8 +65,14 @@ std::string hash_key(const model::Job& job);
 // The schedule's expression, parsed with its hash key. Throws usage Error.
 Expr expr_of(const model::Job& job);
 // The schedule's first occurrence after `after_us` in its zone (@every
-// counts from its anchor); none when it will not fire again. Throws usage
-// Error when the expression or zone does not load.
+// counts from its anchor) and inside its bounds: none when it will not fire
+// again (past --ends-at, or --max-runs made). Throws usage Error when the
+// expression or zone does not load.
 std::optional<int64_t> next_occurrence(const model::Job& job, int64_t after_us);
+// Where @every intervals count from for a schedule starting at `now_us`:
+// its --starts-at when that is later.
+int64_t anchor_of(const model::ScheduleSpec& s, int64_t now_us);
+// How many more occurrences the leader may make of it; none: no limit.
+std::optional<int64_t> remaining_runs(const model::Job& job);
 
 }  // namespace jobctl::cron

@@ -40,6 +40,14 @@ int count(const json& v, const Name& n) {
 
 int64_t duration(const json& v, const Name& n) { return util::parse_duration(text(v, n), n.what()).count(); }
 
+// A schedule's bound as typed: it is read in the schedule's zone once that
+// is known, so here it is only checked. "" is none.
+std::string bound_time(const json& v, const Name& n) {
+  const std::string& t = text(v, n);
+  if (!t.empty()) util::parse_at(t, "UTC", n.what().c_str(), util::OwnOffset::wins);
+  return t;
+}
+
 model::Command command_from_json(const json& v, const Name& n) {
   model::Command c;
   if (v.is_string()) {
@@ -303,6 +311,41 @@ const Field kFields[] = {
      .flag = "--jitter",
      .help = "Start each occurrence up to this much later, spreading a herd (e.g. 30s)",
      .needs = "--cron"},
+    {.key = "starts_at",
+     .where = kTiming | kUpdate,
+     .apply = [](Draft& d, const json& v, const Name& n) {
+       d.starts_at = bound_time(v, n);
+       d.has_schedule_field = true;
+     },
+     .flag = "--starts-at",
+     .help = "Fire no occurrence before this time: RFC 3339, or 'YYYY-MM-DD HH:MM[:SS]' in --tz",
+     .update_help = "A schedule: fire no occurrence before this time (\"\" removes the bound)",
+     .needs = "--cron",
+     .update_empty_means_none = true},
+    {.key = "ends_at",
+     .where = kTiming | kUpdate,
+     .apply = [](Draft& d, const json& v, const Name& n) {
+       d.ends_at = bound_time(v, n);
+       d.has_schedule_field = true;
+     },
+     .flag = "--ends-at",
+     .help = "Fire no occurrence after this time: RFC 3339, or 'YYYY-MM-DD HH:MM[:SS]' in --tz",
+     .update_help = "A schedule: fire no occurrence after this time (\"\" removes the bound)",
+     .needs = "--cron",
+     .update_empty_means_none = true},
+    {.key = "max_runs",
+     .where = kTiming | kUpdate,
+     .apply = [](Draft& d, const json& v, const Name& n) {
+       d.schedule.max_runs = count(v, n);
+       d.has_schedule_field = true;
+     },
+     .flag = "--max-runs",
+     .kind = FlagKind::count,
+     .help = "Fire at most this many occurrences, then end (triggers and backfills are extra)",
+     .update_help = "A schedule: fire at most this many occurrences in all (0 removes the limit)",
+     .min = 0,
+     .max = model::kMaxRunsLimit,
+     .needs = "--cron"},
     {.key = "retries",
      .where = kRetry,
      .apply = [](Draft& d, const json& v, const Name& n) { d.spec.retry_given.max_retries = count(v, n); },
@@ -402,6 +445,24 @@ std::string help_of(const Field& f, unsigned where) {
   return out;
 }
 
+namespace {
+
+// A schedule's --starts-at and --ends-at, read in its zone. An end already
+// past would make a schedule that never fires.
+void read_bounds(Draft& d, bool flags) {
+  auto& sc = d.schedule;
+  if (!d.starts_at.empty())
+    sc.starts_at_us = util::parse_at(d.starts_at, sc.tz, flags ? "--starts-at" : "starts_at", util::OwnOffset::wins);
+  if (d.ends_at.empty()) return;
+  sc.ends_at_us = util::parse_at(d.ends_at, sc.tz, flags ? "--ends-at" : "ends_at", util::OwnOffset::wins);
+  if (*sc.ends_at_us <= util::now_micros())
+    throw flags ? usage_error(fmt::format("--ends-at {} is in the past: the schedule would never fire", d.ends_at),
+                              "give a later time, or leave --ends-at out")
+                : key_error("ends_at", fmt::format("{} is in the past: the schedule would never fire", d.ends_at));
+}
+
+}  // namespace
+
 model::JobSpec finish(Draft d) {
   auto& s = d.spec;
   const bool flags = d.source == Source::flag;
@@ -420,14 +481,17 @@ model::JobSpec finish(Draft d) {
     throw key_error("command", "is required (or 'webhook')");
   }
   if (d.has_schedule_field && !d.has_cron)
-    throw flags ? usage_error("--misfire, --catchup-window, --overlap and --jitter need --cron")
-                : key_error("cron", "is required by misfire, catchup_window, overlap and jitter");
+    throw flags ? usage_error("--misfire, --catchup-window, --overlap, --jitter, --starts-at, --ends-at and "
+                              "--max-runs need --cron")
+                : key_error("cron", "is required by misfire, catchup_window, overlap, jitter, starts_at, ends_at "
+                                    "and max_runs");
   if (d.has_cron) {
     d.schedule.max_concurrent = std::exchange(s.max_concurrent, std::nullopt);
     if (!d.at.empty() || s.delay_us)
       throw flags ? usage_error("--cron cannot be combined with --at or --in")
                   : key_error("cron", "cannot be combined with 'at' or 'in'");
     if (!d.tz.empty()) d.schedule.tz = d.tz;
+    read_bounds(d, flags);
     cron::validate_schedule(d.schedule, s.name);
     s.schedule = std::move(d.schedule);
     model::validate(s);

@@ -53,9 +53,10 @@ struct Draft {
   model::ScheduleSpec schedule;
   bool has_command = false;
   bool has_cron = false;
-  bool has_schedule_field = false;  // misfire, catchup_window, overlap or jitter: they need cron
+  bool has_schedule_field = false;  // misfire, catchup_window, overlap, jitter or a bound: they need cron
   nlohmann::json webhook;           // a URL or an object of webhook_from_json; null when none
   std::string at, tz;
+  std::string starts_at, ends_at;   // as typed: read in the schedule's zone ("" none)
 };
 
 struct Field;

@@ -142,7 +142,7 @@ json to_json(const Run& r) {
   return j;
 }
 
-json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at) {
+json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at, int64_t fired) {
   auto dur = [](int64_t us) { return util::format_duration(util::Micros(us)); };
   int max = effective_max_concurrent(s);
   json j{{"cron", s.cron},
@@ -152,6 +152,10 @@ json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at) {
          {"overlap", to_string(s.overlap)},
          {"max_concurrent", max > 0 ? json(max) : json(nullptr)},
          {"jitter", s.jitter_us ? json(dur(s.jitter_us)) : json(nullptr)}};
+  put(j, "starts_at", opt_time(s.starts_at_us));
+  put(j, "ends_at", opt_time(s.ends_at_us));
+  j["max_runs"] = s.max_runs ? json(*s.max_runs) : json(nullptr);
+  j["fired"] = fired;
   put(j, "next_fire_at", opt_time(next_fire_at));
   return j;
 }
@@ -200,7 +204,7 @@ json to_json(const JobView& v) {
   j["timeout"] = s.timeout_us ? json(util::format_duration(util::Micros(s.timeout_us))) : json(nullptr);
   j["payload"] = s.payload ? json::parse(*s.payload) : json(nullptr);
   j["retry"] = to_json(s.retry);
-  j["schedule"] = s.schedule ? to_json(*s.schedule, job.next_fire_at) : json(nullptr);
+  j["schedule"] = s.schedule ? to_json(*s.schedule, job.next_fire_at, job.fired) : json(nullptr);
   j["status"] = v.latest_run ? json(to_string(v.latest_run->status)) : json(nullptr);
   j["run"] = v.latest_run ? to_json(*v.latest_run) : json(nullptr);
   put(j, "deleted_at", opt_time(job.deleted_at));

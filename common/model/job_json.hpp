@@ -16,7 +16,8 @@ void validate(const JobSpec& spec);
 void validate_queue_name(const std::string& queue);
 
 nlohmann::json to_json(const RetryPolicy& p);
-nlohmann::json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at);
+// `fired`: the occurrences the leader has made of it, held to max_runs.
+nlohmann::json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at, int64_t fired);
 // Only the fields that are set, spelled as in to_json(RetryPolicy).
 nlohmann::json to_json(const RetryOverrides& o);
 nlohmann::json to_json(const JobView& v);

@@ -56,7 +56,14 @@ struct ScheduleSpec {
   Overlap overlap = Overlap::skip;
   std::optional<int> max_concurrent;     // unset: 1, or no limit for allow
   int64_t jitter_us = 0;                 // each occurrence starts up to this much later
+  // Its bounds: no occurrence before starts_at nor after ends_at (µs, both
+  // inclusive), and at most max_runs occurrences made by the leader.
+  std::optional<int64_t> starts_at_us;
+  std::optional<int64_t> ends_at_us;
+  std::optional<int64_t> max_runs;
 };
+
+inline constexpr int64_t kMaxRunsLimit = 1'000'000;
 
 // The limit a schedule's runs are held to; 0 means none.
 int effective_max_concurrent(const ScheduleSpec& s);

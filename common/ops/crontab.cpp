@@ -6,6 +6,7 @@
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
+#include "common/util/time.hpp"
 #include "common/util/tz.hpp"
 
 namespace jobctl::ops {
@@ -161,6 +162,13 @@ std::string crontab_of(const std::vector<store::ScheduleView>& schedules) {
       out += fmt::format("# not a crontab line ({}): {} {}\n",
                          spec.command.webhook ? "a webhook" : "seconds or @every", s.cron, spec.command.display());
       continue;
+    }
+    if (s.starts_at_us || s.ends_at_us || s.max_runs) {
+      std::string bounds;
+      if (s.starts_at_us) bounds += " from " + util::format_time(*s.starts_at_us);
+      if (s.ends_at_us) bounds += " until " + util::format_time(*s.ends_at_us);
+      if (s.max_runs) bounds += fmt::format(" at most {} runs", *s.max_runs);
+      out += fmt::format("# bounded in jobctl, which a crontab cannot say:{}\n", bounds);
     }
     if (s.tz != zone) {
       out += fmt::format("CRON_TZ={}\n", s.tz);

@@ -37,6 +37,9 @@ store::JobUpdate job_update(const jobdef::Draft& d, const std::set<std::string>&
   if (has("overlap")) sc.overlap = d.schedule.overlap;
   sc.max_concurrent = s.max_concurrent;
   if (has("jitter")) sc.jitter_us = d.schedule.jitter_us;
+  if (has("starts_at")) sc.starts_at = d.starts_at;
+  if (has("ends_at")) sc.ends_at = d.ends_at;
+  if (has("max_runs")) sc.max_runs = d.schedule.max_runs.value_or(0);
   return u;
 }
 

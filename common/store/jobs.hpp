@@ -48,9 +48,15 @@ struct ScheduleUpdate {
   std::optional<model::Overlap> overlap;
   std::optional<int> max_concurrent;
   std::optional<int64_t> jitter_us;
+  // Bounds: a time as typed, read in the schedule's zone ("" removes it),
+  // and a number of runs (0 removes the limit).
+  std::optional<std::string> starts_at;
+  std::optional<std::string> ends_at;
+  std::optional<int64_t> max_runs;
 
   bool empty() const {
-    return !cron && !tz && !misfire && !catchup_window_us && !overlap && !max_concurrent && !jitter_us;
+    return !cron && !tz && !misfire && !catchup_window_us && !overlap && !max_concurrent && !jitter_us &&
+           !starts_at && !ends_at && !max_runs;
   }
 };
 

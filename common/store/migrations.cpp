@@ -341,6 +341,16 @@ ALTER TABLE attempts ADD COLUMN stdout_bytes BIGINT;
 ALTER TABLE attempts ADD COLUMN stderr_bytes BIGINT;
 )SQL";
 
+// Migration 12: bounded schedules. A schedule fires no occurrence before
+// starts_at nor after ends_at, and at most max_runs of them; fired counts
+// the occurrences the leader has made (backfills and triggers are extra).
+constexpr const char* kV12 = R"SQL(
+ALTER TABLE jobs ADD COLUMN starts_at BIGINT;
+ALTER TABLE jobs ADD COLUMN ends_at BIGINT;
+ALTER TABLE jobs ADD COLUMN max_runs BIGINT;
+ALTER TABLE jobs ADD COLUMN fired BIGINT NOT NULL DEFAULT 0;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -383,6 +393,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV10;
   } else if (version == 11) {
     sql = kV11;
+  } else if (version == 12) {
+    sql = kV12;
   }
   return sql;
 }

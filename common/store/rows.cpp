@@ -70,9 +70,13 @@ model::Job job_from_row(const Row& row, size_t first) {
     decode(j, "overlap", [&] { sc.overlap = model::parse_overlap(c.text("overlap")); });
     if (max_concurrent > 0) sc.max_concurrent = static_cast<int>(max_concurrent);
     sc.jitter_us = c.i64("jitter_us");
+    sc.starts_at_us = c.opt_i64("starts_at");
+    sc.ends_at_us = c.opt_i64("ends_at");
+    sc.max_runs = c.opt_i64("max_runs");
     s.schedule = std::move(sc);
     j.next_fire_at = c.opt_i64("next_fire_at");
     j.schedule_anchor = c.i64("schedule_anchor");
+    j.fired = c.i64("fired");
   }
   j.deleted_at = c.opt_i64("deleted_at");
   if (!c.is_null("target")) decode(j, "target", [&] { s.target = labels_from_text(c.text("target")); });
@@ -118,6 +122,9 @@ void write_definition(Writes<kJobs>& w, const model::JobSpec& s, const model::Re
   w.set("overlap", std::string(model::to_string(sc.overlap)));
   w.set("max_concurrent", int64_t{model::group_limit(s)});
   w.set("jitter_us", sc.jitter_us);
+  w.set("starts_at", nullable(sc.starts_at_us));
+  w.set("ends_at", nullable(sc.ends_at_us));
+  w.set("max_runs", nullable(sc.max_runs));
   w.set("target", s.target.empty() ? Value(nullptr) : Value(labels_to_text(s.target)));
   w.set("concurrency_key", nullable(s.concurrency_key));
   w.set("tenant", s.tenant);

@@ -22,6 +22,7 @@ struct ScheduleView {
 struct BackfillResult {
   int64_t occurrences = 0;  // in the span
   int64_t created = 0;      // new runs (the others had one already)
+  bool cut = false;         // the span reached past the schedule's --starts-at or --ends-at: it was cut to them
 };
 
 // Most occurrences one backfill may create.

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "common/cron/plan.hpp"
@@ -22,6 +24,7 @@
 #include "common/store/rows.hpp"
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
+#include "common/util/time.hpp"
 #include "common/util/ulid.hpp"
 
 namespace jobctl::store {
@@ -56,7 +59,7 @@ json definition(const model::Job& job) {
   for (const auto& [key, value] : full["retry"].items()) out["retry." + key] = value;
   if (job.spec.schedule)
     for (const auto& [key, value] : full["schedule"].items())
-      if (key != "next_fire_at") out["schedule." + key] = value;
+      if (key != "next_fire_at" && key != "fired") out["schedule." + key] = value;
   return out;
 }
 
@@ -95,6 +98,14 @@ void apply_schedule(model::ScheduleSpec& sc, const ScheduleUpdate& u) {
   if (u.overlap) sc.overlap = *u.overlap;
   if (u.max_concurrent) sc.max_concurrent = *u.max_concurrent;
   if (u.jitter_us) sc.jitter_us = *u.jitter_us;
+  auto bound = [&](const std::optional<std::string>& text, std::optional<int64_t>& at, const char* flag) {
+    if (!text) return;
+    at.reset();
+    if (!text->empty()) at = util::parse_at(*text, sc.tz, flag, util::OwnOffset::wins);
+  };
+  bound(u.starts_at, sc.starts_at_us, "--starts-at");
+  bound(u.ends_at, sc.ends_at_us, "--ends-at");
+  if (u.max_runs) sc.max_runs = *u.max_runs > 0 ? u.max_runs : std::nullopt;
 }
 
 // The job as `u` would leave it. Throws invalid_state for schedule fields on
@@ -135,6 +146,49 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
 Error deleted_error(const std::string& job_id, const char* action) {
   return Error(ExitCode::invalid_state, fmt::format("job {} is deleted: it cannot be {}", job_id, action),
                fmt::format("restore it first with `jobctl restore {}`", job_id));
+}
+
+// A new --starts-at, --ends-at or --max-runs.
+bool bounds_changed(const json& changes) {
+  return changes.contains("schedule.starts_at") || changes.contains("schedule.ends_at") ||
+         changes.contains("schedule.max_runs");
+}
+
+struct Dropped {
+  int runs = 0;
+  int64_t fired = 0;  // the occurrences among them the leader made: they count against --max-runs no more
+};
+
+// Skips the job's pending occurrences that `which` picks (SQL on runs,
+// with $2 on from `more`), saying `why`.
+Dropped drop_occurrences(Connection& c, const std::string& job_id, const std::string& why, const std::string& which,
+                         const Params& more) {
+  const std::string pending =
+      fmt::format("job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND ({})", which);
+  Params params{job_id};
+  params.insert(params.end(), more.begin(), more.end());
+  Dropped d;
+  d.fired = c.query(fmt::format("SELECT count(DISTINCT occurrence) FROM runs WHERE {} AND origin = 'schedule'", pending),
+                    params)
+                .at(0)
+                .i64(0);
+  params.push_back(why);
+  d.runs = static_cast<int>(c.exec(
+      fmt::format("UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = ${} WHERE {}", params.size(),
+                  pending),
+      params));
+  return d;
+}
+
+// Where a schedule whose bounds changed goes on: at its next occurrence
+// not made yet; when it had ended, after the last it made and after now.
+int64_t resume_after(Connection& c, const model::Job& job) {
+  if (job.next_fire_at) return *job.next_fire_at - 1;
+  auto last = c.query("SELECT max(occurrence) FROM runs WHERE job_id = $1 AND origin = 'schedule' "
+                      "AND status <> 'skipped'",
+                      {job.id});
+  const int64_t now = now_us(c);
+  return last.at(0).is_null(0) ? now : std::max(now, last[0].i64(0));
 }
 
 bool timing_changed(const json& changes, const model::Job& before, const model::Job& after) {
@@ -178,24 +232,35 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
   result.changed = true;
   result.version = next.version = job.version + 1;
   const auto& s = next.spec;
+  const auto why = fmt::format("dropped: the schedule changed (version {})", next.version);
   if (s.schedule && timing_changed(changes, job, next)) {
     // Occurrences made for the old times never run; the new version fires from now.
-    result.dropped = static_cast<int>(conn_->exec(
-        "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = $3 "
-        "WHERE job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND job_version < $2",
-        {job_id, int64_t{next.version}, fmt::format("dropped: the schedule changed (version {})", next.version)}));
+    auto dropped = drop_occurrences(*conn_, job_id, why, "TRUE", {});
+    result.dropped = dropped.runs;
+    next.fired -= dropped.fired;
     int64_t now = now_us(*conn_);
-    next.schedule_anchor = now;
+    next.schedule_anchor = cron::anchor_of(*s.schedule, now);
     next.next_fire_at = cron::next_occurrence(next, now);
+  } else if (s.schedule && bounds_changed(changes)) {
+    // The occurrences made outside the new bounds never run; the schedule
+    // goes on from where it was, or from now when it had ended.
+    const auto& sc = *s.schedule;
+    auto dropped = drop_occurrences(*conn_, job_id, why, "origin = 'schedule' AND (occurrence < $2 OR occurrence > $3)",
+                                    {sc.starts_at_us.value_or(std::numeric_limits<int64_t>::min()),
+                                     sc.ends_at_us.value_or(std::numeric_limits<int64_t>::max())});
+    result.dropped = dropped.runs;
+    next.fired -= dropped.fired;
+    next.next_fire_at = cron::next_occurrence(next, resume_after(*conn_, job));
   }
   Writes<kJobs> w{Writer::definition};
   write_definition(w, s, s.retry);
   Params params = std::move(w).values();
   const size_t n = params.size();
-  params.insert(params.end(), {next.schedule_anchor, nullable(next.next_fire_at), int64_t{next.version}, job_id});
-  conn_->exec(fmt::format("UPDATE jobs SET {}, schedule_anchor = ${}, next_fire_at = ${}, version = ${}, "
+  params.insert(params.end(),
+                {next.schedule_anchor, nullable(next.next_fire_at), int64_t{next.version}, next.fired, job_id});
+  conn_->exec(fmt::format("UPDATE jobs SET {}, schedule_anchor = ${}, next_fire_at = ${}, version = ${}, fired = ${}, "
                           "updated_at = NOW_US WHERE id = ${}",
-                          set_list(kJobs, Writer::definition, 1), n + 1, n + 2, n + 3, n + 4),
+                          set_list(kJobs, Writer::definition, 1), n + 1, n + 2, n + 3, n + 4, n + 5),
               params);
   if (!s.tenant.empty()) conn_->exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {s.tenant});
   // What a run copies from its job (kRunFromJob, new_runs.hpp) follows the

@@ -115,9 +115,9 @@ void start_schedules(Connection& c, const std::vector<std::pair<std::string, con
     model::Job job;
     job.id = id;
     job.spec = *spec;
-    job.schedule_anchor = now;
+    job.schedule_anchor = cron::anchor_of(*spec->schedule, now);
     c.exec("UPDATE jobs SET schedule_anchor = $2, next_fire_at = $3 WHERE id = $1",
-           {id, now, nullable(cron::next_occurrence(job, now))});
+           {id, job.schedule_anchor, nullable(cron::next_occurrence(job, now))});
   }
 }
 
@@ -159,14 +159,17 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
   for (const auto& row : rows) {
     // Where the schedule resumes; unset when it cannot be evaluated.
     std::optional<std::optional<int64_t>> next;
+    int64_t fired = 0;
     try {
       auto job = job_from_row(row);
       const auto& sc = *job.spec.schedule;
       auto expr = cron::expr_of(job);
       auto zone = util::TimeZone::locate(sc.tz);
       cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
-                         *job.next_fire_at, now, s.horizon_us, s.misfire_after_us};
+                         *job.next_fire_at, now, s.horizon_us, s.misfire_after_us, sc.ends_at_us,
+                         cron::remaining_runs(job)};
       auto plan = cron::plan_occurrences(in);
+      fired = static_cast<int64_t>(plan.fire.size());
       if (job.kind == "dag") {
         // A scheduled DAG: each occurrence is a DAG run, made once.
         for (int64_t at : plan.fire)
@@ -196,7 +199,9 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
       // schedule where it is, for a leader that can evaluate it.
       result.errors.push_back(fmt::format("schedule {}: {}", row.text(0), e.what()));
     }
-    if (next) conn_->exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {row.text(0), nullable(*next)});
+    if (next)
+      conn_->exec("UPDATE jobs SET next_fire_at = $2, fired = fired + $3 WHERE id = $1",
+                  {row.text(0), nullable(*next), fired});
     ++result.schedules;
   }
   result.runs += insert_runs(*conn_, runs);
@@ -337,6 +342,17 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
   Transaction tx(*conn_, TxMode::write);
   auto job = schedule_job(*conn_, job_id, true);
   refuse_deleted(job, "backfilled");
+  BackfillResult result;
+  // Its bounds hold for backfills too; --max-runs counts only the leader's runs.
+  const auto& sc = *job.spec.schedule;
+  if (sc.starts_at_us && from_us < *sc.starts_at_us) {
+    from_us = *sc.starts_at_us;
+    result.cut = true;
+  }
+  if (sc.ends_at_us && to_us > *sc.ends_at_us) {
+    to_us = *sc.ends_at_us;
+    result.cut = true;
+  }
   // An occurrence that has a run, of this version or an earlier one, is
   // left alone; one that was only skipped (or dropped by an update) is not.
   std::set<int64_t> taken;
@@ -370,7 +386,6 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
     expand_fan_out(job, occurrence_run(job, *t, "backfill"), agents, runs, skipped);
   }
 
-  BackfillResult result;
   result.occurrences = occurrences;
   result.created = insert_runs(*conn_, runs) + dag_runs;
   if (result.created > 0) wake_queue(*conn_, job.spec.queue);

@@ -165,6 +165,8 @@ void times(const Fixture& f, Cases& cases) {
       {"cron", "next", "@daily", "--from", kSlot},
       {"schedule", "backfill", f.cron, "--from", kSlot, "--to", "2026-01-02T00:00:00Z"},
       {"schedule", "backfill", f.cron, "--from", "2026-01-01T00:00:00Z", "--to", kSlot},
+      {"submit", "--cron", "@daily", "--starts-at", kSlot, "--", "true"},
+      {"submit", "--cron", "@daily", "--ends-at", kSlot, "--", "true"},
       {"dlq", "ls", "--since", kSlot},
       {"dlq", "ls", "--until", kSlot},
       {"dlq", "replay", "--all", "--since", kSlot},
@@ -183,6 +185,10 @@ void times(const Fixture& f, Cases& cases) {
   add(cases, {"submit", "--at", "2027-01-01T00:00:00+99:99", "--", "true"});  // an offset no zone has
   add(cases, {"submit", "--at", "2026-03-08 02:30", "--tz", "America/New_York", "--", "true"});  // skipped by DST
   add(cases, {"schedule", "backfill", f.cron, "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"});
+  // update's "" removes a bound; a bad time is refused as submit's is.
+  add(cases, {"update", f.cron, "--starts-at", "2027-02-30 10:00"}, 2, "2027-02 has 28 days");
+  add(cases, {"update", f.cron, "--ends-at", "yesterday"});
+  add(cases, {"update", f.cron, "--ends-at", "2026-03-08 02:30", "--tz", "America/New_York"});  // skipped by DST
   add(cases, {"schedule", "backfill", f.cron, "--from", "2000-01-01T00:00:00Z", "--to", "2030-01-01T00:00:00Z"}, 2,
       "10000");
 }
@@ -559,6 +565,8 @@ void numbers(const Fixture& f, Cases& cases) {
       {"submit", "--retries", kSlot, "--", "true"},
       {"submit", "--max-deliveries", kSlot, "--", "true"},
       {"submit", "--max-concurrent", kSlot, "--", "true"},
+      {"submit", "--cron", "@daily", "--max-runs", kSlot, "--", "true"},
+      {"update", f.cron, "--max-runs", kSlot},
       {"update", f.plain, "--retries", kSlot},
       {"update", f.plain, "--max-concurrent", kSlot},
       {"update", f.plain, "--if-version", kSlot, "--name", "x"},
@@ -586,6 +594,8 @@ void numbers(const Fixture& f, Cases& cases) {
   add(cases, {"submit", "--max-deliveries", "0", "--", "true"});
   add(cases, {"submit", "--max-concurrent", "0", "--", "true"});
   add(cases, {"submit", "--max-concurrent", "100001", "--", "true"});
+  add(cases, {"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"});
+  add(cases, {"submit", "--cron", "@daily", "--max-runs", "1000001", "--", "true"});
   add(cases, {"gc", "--older-than", "1d", "--batch", "0"});
   add(cases, {"queue", "set", "q", "--max-concurrent", "1000001"});
   add(cases, {"update", f.plain, "--if-version", "0", "--name", "x"});

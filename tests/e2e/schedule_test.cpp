@@ -12,6 +12,7 @@
 
 #include "common/store/admin.hpp"
 #include "common/store/jobs.hpp"
+#include "common/util/time.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -191,4 +192,110 @@ TEST_CASE("schedule: overlap skip never runs two occurrences of a long job at on
     else CHECK(error.find("misfire latest") != std::string::npos);
   }
   CHECK(overlapped >= 1);
+}
+
+TEST_CASE("schedule: a schedule bounded to a window runs only inside it, and --max-runs ends one after N runs") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string window_ledger = dir.file("window"), counted_ledger = dir.file("counted");
+  const int64_t start = (util::now_micros() / kSecond + 3) * kSecond, end = start + 3 * kSecond;
+  auto window = run_jobctl(db, dir,
+                           {"submit", "--cron", "* * * * * *", "--starts-at", util::format_time(start), "--ends-at",
+                            util::format_time(end), "--name", "window", "--",
+                            "echo $JOB_SCHEDULED_AT >> " + window_ledger});
+  REQUIRE(window.code == 0);
+  auto counted = run_jobctl(db, dir,
+                            {"submit", "--cron", "* * * * * *", "--max-runs", "2", "--name", "counted", "--",
+                             "echo $JOB_SCHEDULED_AT >> " + counted_ledger});
+  REQUIRE(counted.code == 0);
+  const std::string window_id = test::trim(window.out), counted_id = test::trim(counted.out);
+  auto store = db.open();
+  auto agent = test::start_agent(db, dir, {"--schedule-horizon", "2s", "--poll-interval", "100ms"});
+  auto ended = [&](const std::string& id) {
+    return !store->jobs().get_job(id)->job.next_fire_at &&
+           count(*store, "SELECT count(*) FROM runs WHERE job_id = '" + id + "' AND finished_at IS NULL") == 0;
+  };
+  test::eventually([&] { return ended(window_id) && ended(counted_id); }, "both schedules to end");
+  auto fired = test::lines(test::read_file(window_ledger));
+  REQUIRE(fired.size() == 4);  // start, +1 s, +2 s, +3 s: both ends included
+  CHECK(fired.front() == util::format_time(start));
+  CHECK(fired.back() == util::format_time(end));
+  CHECK(test::lines(test::read_file(counted_ledger)).size() == 2);
+
+  auto ls = run_jobctl(db, dir, {"schedules", "ls", "-o", "table"});
+  REQUIRE(ls.code == 0);
+  CHECK(ls.out.find("BOUNDS") != std::string::npos);
+  CHECK(ls.out.find("2 of 2 runs") != std::string::npos);
+  CHECK(ls.out.find("ended") != std::string::npos);
+  auto got = nlohmann::json::parse(run_jobctl(db, dir, {"get", window_id, "-o", "json"}).out);
+  CHECK(got["schedule"]["starts_at"] == util::format_time(start));
+  CHECK(got["schedule"]["ends_at"] == util::format_time(end));
+  CHECK(got["schedule"]["max_runs"].is_null());
+  CHECK(got["schedule"]["fired"] == 4);
+  CHECK(got["schedule"]["next_fire_at"].is_null());
+
+  // A higher limit goes on from where it ended, and only so far.
+  auto more = run_jobctl(db, dir, {"update", counted_id, "--max-runs", "3"});
+  REQUIRE(more.code == 0);
+  test::eventually([&] { return ended(counted_id) && store->jobs().get_job(counted_id)->job.fired == 3; },
+                   "the third run");
+  CHECK(test::lines(test::read_file(counted_ledger)).size() == 3);
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+
+  // Backfill keeps inside the window and says it cut the span.
+  auto backfill = run_jobctl(db, dir,
+                             {"schedule", "backfill", window_id, "--from", util::format_time(start - 10 * kSecond),
+                              "--to", util::format_time(end + 10 * kSecond), "-o", "json"});
+  REQUIRE(backfill.code == 0);
+  auto b = nlohmann::json::parse(backfill.out);
+  CHECK(b["cut"] == true);
+  CHECK(b["occurrences"] == 4);
+  CHECK(b["created"] == 0);
+}
+
+TEST_CASE("schedule: bounds are read in --tz, and bad ones are refused with nothing written") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto sub = run_jobctl(db, dir,
+                        {"submit", "--cron", "0 9 * * *", "--tz", "Europe/Berlin", "--starts-at", "2030-01-01 09:00",
+                         "--ends-at", "2030-03-31T00:00:00Z", "--max-runs", "10", "--", "true"});
+  REQUIRE(sub.code == 0);
+  const std::string id = test::trim(sub.out);
+  auto got = nlohmann::json::parse(run_jobctl(db, dir, {"get", id, "-o", "json"}).out);
+  CHECK(got["schedule"]["starts_at"] == "2030-01-01T08:00:00.000Z");  // CET
+  CHECK(got["schedule"]["ends_at"] == "2030-03-31T00:00:00.000Z");
+  CHECK(got["schedule"]["max_runs"] == 10);
+  CHECK(got["schedule"]["next_fire_at"] == "2030-01-01T08:00:00.000Z");
+  auto store = db.open();
+  const int64_t jobs = count(*store, "SELECT count(*) FROM jobs");
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"submit", "--cron", "@daily", "--ends-at", "2020-01-01T00:00:00Z", "--", "true"}, "in the past"},
+           {{"submit", "--cron", "@daily", "--starts-at", "2031-01-01", "--ends-at", "2030-01-01", "--", "true"},
+            "--ends-at is before --starts-at"},
+           {{"submit", "--starts-at", "2030-01-01", "--", "true"}, "--cron"},
+           {{"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"}, "--max-runs must be 1 to"},
+           {{"submit", "--cron", "@daily", "--starts-at", "next tuesday", "--", "true"}, "--starts-at"},
+           {{"update", id, "--ends-at", "2029-01-01T00:00:00Z"}, "--ends-at is before --starts-at"},
+       }) {
+    auto r = run_jobctl(db, dir, c.args);
+    CHECK_MESSAGE(r.code == 2, c.args[1]);
+    CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, r.err);
+  }
+  auto line = run_jobctl(db, dir, {"submit", "--file", "-"},
+                         R"({"command": "true", "cron": "@daily", "ends_at": "2020-01-01T00:00:00Z"})");
+  CHECK(line.code == 2);
+  CHECK(line.err.find("ends_at") != std::string::npos);
+  CHECK(count(*store, "SELECT count(*) FROM jobs") == jobs);
+  CHECK(store->jobs().get_job(id)->job.version == 1);
+  // "" removes a bound.
+  REQUIRE(run_jobctl(db, dir, {"update", id, "--starts-at", "", "--max-runs", "0"}).code == 0);
+  auto sc = *store->jobs().get_job(id)->job.spec.schedule;
+  CHECK_FALSE(sc.starts_at_us);
+  CHECK_FALSE(sc.max_runs);
+  CHECK(sc.ends_at_us);
 }

@@ -11,6 +11,7 @@
 #include "common/store/scheduler.hpp"
 #include "common/store/schedules.hpp"
 #include "common/util/error.hpp"
+#include "common/util/time.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -20,11 +21,11 @@ namespace {
 
 constexpr int64_t kSecond = 1'000'000;
 
+// `sc` gives the rest of the schedule (its bounds).
 std::string submit_schedule(store::Store& s, const std::string& cron, model::Overlap overlap = model::Overlap::skip,
-                            model::Misfire misfire = model::Misfire::latest) {
+                            model::Misfire misfire = model::Misfire::latest, model::ScheduleSpec sc = {}) {
   model::JobSpec spec;
   spec.command.argv = {"true"};
-  model::ScheduleSpec sc;
   sc.cron = cron;
   sc.overlap = overlap;
   sc.misfire = misfire;
@@ -483,4 +484,131 @@ TEST_CASE("schedule: a schedule this host cannot evaluate is reported and left i
   CHECK(s->jobs().get_job(broken)->job.next_fire_at == before);
   CHECK(s->jobs().runs_of(broken).empty());
   CHECK(runs_with(*s, good, RunStatus::pending).size() >= 4);
+}
+
+namespace {
+
+std::set<int64_t> occurrences_of(store::Store& s, const std::string& job_id, RunStatus status) {
+  std::set<int64_t> out;
+  for (const auto& r : runs_with(s, job_id, status))
+    if (r.occurrence) out.insert(*r.occurrence);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("schedule: a bounded schedule fires only between --starts-at and --ends-at, then ends") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  const int64_t second = (s->now() / kSecond + 1) * kSecond;
+  model::ScheduleSpec bounds;
+  bounds.starts_at_us = second + 3 * kSecond;
+  bounds.ends_at_us = second + 7 * kSecond;
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
+  CHECK(s->jobs().get_job(job)->job.next_fire_at == *bounds.starts_at_us);  // inclusive
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+  std::set<int64_t> want;
+  for (int64_t t = *bounds.starts_at_us; t <= *bounds.ends_at_us; t += kSecond) want.insert(t);
+  CHECK(occurrences_of(*s, job, RunStatus::pending) == want);
+  auto ended = s->jobs().get_job(job)->job;
+  CHECK_FALSE(ended.next_fire_at);
+  CHECK(ended.fired == 5);
+  CHECK(s->scheduler().materialise(a, *epoch, settings(30 * kSecond)).runs == 0);
+
+  SUBCASE("an earlier --ends-at drops the runs made past it, and they no longer count") {
+    store::JobUpdate u;
+    u.schedule.ends_at = util::format_time(second + 4 * kSecond);
+    auto r = s->jobs().update_job(job, u);
+    CHECK(r.dropped == 3);
+    CHECK(occurrences_of(*s, job, RunStatus::pending) == std::set<int64_t>{second + 3 * kSecond, second + 4 * kSecond});
+    CHECK(s->jobs().get_job(job)->job.fired == 2);
+  }
+  SUBCASE("a later --ends-at goes on where it ended") {
+    store::JobUpdate u;
+    u.schedule.ends_at = util::format_time(second + 9 * kSecond);
+    CHECK(s->jobs().update_job(job, u).dropped == 0);
+    CHECK(s->jobs().get_job(job)->job.next_fire_at >= s->now());
+    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+    auto made = occurrences_of(*s, job, RunStatus::pending);
+    CHECK(made.size() >= 6);
+    CHECK(*made.rbegin() == second + 9 * kSecond);
+  }
+  SUBCASE("removing the bounds lets it fire for ever") {
+    store::JobUpdate u;
+    u.schedule.starts_at = "";
+    u.schedule.ends_at = "";
+    s->jobs().update_job(job, u);
+    auto sc = *s->jobs().get_job(job)->job.spec.schedule;
+    CHECK_FALSE(sc.starts_at_us);
+    CHECK_FALSE(sc.ends_at_us);
+    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+    CHECK(*occurrences_of(*s, job, RunStatus::pending).rbegin() > s->now() + 20 * kSecond);
+  }
+}
+
+TEST_CASE("schedule: --max-runs makes that many occurrences in all, across ticks and updates") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  model::ScheduleSpec bounds;
+  bounds.max_runs = 3;
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  // Two ticks: the limit counts what the first made.
+  s->scheduler().materialise(a, *epoch, settings(kSecond));
+  CHECK(s->jobs().get_job(job)->job.fired >= 1);
+  s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+  CHECK(runs_with(*s, job, RunStatus::pending).size() == 3);
+  CHECK(s->jobs().get_job(job)->job.fired == 3);
+  CHECK_FALSE(s->jobs().get_job(job)->job.next_fire_at);
+  // Triggers and backfills are extra: they neither count nor are refused.
+  s->schedules().trigger(job, true);
+  CHECK(s->jobs().get_job(job)->job.fired == 3);
+
+  store::JobUpdate u;
+  u.schedule.max_runs = 5;
+  CHECK(s->jobs().update_job(job, u).dropped == 0);
+  s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+  CHECK(occurrences_of(*s, job, RunStatus::pending).size() == 5);
+  CHECK(s->jobs().get_job(job)->job.fired == 5);
+
+  SUBCASE("a new --cron drops the waiting occurrences and gives them back") {
+    u = {};
+    u.schedule.cron = "*/2 * * * * *";
+    CHECK(s->jobs().update_job(job, u).dropped == 5);
+    CHECK(s->jobs().get_job(job)->job.fired == 0);
+    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+    CHECK(s->jobs().get_job(job)->job.fired == 5);
+  }
+  SUBCASE("0 removes the limit") {
+    u.schedule.max_runs = 0;
+    s->jobs().update_job(job, u);
+    CHECK_FALSE(s->jobs().get_job(job)->job.spec.schedule->max_runs);
+    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+    CHECK(occurrences_of(*s, job, RunStatus::pending).size() > 20);
+  }
+}
+
+TEST_CASE("schedule: backfill keeps to the schedule's bounds") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  const int64_t day = 86400 * kSecond, hour = 3600 * kSecond;
+  const int64_t from = (s->now() / day - 2) * day;  // midnight UTC two days ago
+  model::ScheduleSpec bounds;
+  bounds.starts_at_us = from + hour;
+  bounds.ends_at_us = from + 2 * hour + 1;
+  auto job = submit_schedule(*s, "0 * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
+  auto r = s->schedules().backfill(job, from, from + 5 * hour);
+  CHECK(r.cut);
+  CHECK(r.occurrences == 2);  // 01:00 and 02:00
+  CHECK(occurrences_of(*s, job, RunStatus::pending) == std::set<int64_t>{from + hour, from + 2 * hour});
+  CHECK(s->jobs().get_job(job)->job.fired == 0);
+  auto inside = s->schedules().backfill(job, from + hour, from + 2 * hour);
+  CHECK_FALSE(inside.cut);
+  CHECK(inside.created == 0);
 }

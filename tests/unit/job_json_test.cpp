@@ -154,7 +154,8 @@ TEST_CASE("job fields: every key a batch line takes comes back under its name in
           "max_deliveries":3,"delivery":"at-most-once"})",
       R"({"webhook":"http://127.0.0.1/hook","on_each":"role=web","stagger":"1s"})",
       R"({"command":"true","cron":"@hourly","tz":"Europe/Berlin","misfire":"all","catchup_window":"2h",
-          "overlap":"allow","jitter":"5s"})",
+          "overlap":"allow","jitter":"5s","starts_at":"2030-01-01 09:00","ends_at":"2031-01-01T00:00:00Z",
+          "max_runs":10})",
   };
   // What -o json shows in place of a key: the time a job runs at, and the
   // parts of a notification.

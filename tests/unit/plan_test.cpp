@@ -91,3 +91,57 @@ TEST_CASE("plan: an expression that stops firing leaves no next time") {
   CHECK(p.fire.empty());
   CHECK(p.next_fire_at == minute(0) + 365LL * 86'400'000'000LL);
 }
+
+namespace {
+
+cron::Plan bounded(model::Misfire misfire, int64_t next_fire_at, std::optional<int64_t> ends_at,
+                   std::optional<int64_t> remaining) {
+  static auto utc = util::TimeZone::locate("UTC");
+  static auto expr = cron::Expr::parse("* * * * *");
+  cron::PlanInput in;
+  in.expr = &expr;
+  in.zone = utc.get();
+  in.misfire = misfire;
+  in.catchup_window_us = 60 * kMinute;
+  in.next_fire_at = next_fire_at;
+  in.now_us = kNow;
+  in.horizon_us = 2 * kMinute;
+  in.misfire_after_us = kMinute;
+  in.ends_at_us = ends_at;
+  in.remaining = remaining;
+  return cron::plan_occurrences(in);
+}
+
+}  // namespace
+
+TEST_CASE("plan: nothing fires after --ends-at, and the schedule ends there") {
+  auto p = bounded(model::Misfire::latest, minute(31), minute(31), std::nullopt);
+  CHECK(p.fire == std::vector<int64_t>{minute(31)});
+  CHECK_FALSE(p.next_fire_at);
+  // Ending beyond the horizon: it goes on.
+  auto on = bounded(model::Misfire::latest, minute(31), minute(40), std::nullopt);
+  CHECK(on.next_fire_at == minute(33));
+  // The newest missed occurrence still runs when --ends-at falls among the missed.
+  auto missed = bounded(model::Misfire::latest, minute(20), minute(25), std::nullopt);
+  CHECK(missed.fire == std::vector<int64_t>{minute(25)});
+  CHECK_FALSE(missed.next_fire_at);
+}
+
+TEST_CASE("plan: --max-runs fires only what remains, counting a missed occurrence that runs") {
+  auto p = bounded(model::Misfire::latest, minute(31), std::nullopt, 1);
+  CHECK(p.fire == std::vector<int64_t>{minute(31)});
+  CHECK_FALSE(p.next_fire_at);
+  CHECK_FALSE(p.more);
+  auto none = bounded(model::Misfire::latest, minute(31), std::nullopt, 0);
+  CHECK(none.fire.empty());
+  CHECK_FALSE(none.next_fire_at);
+  auto missed = bounded(model::Misfire::latest, minute(20), std::nullopt, 1);
+  CHECK(missed.fire == std::vector<int64_t>{minute(29)});
+  CHECK_FALSE(missed.next_fire_at);
+  auto all = bounded(model::Misfire::all, minute(20), std::nullopt, 3);
+  CHECK(all.fire == std::vector<int64_t>{minute(20), minute(21), minute(22)});
+  CHECK_FALSE(all.next_fire_at);
+  auto plenty = bounded(model::Misfire::latest, minute(31), std::nullopt, 10);
+  CHECK(plenty.fire.size() == 2);
+  CHECK(plenty.next_fire_at == minute(33));
+}
