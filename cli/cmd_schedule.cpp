@@ -11,6 +11,7 @@
 #include "common/ops/ids.hpp"
 #include "common/ops/schedules.hpp"
 #include "common/cron/cron.hpp"
+#include "common/cron/plan.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/dags.hpp"
 #include "common/store/schedules.hpp"
@@ -27,9 +28,9 @@ namespace {
 std::string next_text(const model::Job& job, int64_t now) {
   if (job.paused) return "paused";
   auto next = ops::next_fire(job, now);
-  const auto& sc = *job.spec.schedule;
-  if (!next) return sc.ends_at_us || sc.max_runs ? "ended" : "never";
   auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  // Ended: its expression goes on, its bounds do not.
+  if (!next) return cron::expr_of(job).next(now, *zone, job.schedule_anchor) ? "ended" : "never";
   return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
 }
 

@@ -74,7 +74,22 @@ void refuse_deleted(const model::Job& job, const char* action);
 
 // Submit: starts the new schedules (id, spec) from now: their anchor and first fire time.
 void start_schedules(Connection& c, const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);
-// Resume: a schedule starts over from now.
+// Resume and restore: a schedule goes on from now; what came due while it
+// was paused or deleted is skipped.
 void restart_schedule(Connection& c, const std::string& job_id);
+// Where a schedule goes on after a pause, a restore or a change of its
+// bounds: after now and after the last occurrence it made that still
+// stands, so that none is made (and counted against --max-runs) twice.
+int64_t resume_after(Connection& c, const model::Job& job);
+
+// Pending occurrences of a schedule skipped, with `why`: how many runs, and
+// how many of the occurrences the leader had made (they no longer count
+// against --max-runs). `which` is SQL on runs, with $2 on from `more`.
+struct Dropped {
+  int runs = 0;
+  int64_t fired = 0;
+};
+Dropped drop_occurrences(Connection& c, const std::string& job_id, const std::string& why, const std::string& which,
+                         const Params& more = {});
 
 }  // namespace jobctl::store

@@ -25,6 +25,7 @@
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
+#include "common/util/tz.hpp"
 #include "common/util/ulid.hpp"
 
 namespace jobctl::store {
@@ -154,48 +155,16 @@ bool bounds_changed(const json& changes) {
          changes.contains("schedule.max_runs");
 }
 
-struct Dropped {
-  int runs = 0;
-  int64_t fired = 0;  // the occurrences among them the leader made: they count against --max-runs no more
-};
-
-// Skips the job's pending occurrences that `which` picks (SQL on runs,
-// with $2 on from `more`), saying `why`.
-Dropped drop_occurrences(Connection& c, const std::string& job_id, const std::string& why, const std::string& which,
-                         const Params& more) {
-  const std::string pending =
-      fmt::format("job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND ({})", which);
-  Params params{job_id};
-  params.insert(params.end(), more.begin(), more.end());
-  Dropped d;
-  d.fired = c.query(fmt::format("SELECT count(DISTINCT occurrence) FROM runs WHERE {} AND origin = 'schedule'", pending),
-                    params)
-                .at(0)
-                .i64(0);
-  params.push_back(why);
-  d.runs = static_cast<int>(c.exec(
-      fmt::format("UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = ${} WHERE {}", params.size(),
-                  pending),
-      params));
-  return d;
-}
-
-// Where a schedule whose bounds changed goes on: at its next occurrence
-// not made yet; when it had ended, after the last it made and after now.
-int64_t resume_after(Connection& c, const model::Job& job) {
-  if (job.next_fire_at) return *job.next_fire_at - 1;
-  auto last = c.query("SELECT max(occurrence) FROM runs WHERE job_id = $1 AND origin = 'schedule' "
-                      "AND status <> 'skipped'",
-                      {job.id});
-  const int64_t now = now_us(c);
-  return last.at(0).is_null(0) ? now : std::max(now, last[0].i64(0));
-}
-
 bool timing_changed(const json& changes, const model::Job& before, const model::Job& after) {
   if (changes.contains("schedule.cron") || changes.contains("schedule.tz") || changes.contains("schedule.jitter"))
     return true;
   if (!changes.contains("name") || !after.spec.schedule) return false;
-  return cron::next_occurrence(before, 0) != cron::next_occurrence(after, 0);
+  // The expression's own times, whatever the bounds.
+  auto first = [](const model::Job& job) {
+    auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+    return cron::expr_of(job).next(0, *zone, job.schedule_anchor);
+  };
+  return first(before) != first(after);
 }
 
 }  // namespace
@@ -242,15 +211,30 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
     next.schedule_anchor = cron::anchor_of(*s.schedule, now);
     next.next_fire_at = cron::next_occurrence(next, now);
   } else if (s.schedule && bounds_changed(changes)) {
-    // The occurrences made outside the new bounds never run; the schedule
-    // goes on from where it was, or from now when it had ended.
+    // The occurrences made outside the new bounds, or past a lower
+    // --max-runs, never run. The schedule goes on from its next occurrence;
+    // one that had ended goes on after the last it made.
     const auto& sc = *s.schedule;
     auto dropped = drop_occurrences(*conn_, job_id, why, "origin = 'schedule' AND (occurrence < $2 OR occurrence > $3)",
                                     {sc.starts_at_us.value_or(std::numeric_limits<int64_t>::min()),
                                      sc.ends_at_us.value_or(std::numeric_limits<int64_t>::max())});
-    result.dropped = dropped.runs;
     next.fired -= dropped.fired;
-    next.next_fire_at = cron::next_occurrence(next, resume_after(*conn_, job));
+    result.dropped = dropped.runs;
+    if (sc.max_runs && next.fired > *sc.max_runs) {
+      auto over = drop_occurrences(
+          *conn_, job_id, why,
+          "origin = 'schedule' AND occurrence IN (SELECT DISTINCT o.occurrence FROM runs o WHERE o.job_id = $1 "
+          "AND o.status = 'pending' AND o.origin = 'schedule' AND o.occurrence IS NOT NULL "
+          "ORDER BY o.occurrence DESC LIMIT $2)",
+          {next.fired - *sc.max_runs});
+      next.fired -= over.fired;
+      result.dropped += over.runs;
+    }
+    int64_t after = resume_after(*conn_, job);
+    if (job.next_fire_at) after = std::min(after, *job.next_fire_at - 1);
+    // Not begun: an earlier or removed --starts-at moves where @every counts from.
+    if (job.fired == 0) next.schedule_anchor = cron::anchor_of(sc, now_us(*conn_));
+    next.next_fire_at = cron::next_occurrence(next, after);
   }
   Writes<kJobs> w{Writer::definition};
   write_definition(w, s, s.retry);

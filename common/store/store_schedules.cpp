@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -172,8 +173,11 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
       fired = static_cast<int64_t>(plan.fire.size());
       if (job.kind == "dag") {
         // A scheduled DAG: each occurrence is a DAG run, made once.
+        // One refused as made already does not count again.
+        fired = 0;
         for (int64_t at : plan.fire)
-          if (!start_dag_run(*conn_, job.dag_id, at, at + jitter_of(job.id, at, sc.jitter_us)).empty()) ++result.runs;
+          if (!start_dag_run(*conn_, job.dag_id, at, at + jitter_of(job.id, at, sc.jitter_us)).empty()) ++fired;
+        result.runs += fired;
       } else {
         std::vector<std::string> agents;
         if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out);
@@ -402,12 +406,43 @@ void restart_schedule(Connection& c, const std::string& job_id) {
   if (rows.empty()) return;
   auto job = job_from_row(rows[0]);
   if (!job.spec.schedule) return;
-  // Resume continues from now: what came due while paused is not run.
-  c.exec(
-      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = 'paused when it came due' "
-      "WHERE job_id = $1 AND status = 'pending' AND origin = 'schedule' AND available_at <= NOW_US",
-      {job_id});
-  c.exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, nullable(cron::next_occurrence(job, now_us(c)))});
+  // Resume continues from now: what came due while paused is not run, and
+  // does not count against --max-runs. What was made ahead still runs.
+  auto skipped = drop_occurrences(c, job_id, "paused when it came due", "origin = 'schedule' AND available_at <= NOW_US");
+  job.fired -= skipped.fired;
+  c.exec("UPDATE jobs SET next_fire_at = $2, fired = $3 WHERE id = $1",
+         {job_id, nullable(cron::next_occurrence(job, resume_after(c, job))), job.fired});
+}
+
+int64_t resume_after(Connection& c, const model::Job& job) {
+  // A scheduled DAG's occurrences are DAG runs. A run a changed schedule
+  // dropped does not stand: its occurrence may be made again.
+  auto last = job.kind == "dag"
+                  ? c.query("SELECT max(occurrence) FROM dag_runs WHERE dag_id = $1", {job.dag_id})
+                  : c.query("SELECT max(occurrence) FROM runs WHERE job_id = $1 AND origin = 'schedule' "
+                            "AND NOT (status = 'skipped' AND error LIKE 'dropped: %')",
+                            {job.id});
+  const int64_t now = now_us(c);
+  return last.at(0).is_null(0) ? now : std::max(now, last[0].i64(0));
+}
+
+Dropped drop_occurrences(Connection& c, const std::string& job_id, const std::string& why, const std::string& which,
+                         const Params& more) {
+  const std::string pending =
+      fmt::format("job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND ({})", which);
+  Params params{job_id};
+  params.insert(params.end(), more.begin(), more.end());
+  Dropped d;
+  d.fired = c.query(fmt::format("SELECT count(DISTINCT occurrence) FROM runs WHERE {} AND origin = 'schedule'", pending),
+                    params)
+                .at(0)
+                .i64(0);
+  params.push_back(why);
+  d.runs = static_cast<int>(c.exec(
+      fmt::format("UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = ${} WHERE {}", params.size(),
+                  pending),
+      params));
+  return d;
 }
 
 }  // namespace jobctl::store

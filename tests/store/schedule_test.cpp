@@ -612,3 +612,71 @@ TEST_CASE("schedule: backfill keeps to the schedule's bounds") {
   CHECK_FALSE(inside.cut);
   CHECK(inside.created == 0);
 }
+
+TEST_CASE("schedule: bounds and pauses never make or count an occurrence twice") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  model::ScheduleSpec bounds;
+  bounds.max_runs = 5;
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
+
+  SUBCASE("a resume goes on after the occurrences made ahead") {
+    s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+    const auto made = occurrences_of(*s, job, RunStatus::pending).size();
+    REQUIRE(made >= 2);
+    s->jobs().set_paused(job, true);
+    s->jobs().set_paused(job, false);
+    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+    CHECK(occurrences_of(*s, job, RunStatus::pending).size() == 5);
+    CHECK(s->jobs().get_job(job)->job.fired == 5);
+  }
+  SUBCASE("a lower --max-runs drops the newest occurrences made past it") {
+    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
+    auto before = occurrences_of(*s, job, RunStatus::pending);
+    REQUIRE(before.size() == 5);
+    store::JobUpdate u;
+    u.schedule.max_runs = 3;
+    CHECK(s->jobs().update_job(job, u).dropped == 2);
+    auto after = occurrences_of(*s, job, RunStatus::pending);
+    CHECK(after == std::set<int64_t>(before.begin(), std::next(before.begin(), 3)));
+    CHECK(s->jobs().get_job(job)->job.fired == 3);
+    CHECK_FALSE(s->jobs().get_job(job)->job.next_fire_at);
+  }
+  SUBCASE("a new name with a new bound keeps what was made") {
+    s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+    const auto made = occurrences_of(*s, job, RunStatus::pending);
+    store::JobUpdate u;
+    u.name = "renamed";
+    u.schedule.max_runs = 10;
+    CHECK(s->jobs().update_job(job, u).dropped == 0);
+    CHECK(occurrences_of(*s, job, RunStatus::pending) == made);
+  }
+}
+
+TEST_CASE("schedule: an earlier or removed --starts-at brings a schedule that has not begun forward") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  model::ScheduleSpec bounds;
+  bounds.starts_at_us = s->now() + 3600 * kSecond;
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
+  CHECK(*s->jobs().get_job(job)->job.next_fire_at >= *bounds.starts_at_us);
+  store::JobUpdate u;
+  u.schedule.starts_at = util::format_time(s->now() + 60 * kSecond);
+  s->jobs().update_job(job, u);
+  auto next = *s->jobs().get_job(job)->job.next_fire_at;
+  CHECK(next <= s->now() + 61 * kSecond);
+  CHECK(next >= s->now() + 59 * kSecond);
+  u.schedule.starts_at = "";
+  s->jobs().update_job(job, u);
+  CHECK(*s->jobs().get_job(job)->job.next_fire_at <= s->now() + 2 * kSecond);
+  // An @every schedule counts from its new start.
+  bounds.starts_at_us = s->now() + 3600 * kSecond;
+  auto every = submit_schedule(*s, "@every 10s", model::Overlap::skip, model::Misfire::latest, bounds);
+  u.schedule.starts_at = "";
+  s->jobs().update_job(every, u);
+  CHECK(*s->jobs().get_job(every)->job.next_fire_at <= s->now() + 11 * kSecond);
+}
