@@ -203,6 +203,7 @@ nlohmann::json openapi_document() {
               {"404", problem},
               {"409", problem},
               {"503", problem}}}};
+    if (!r.body.empty()) op["responses"]["422"] = problem;
     if (r.method == "POST" && (r.path == "/jobs" || r.path == "/schedules" || r.path == "/dags"))
       op["responses"]["201"] = {{"description", "Created"},
                                 {"content", {{"application/json", {{"schema", json::object()}}}}}};

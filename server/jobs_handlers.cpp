@@ -14,6 +14,7 @@
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
 #include "server/handlers.hpp"
+#include "server/problem.hpp"
 
 namespace jobctl::server {
 namespace {
@@ -96,7 +97,7 @@ Reply update_job(Call& c) {
     int version = 0;
     auto [end, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), version);
     if (ec != std::errc() || end != tag.data() + tag.size() || version < 1)
-      throw usage_error("If-Match '" + c.request.get_header_value("If-Match") + "' is not a job version",
+      throw HeaderError("If-Match '" + c.request.get_header_value("If-Match") + "' is not a job version",
                         "send the ETag that GET /api/v1/jobs/{id} answered, e.g. If-Match: \"3\"");
     u.if_version = version;
   }

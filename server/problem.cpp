@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/util/json_input.hpp"
+
 namespace jobctl::server {
 namespace {
 
@@ -15,6 +17,7 @@ const char* title_of(int status) {
     case 409: return "Conflict";
     case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
+    case 422: return "Unprocessable Content";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
   }
@@ -42,8 +45,18 @@ void send_problem(httplib::Response& res, int status, const std::string& detail,
   res.set_content(j.dump() + "\n", "application/problem+json");
 }
 
-void send_error(httplib::Response& res, const Error& e) {
-  send_problem(res, status_of(e.code()), e.what(), e.hint(), static_cast<int>(e.code()));
+void send_error(const httplib::Request& req, httplib::Response& res, const Error& e) {
+  int status = status_of(e.code());
+  // A body that is JSON but asks for what jobctl refuses is 422; one that
+  // is not JSON, or a bad path or query, stays 400.
+  if (status == 400 && !req.body.empty() && !dynamic_cast<const HeaderError*>(&e)) {
+    try {
+      util::parse_json_input(req.body, "the request body", "");
+      status = 422;
+    } catch (const Error&) {
+    }
+  }
+  send_problem(res, status, e.what(), e.hint(), static_cast<int>(e.code()));
 }
 
 }  // namespace jobctl::server

@@ -17,6 +17,15 @@ int status_of(ExitCode code);
 void send_problem(httplib::Response& res, int status, const std::string& detail, const std::string& hint = {},
                   int exit_code = 0);
 
-void send_error(httplib::Response& res, const Error& e);
+// Exit 2 for what a request's headers say (If-Match): 400 even when its
+// body is well-formed JSON.
+class HeaderError : public Error {
+ public:
+  HeaderError(std::string message, std::string hint) : Error(ExitCode::usage, std::move(message), std::move(hint)) {}
+};
+
+// The problem of `e` as the answer to `req`: status_of(), except that
+// exit 2 for a request whose body is well-formed JSON is 422.
+void send_error(const httplib::Request& req, httplib::Response& res, const Error& e);
 
 }  // namespace jobctl::server

@@ -391,8 +391,10 @@ class PostgresConnection final : public Connection {
   }
 
   // A statement is prepared on its second use: a one-shot jobctl pays one
-  // round trip per statement, a long-lived agent parses each only once.
+  // round trip per statement, a long-lived agent parses each only once
+  // (unless it is to be planned at each use: kPlanEachTime).
   const std::string* prepared_name(std::string_view sql) {
+    if (sql.starts_with(kPlanEachTime)) return nullptr;
     std::string key(sql);
     auto it = prepared_.find(key);
     if (it != prepared_.end()) return &it->second;

@@ -94,6 +94,12 @@ using BatchFill = std::function<void(size_t row, std::span<Value> cells)>;
 // (BEGIN IMMEDIATE), so a read-then-write cannot fail halfway with BUSY.
 enum class TxMode { read, write };
 
+// Leads a statement whose best plan depends on its values and the tables'
+// size, such as one reading a list of ids: PostgreSQL plans it at each use
+// instead of preparing it, so that a plan made while the tables were nearly
+// empty (scans where lookups are due) cannot outlive that.
+inline constexpr std::string_view kPlanEachTime = "/* planned at each use */ ";
+
 class Connection {
  public:
   virtual ~Connection() = default;

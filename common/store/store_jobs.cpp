@@ -263,8 +263,9 @@ std::optional<model::JobView> Jobs::get_job(const std::string& job_id) {
 }
 
 std::vector<model::JobView> Jobs::get_jobs(const std::vector<std::string>& job_ids) {
-  std::string sql = fmt::format("SELECT {}, {} {} WHERE {}", select_list(kJobs), select_list(kRuns), kJobsWithLatestRun,
-                                conn_->in_list("j.id", 1));
+  // A list of any length: planned at each use (a batch's read-back).
+  std::string sql = fmt::format("{}SELECT {}, {} {} WHERE {}", kPlanEachTime, select_list(kJobs), select_list(kRuns),
+                                kJobsWithLatestRun, conn_->in_list("j.id", 1));
   std::map<std::string, model::JobView> found;
   for (const auto& row : conn_->query(sql, {conn_->list(job_ids)})) {
     auto v = view_from_row(row);

@@ -147,7 +147,7 @@ TEST_CASE("serve: the seeds' eight endpoints answer with the JSON the CLI prints
   const std::string sid = body_of(schedule)["id"];
   CHECK(body_of(schedule)["schedule"]["cron"] == "0 3 * * *");
   CHECK(body_of(reader.Get("/api/v1/schedules/" + sid + "/runs")) == cli_json(db, dir, {"schedule", "runs", sid}));
-  check_problem(submitter.Post("/api/v1/schedules", R"({"command": "true"})", "application/json"), 400, "cron");
+  check_problem(submitter.Post("/api/v1/schedules", R"({"command": "true"})", "application/json"), 422, "cron");
 
   // POST /dags, GET /dags/{id}/status
   auto dag = submitter.Post("/api/v1/dags", kDag, "application/json");
@@ -204,12 +204,13 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   test::TestDb db(dir);
   Server server(db, dir, {"--max-body", "4096"});
   auto c = server.client(kAdmin);
-  // Exit 2 → 400, with the message `submit --file` gives for the same line.
+  // Exit 2 → 422 for a body that is JSON, with the message `submit --file`
+  // gives for the same line; 400 for one that is not, or a bad path or query.
   const std::string line = R"({"command": "true", "retries": -1})";
   auto cli = test::run_jobctl(db, dir, {"submit", "--file", "-"}, line + "\n");
   REQUIRE(cli.code == 2);
   auto r = c.Post("/api/v1/jobs", line, "application/json");
-  check_problem(r, 400, "retries");
+  check_problem(r, 422, "retries");
   auto problem = json::parse(r->body);
   CHECK(problem["exit_code"] == 2);
   CHECK(cli.err.find(problem["detail"].get<std::string>()) != std::string::npos);
@@ -217,7 +218,7 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   check_problem(c.Post("/api/v1/jobs", R"({"command": "true", "command": "false"})", "application/json"), 400,
                 "twice");
   // A batch is all or nothing.
-  check_problem(c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": 5}])", "application/json"), 400, "job 2");
+  check_problem(c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": 5}])", "application/json"), 422, "job 2");
   CHECK(cli_json(db, dir, {"ls"}).empty());
   // Exit 3 → 404, exit 4 → 409.
   auto missing = c.Get("/api/v1/jobs/" + kUnknownId);
@@ -248,8 +249,8 @@ TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
   CHECK(body_of(first)["idempotency_key"] == "order-42");
   CHECK(cli_json(db, dir, {"ls"}).size() == 1);
   check_problem(c.Post("/api/v1/jobs", key, R"({"command": "true", "idempotency_key": "other"})", "application/json"),
-                400, "differ");
-  check_problem(c.Post("/api/v1/jobs", key, R"([{"command": "true"}])", "application/json"), 400, "not a batch");
+                422, "differ");
+  check_problem(c.Post("/api/v1/jobs", key, R"([{"command": "true"}])", "application/json"), 422, "not a batch");
   auto batch = c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": "false"}])", "application/json");
   CHECK(batch->status == 201);
   CHECK(body_of(batch).size() == 2);
@@ -386,8 +387,8 @@ TEST_CASE("serve: attempts, output, history, workers and the dead-letter queue a
   CHECK(one["replayed"] == 1);
   CHECK(test::get(db, dir, id)["run"]["status"] == "pending");
   check_problem(op.Post("/api/v1/dead-letter/" + id + "/replay"), 409, "not in the dead-letter queue");
-  check_problem(op.Post("/api/v1/dead-letter/replay", R"({"ids": []})", "application/json"), 400, "non-empty");
-  check_problem(op.Post("/api/v1/dead-letter/replay", R"({"all": true, "ids": ["x"]})", "application/json"), 400,
+  check_problem(op.Post("/api/v1/dead-letter/replay", R"({"ids": []})", "application/json"), 422, "non-empty");
+  check_problem(op.Post("/api/v1/dead-letter/replay", R"({"all": true, "ids": ["x"]})", "application/json"), 422,
                 "either");
   auto rest = body_of(op.Post("/api/v1/dead-letter/replay", R"({"all": true, "queue": "default"})", "application/json"));
   CHECK(rest["replayed"] == 2);
@@ -495,12 +496,13 @@ TEST_CASE("serve: PATCH changes a job as update does, and If-Match with a stale 
   check_problem(stale, 412, "");
   CHECK(json::parse(stale->body)["exit_code"] == 6);
   CHECK(test::get(db, dir, id)["priority"] == "high");
-  // "" removes a name, as update --name "" does; other mistakes are 400.
+  // "" removes a name, as update --name "" does; other mistakes are 422,
+  // and a bad If-Match header 400.
   CHECK(body_of(op.Patch("/api/v1/jobs/" + id, R"({"name": ""})", "application/json"))["version"] == 3);
   CHECK(test::get(db, dir, id)["name"] == "");
-  check_problem(op.Patch("/api/v1/jobs/" + id, "{}", "application/json"), 400, "nothing to update");
-  check_problem(op.Patch("/api/v1/jobs/" + id, R"({"cwd": "/tmp"})", "application/json"), 400, "cannot be changed");
-  check_problem(op.Patch("/api/v1/jobs/" + id, R"({"bogus": 1})", "application/json"), 400, "bogus");
+  check_problem(op.Patch("/api/v1/jobs/" + id, "{}", "application/json"), 422, "nothing to update");
+  check_problem(op.Patch("/api/v1/jobs/" + id, R"({"cwd": "/tmp"})", "application/json"), 422, "cannot be changed");
+  check_problem(op.Patch("/api/v1/jobs/" + id, R"({"bogus": 1})", "application/json"), 422, "bogus");
   check_problem(op.Patch("/api/v1/jobs/" + id, httplib::Headers{{"If-Match", "soon"}}, R"({"retries": 1})",
                          "application/json"),
                 400, "If-Match");
@@ -782,17 +784,17 @@ TEST_CASE("serve: PATCH /queues/{name} sets limits and retry defaults as queue s
   CHECK(by_cli["max_concurrent"].is_null());
 
   CHECK(server.client(kOperator).Patch("/api/v1/queues/reports", R"({"retries": 1})", "application/json")->status == 403);
-  check_problem(admin.Patch("/api/v1/queues/reports", R"({"retries": 2, "max_concurrent": -1})", "application/json"), 400,
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"retries": 2, "max_concurrent": -1})", "application/json"), 422,
                 "max_concurrent");
-  check_problem(admin.Patch("/api/v1/queues/reports", R"({"retries": 2, "colour": "red"})", "application/json"), 400,
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"retries": 2, "colour": "red"})", "application/json"), 422,
                 "colour");
-  check_problem(admin.Patch("/api/v1/queues/reports", R"({"command": "true"})", "application/json"), 400,
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"command": "true"})", "application/json"), 422,
                 "not a queue setting");
-  check_problem(admin.Patch("/api/v1/queues/reports", "{}", "application/json"), 400, "nothing to set");
-  check_problem(admin.Patch("/api/v1/queues/reports", R"({"rate": 1e9})", "application/json"), 400, "rate");
-  check_problem(admin.Patch("/api/v1/queues/reports", R"({"max_concurrent": "x"})", "application/json"), 400,
+  check_problem(admin.Patch("/api/v1/queues/reports", "{}", "application/json"), 422, "nothing to set");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"rate": 1e9})", "application/json"), 422, "rate");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"max_concurrent": "x"})", "application/json"), 422,
                 "max_concurrent");
-  check_problem(admin.Patch("/api/v1/queues/reports", R"({"clear": 1})", "application/json"), 400, "clear");
+  check_problem(admin.Patch("/api/v1/queues/reports", R"({"clear": 1})", "application/json"), 422, "clear");
   CHECK(cli_json(db, dir, {"queue", "ls"})[0]["defaults"]["retries"] == 7);  // none of those wrote anything
 }
 
