@@ -432,8 +432,16 @@ Dropped drop_occurrences(Connection& c, const std::string& job_id, const std::st
       fmt::format("job_id = $1 AND status = 'pending' AND occurrence IS NOT NULL AND ({})", which);
   Params params{job_id};
   params.insert(params.end(), more.begin(), more.end());
+  // Locked first (PostgreSQL: a claim skips them), so that what is counted
+  // is what is skipped.
+  c.query(fmt::format("SELECT id FROM runs WHERE {}{}", pending, c.row_lock("FOR UPDATE")), params);
+  // An occurrence one of whose runs has started (a retry waiting, or
+  // another agent's run of it) ran: it still counts.
   Dropped d;
-  d.fired = c.query(fmt::format("SELECT count(DISTINCT occurrence) FROM runs WHERE {} AND origin = 'schedule'", pending),
+  d.fired = c.query(fmt::format("SELECT count(DISTINCT runs.occurrence) FROM runs WHERE {} AND origin = 'schedule' "
+                                "AND NOT EXISTS (SELECT 1 FROM runs x WHERE x.job_id = runs.job_id "
+                                "AND x.origin = 'schedule' AND x.occurrence = runs.occurrence AND x.attempts > 0)",
+                                pending),
                     params)
                 .at(0)
                 .i64(0);

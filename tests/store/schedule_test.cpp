@@ -633,6 +633,19 @@ TEST_CASE("schedule: bounds and pauses never make or count an occurrence twice")
     CHECK(occurrences_of(*s, job, RunStatus::pending).size() == 5);
     CHECK(s->jobs().get_job(job)->job.fired == 5);
   }
+  SUBCASE("an occurrence that ran, its retry due while paused, still counts") {
+    s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+    const int64_t made = s->jobs().get_job(job)->job.fired;
+    const int64_t first = *occurrences_of(*s, job, RunStatus::pending).begin();
+    // Only `first` is due: its run failed once and waits for its retry.
+    s->connection().exec("UPDATE runs SET available_at = $2 WHERE job_id = $1", {job, s->now() + 60 * kSecond});
+    s->connection().exec("UPDATE runs SET attempts = 1, available_at = $2 WHERE job_id = $1 AND occurrence = $3",
+                         {job, s->now() - kSecond, first});
+    s->jobs().set_paused(job, true);
+    s->jobs().set_paused(job, false);
+    CHECK_FALSE(occurrences_of(*s, job, RunStatus::pending).count(first));
+    CHECK(s->jobs().get_job(job)->job.fired == made);
+  }
   SUBCASE("a lower --max-runs drops the newest occurrences made past it") {
     s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
     auto before = occurrences_of(*s, job, RunStatus::pending);
