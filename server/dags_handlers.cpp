@@ -3,7 +3,9 @@
 #include <optional>
 
 #include "common/ops/dags.hpp"
+#include "common/util/json_input.hpp"
 #include "server/handlers.hpp"
+#include "server/problem.hpp"
 
 namespace jobctl::server {
 
@@ -11,7 +13,11 @@ Reply submit_dag(Call& c) {
   std::optional<std::string> tz;
   if (c.request.has_param("tz")) tz = c.query("tz");
   const std::string on_failure = c.request.has_param("on_failure") ? c.query("on_failure") : "stop";
-  auto d = ops::dag_submission(c.request.body, on_failure, c.query("cron"), tz);
+  // The query's mistakes are 400, as is a document that is not JSON; what
+  // a well-formed one asks is the body's (422).
+  ops::check_dag_options(on_failure, c.query("cron"), tz);
+  util::parse_json_input(c.request.body, "the DAG document", "");
+  auto d = from_body([&] { return ops::dag_submission(c.request.body, on_failure, c.query("cron"), tz); });
   auto r = c.store.dags().submit_dag(d);
   return {201, ops::dag_submitted_json(r), {}};
 }

@@ -6,6 +6,7 @@
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
 #include "server/handlers.hpp"
+#include "server/problem.hpp"
 
 namespace jobctl::server {
 namespace {
@@ -15,27 +16,8 @@ store::DeadFilter filter_of(const Call& c, int default_limit) {
                           query_int(c, "limit", default_limit, 1, 100000), "since", "until");
 }
 
-}  // namespace
-
-Reply dead_runs(Call& c) {
-  auto filter = filter_of(c, 100);
-  filter.before = c.query("before");
-  if (!filter.before.empty() && !c.store.jobs().get_run(filter.before))
-    throw usage_error("the cursor before='" + filter.before + "' is not a run (removed by gc or a purge?)",
-                      "list again from the first page, without before");
-  Reply reply{200, ops::dead_runs_json(c.store, filter), {}};
-  const auto& runs = reply.body;
-  if (!runs.empty()) link_next(c, reply, "/dead-letter", runs.size(), filter.limit, runs.back()["run"]["id"]);
-  return reply;
-}
-
-Reply dead_run(Call& c) { return {200, ops::dead_run_json(c.store, c.path_param(1)), {}}; }
-
-Reply replay_dead_run(Call& c) { return {200, ops::replay_json(c.store, {c.path_param(1)}), {}}; }
-
-Reply replay_dead_runs(Call& c) {
-  const char* hint = R"(the body is {"ids": [RUN_ID, …]}, or {"all": true} with "queue", "since" and "until" to narrow it)";
-  auto body = util::parse_json_input(c.request.body, "the request body", hint);
+// What a replay's well-formed body asks, done.
+Reply replay_as_asked(Call& c, const nlohmann::json& body, const char* hint) {
   if (!body.is_object()) throw usage_error("the request body must be a JSON object", hint);
   for (const auto& [key, value] : body.items())
     if (key != "ids" && key != "all" && key != "queue" && key != "since" && key != "until")
@@ -60,6 +42,30 @@ Reply replay_dead_runs(Call& c) {
           ops::replay_all_json(c.store, ops::dead_filter(text("queue"), text("since"), text("until"), 1000, "since",
                                                          "until")),
           {}};
+}
+
+}  // namespace
+
+Reply dead_runs(Call& c) {
+  auto filter = filter_of(c, 100);
+  filter.before = c.query("before");
+  if (!filter.before.empty() && !c.store.jobs().get_run(filter.before))
+    throw usage_error("the cursor before='" + filter.before + "' is not a run (removed by gc or a purge?)",
+                      "list again from the first page, without before");
+  Reply reply{200, ops::dead_runs_json(c.store, filter), {}};
+  const auto& runs = reply.body;
+  if (!runs.empty()) link_next(c, reply, "/dead-letter", runs.size(), filter.limit, runs.back()["run"]["id"]);
+  return reply;
+}
+
+Reply dead_run(Call& c) { return {200, ops::dead_run_json(c.store, c.path_param(1)), {}}; }
+
+Reply replay_dead_run(Call& c) { return {200, ops::replay_json(c.store, {c.path_param(1)}), {}}; }
+
+Reply replay_dead_runs(Call& c) {
+  const char* hint = R"(the body is {"ids": [RUN_ID, …]}, or {"all": true} with "queue", "since" and "until" to narrow it)";
+  auto body = util::parse_json_input(c.request.body, "the request body", hint);
+  return from_body([&] { return replay_as_asked(c, body, hint); });
 }
 
 Reply purge_dead_runs(Call& c) {

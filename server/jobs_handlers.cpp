@@ -7,6 +7,7 @@
 
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job.hpp"
+#include "common/ops/ids.hpp"
 #include "common/ops/job_actions.hpp"
 #include "common/ops/job_update.hpp"
 #include "common/ops/job_views.hpp"
@@ -26,18 +27,20 @@ constexpr const char* kBodyHint =
 std::vector<model::JobSpec> specs_of(const Call& c, bool& batch) {
   auto body = util::parse_json_input(c.request.body, "the request body", kBodyHint);
   batch = body.is_array();
-  if (!batch) return {jobdef::job_spec_from_json(body)};
-  if (body.empty()) throw usage_error("the request body is an empty array", kBodyHint);
-  std::vector<model::JobSpec> specs;
-  for (size_t i = 0; i < body.size(); ++i) {
-    try {
-      specs.push_back(jobdef::job_spec_from_json(body[i]));
-    } catch (const Error& e) {
-      throw Error(e.code(), fmt::format("job {}: {}", i + 1, e.what()),
-                  e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+  return from_body([&]() -> std::vector<model::JobSpec> {
+    if (!batch) return {jobdef::job_spec_from_json(body)};
+    if (body.empty()) throw usage_error("the request body is an empty array", kBodyHint);
+    std::vector<model::JobSpec> specs;
+    for (size_t i = 0; i < body.size(); ++i) {
+      try {
+        specs.push_back(jobdef::job_spec_from_json(body[i]));
+      } catch (const Error& e) {
+        throw Error(e.code(), fmt::format("job {}: {}", i + 1, e.what()),
+                    e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+      }
     }
-  }
-  return specs;
+    return specs;
+  });
 }
 
 }  // namespace
@@ -88,7 +91,8 @@ Reply get_job(Call& c) {
 
 Reply update_job(Call& c) {
   const char* hint = R"(the body is an object of the fields to change, e.g. {"priority": "high", "retries": 5})";
-  auto u = ops::job_update_from_json(util::parse_json_input(c.request.body, "the request body", hint));
+  auto body = util::parse_json_input(c.request.body, "the request body", hint);
+  auto u = from_body([&] { return ops::job_update_from_json(body); });
   if (c.request.has_header("If-Match")) {
     // "3", W/"3" or 3: the version GET answered in its ETag.
     std::string tag = c.request.get_header_value("If-Match");
@@ -97,11 +101,13 @@ Reply update_job(Call& c) {
     int version = 0;
     auto [end, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), version);
     if (ec != std::errc() || end != tag.data() + tag.size() || version < 1)
-      throw HeaderError("If-Match '" + c.request.get_header_value("If-Match") + "' is not a job version",
+      throw usage_error("If-Match '" + c.request.get_header_value("If-Match") + "' is not a job version",
                         "send the ETag that GET /api/v1/jobs/{id} answered, e.g. If-Match: \"3\"");
     u.if_version = version;
   }
-  auto j = ops::update_job(c.store, c.path_param(1), u);
+  // The id's mistakes are the path's; what the update asks is the body's.
+  const std::string id = ops::resolve_id(c.store, c.path_param(1)).job.job.id;
+  auto j = from_body([&] { return ops::update_job(c.store, id, u); });
   return {200, j, {{"ETag", etag_of(j)}}};
 }
 Reply cancel_job(Call& c) { return {200, ops::cancel_job(c.store, c.path_param(1)), {}}; }

@@ -2,8 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/util/json_input.hpp"
-
 namespace jobctl::server {
 namespace {
 
@@ -45,17 +43,8 @@ void send_problem(httplib::Response& res, int status, const std::string& detail,
   res.set_content(j.dump() + "\n", "application/problem+json");
 }
 
-void send_error(const httplib::Request& req, httplib::Response& res, const Error& e) {
-  int status = status_of(e.code());
-  // A body that is JSON but asks for what jobctl refuses is 422; one that
-  // is not JSON, or a bad path or query, stays 400.
-  if (status == 400 && !req.body.empty() && !dynamic_cast<const HeaderError*>(&e)) {
-    try {
-      util::parse_json_input(req.body, "the request body", "");
-      status = 422;
-    } catch (const Error&) {
-    }
-  }
+void send_error(httplib::Response& res, const Error& e) {
+  const int status = dynamic_cast<const BodyError*>(&e) ? 422 : status_of(e.code());
   send_problem(res, status, e.what(), e.hint(), static_cast<int>(e.code()));
 }
 

@@ -17,15 +17,29 @@ int status_of(ExitCode code);
 void send_problem(httplib::Response& res, int status, const std::string& detail, const std::string& hint = {},
                   int exit_code = 0);
 
-// Exit 2 for what a request's headers say (If-Match): 400 even when its
-// body is well-formed JSON.
-class HeaderError : public Error {
+// Exit 2 for what a well-formed JSON body asks: 422 Unprocessable Content.
+// Any other exit 2 (a body that is not JSON, a path, a query, a header)
+// is 400.
+class BodyError : public Error {
  public:
-  HeaderError(std::string message, std::string hint) : Error(ExitCode::usage, std::move(message), std::move(hint)) {}
+  explicit BodyError(const Error& e) : Error(e) {}
 };
 
-// The problem of `e` as the answer to `req`: status_of(), except that
-// exit 2 for a request whose body is well-formed JSON is 422.
-void send_error(const httplib::Request& req, httplib::Response& res, const Error& e);
+// Runs `read`, which interprets a body already parsed as JSON: its exit-2
+// errors are the body's.
+template <class F>
+auto from_body(F&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const BodyError&) {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::usage) throw;
+    throw BodyError(e);
+  }
+}
+
+// The problem of `e`: status_of(), and 422 for a BodyError.
+void send_error(httplib::Response& res, const Error& e);
 
 }  // namespace jobctl::server

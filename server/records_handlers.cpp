@@ -6,6 +6,7 @@
 #include "common/store/admin.hpp"
 #include "common/util/json_input.hpp"
 #include "server/handlers.hpp"
+#include "server/problem.hpp"
 
 namespace jobctl::server {
 
@@ -30,7 +31,9 @@ Reply list_queues(Call& c) { return {200, ops::queues_json(c.store), {}}; }
 Reply set_queue(Call& c) {
   auto body = util::parse_json_input(c.request.body, "the request body",
                                      R"(the body is an object, e.g. {"max_concurrent": 4, "retries": 5})");
-  return {200, ops::set_queue(c.store, c.path_param(1), ops::queue_settings_from_json(body)), {}};
+  model::validate_queue_name(c.path_param(1));  // the path's mistake: 400; the rest is the body's
+  return {200, from_body([&] { return ops::set_queue(c.store, c.path_param(1), ops::queue_settings_from_json(body)); }),
+          {}};
 }
 Reply pause_queue(Call& c) { return {200, ops::pause_queue(c.store, c.path_param(1), true), {}}; }
 Reply resume_queue(Call& c) { return {200, ops::pause_queue(c.store, c.path_param(1), false), {}}; }

@@ -7,6 +7,7 @@
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
 #include "server/handlers.hpp"
+#include "server/problem.hpp"
 
 #include <fmt/format.h>
 
@@ -16,9 +17,11 @@ Reply submit_schedule(Call& c) {
   auto body = util::parse_json_input(c.request.body, "the request body",
                                      "the body is a job with a \"cron\" expression, as a line of `jobctl submit "
                                      "--file`; see jobctl(1), SERVE");
-  if (!body.is_object() || !body.contains("cron"))
-    throw usage_error("a schedule needs \"cron\"", "e.g. {\"command\": \"backup.sh\", \"cron\": \"0 3 * * *\"}");
-  auto spec = jobdef::job_spec_from_json(body);
+  auto spec = from_body([&] {
+    if (!body.is_object() || !body.contains("cron"))
+      throw usage_error("a schedule needs \"cron\"", "e.g. {\"command\": \"backup.sh\", \"cron\": \"0 3 * * *\"}");
+    return jobdef::job_spec_from_json(body);
+  });
   apply_idempotency_header(c, spec);
   auto s = c.submissions.submit(c.token.name, {spec});
   return {s.results[0].existed ? 200 : 201, ops::submitted_json(s.views, false),

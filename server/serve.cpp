@@ -63,7 +63,7 @@ void send_caught(const httplib::Request& req, httplib::Response& res) {
     throw;
   } catch (const Error& e) {
     if (e.code() == ExitCode::store) t_store.reset();
-    if (e.code() != ExitCode::internal) return send_error(req, res, e);
+    if (e.code() != ExitCode::internal) return send_error(res, e);
     bug = e.what();
   } catch (const std::exception& e) {
     t_store.reset();

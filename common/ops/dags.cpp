@@ -10,14 +10,24 @@
 
 namespace jobctl::ops {
 
+void check_dag_options(const std::string& on_failure, const std::string& cron, const std::optional<std::string>& tz) {
+  dag::parse_on_failure(on_failure);
+  if (tz) util::given_zone(*tz, "--tz");
+  if (tz && cron.empty()) throw usage_error("--tz goes with --cron");
+  if (cron.empty()) return;
+  model::ScheduleSpec sc;
+  sc.cron = cron;
+  if (tz) sc.tz = *tz;
+  cron::validate_schedule(sc, "");  // H is valid whatever it hashes
+}
+
 store::DagSubmit dag_submission(std::string document, const std::string& on_failure, const std::string& cron,
                                 const std::optional<std::string>& tz) {
+  check_dag_options(on_failure, cron, tz);
   store::DagSubmit d;
   d.definition = dag::parse(document);
   d.document = std::move(document);
   d.on_failure = dag::parse_on_failure(on_failure);
-  if (tz) util::given_zone(*tz, "--tz");
-  if (tz && cron.empty()) throw usage_error("--tz goes with --cron");
   if (!cron.empty()) {
     model::ScheduleSpec sc;
     sc.cron = cron;

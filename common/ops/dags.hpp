@@ -16,6 +16,9 @@ namespace jobctl::ops {
 // Throws usage Error naming what is wrong; nothing is written.
 store::DagSubmit dag_submission(std::string document, const std::string& on_failure, const std::string& cron,
                                 const std::optional<std::string>& tz);
+// The same options checked without a document (dag_submission checks them
+// first): serve tells the query's mistakes from the document's.
+void check_dag_options(const std::string& on_failure, const std::string& cron, const std::optional<std::string>& tz);
 
 // {"dag_id", "dag_run_id" (null when scheduled), "schedule_job_id" (null when not)}.
 nlohmann::json dag_submitted_json(const store::DagSubmitResult& r);

@@ -229,6 +229,17 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   CHECK(c.Delete("/api/v1/jobs/" + id)->status == 200);
   check_problem(c.Delete("/api/v1/jobs/" + id), 409, "");
   check_problem(c.Get("/api/v1/jobs?limit=0"), 400, "limit");
+  // A bad path or query stays 400 with a well-formed body; a DAG document
+  // is the body, its options the query.
+  check_problem(c.Patch("/api/v1/jobs/not-an-id", R"({"priority": "high"})", "application/json"), 400, "invalid id");
+  check_problem(c.Patch("/api/v1/queues/no%20spaces", R"({"retries": 1})", "application/json"), 400, "queue");
+  const std::string dag = R"({"name": "d", "jobs": {"a": {"command": "true"}}})";
+  check_problem(c.Post("/api/v1/dags?on_failure=sometimes", dag, "application/json"), 400, "sometimes");
+  check_problem(c.Post("/api/v1/dags?cron=61%20*%20*%20*%20*", dag, "application/json"), 400, "minute");
+  check_problem(c.Post("/api/v1/dags", "{\"name\": ", "application/json"), 400, "not valid JSON");
+  check_problem(c.Post("/api/v1/dags", R"({"name": "d", "jobs": {"a": {"command": "true", "depends_on": ["b"]}}})",
+                       "application/json"),
+                422, "b");
   // What no route answers, and a body over --max-body.
   check_problem(c.Get("/api/v1/nothing-here"), 404, "no route GET /api/v1/nothing-here");
   check_problem(c.Post("/api/v1/jobs", std::string(8192, ' '), "application/json"), 413, "--max-body");
@@ -249,8 +260,8 @@ TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
   CHECK(body_of(first)["idempotency_key"] == "order-42");
   CHECK(cli_json(db, dir, {"ls"}).size() == 1);
   check_problem(c.Post("/api/v1/jobs", key, R"({"command": "true", "idempotency_key": "other"})", "application/json"),
-                422, "differ");
-  check_problem(c.Post("/api/v1/jobs", key, R"([{"command": "true"}])", "application/json"), 422, "not a batch");
+                400, "differ");
+  check_problem(c.Post("/api/v1/jobs", key, R"([{"command": "true"}])", "application/json"), 400, "not a batch");
   auto batch = c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": "false"}])", "application/json");
   CHECK(batch->status == 201);
   CHECK(body_of(batch).size() == 2);
