@@ -374,8 +374,28 @@ std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std
 CancelOutcome Jobs::cancel(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
   const auto [run_id, status] = latest_run_for(*conn_, job_id, "cancel");
-  CancelOutcome outcome;
-  if (status == model::RunStatus::pending || status == model::RunStatus::blocked) {
+  // A run of --on-each goes with its siblings: the runs of the same submit
+  // or occurrence on the other agents that have not ended (the latest may
+  // have ended while the others run).
+  auto siblings = conn_->query(
+      "SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 AND s.id <> $1 "
+      "AND l.pinned_to IS NOT NULL AND s.pinned_to IS NOT NULL AND COALESCE(s.occurrence, -1) = COALESCE(l.occurrence, -1) "
+      "AND s.status IN ('pending', 'blocked', 'running')",
+      {run_id, job_id});
+  const bool open =
+      status == model::RunStatus::pending || status == model::RunStatus::blocked || status == model::RunStatus::running;
+  if (!open && siblings.empty())
+    throw Error(ExitCode::invalid_state,
+                fmt::format("job {} already finished ({}); there is nothing to cancel", job_id, model::to_string(status)));
+  CancelOutcome outcome = CancelOutcome::cancelled;
+  nlohmann::json details{{"run", run_id}};
+  if (!open) {
+    details["run"] = nullptr;  // it had ended: only its siblings are cancelled
+  } else if (status == model::RunStatus::running) {
+    ask_to_stop(*conn_, CancelReason::user, "id = $1", {run_id});
+    outcome = CancelOutcome::requested;
+    details["running"] = true;
+  } else {
     auto dag = conn_->query("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
                             "WHERE id = $1 AND status IN ('pending', 'blocked') RETURNING dag_run_id",
                             {run_id});
@@ -383,16 +403,21 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
       throw Error(ExitCode::invalid_state, fmt::format("job {}'s run started or ended while it was being cancelled", job_id),
                   "look at it with `jobctl get`, and cancel again if it still runs");
     advance_dag(*conn_, dag[0].text(0), job_id, model::RunStatus::cancelled);
-    outcome = CancelOutcome::cancelled;
-    audit(*conn_, actor_, job_id, "cancel", nlohmann::json{{"run", run_id}}.dump());
-  } else if (status == model::RunStatus::running) {
-    ask_to_stop(*conn_, CancelReason::user, "id = $1", {run_id});
-    outcome = CancelOutcome::requested;
-    audit(*conn_, actor_, job_id, "cancel", nlohmann::json{{"run", run_id}, {"running", true}}.dump());
-  } else {
-    throw Error(ExitCode::invalid_state,
-                fmt::format("job {} already finished ({}); there is nothing to cancel", job_id, model::to_string(status)));
   }
+  if (!siblings.empty()) {
+    auto ids = nlohmann::json::array();
+    for (const auto& row : siblings) {
+      const std::string id = row.text(0);
+      ids.push_back(id);
+      conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
+                  "WHERE id = $1 AND status IN ('pending', 'blocked')",
+                  {id});
+      if (!ask_to_stop(*conn_, CancelReason::user, "id = $1 AND status = 'running'", {id}).empty())
+        outcome = CancelOutcome::requested;
+    }
+    details["with"] = ids;
+  }
+  audit(*conn_, actor_, job_id, "cancel", details.dump());
   tx.commit();
   return outcome;
 }

@@ -363,3 +363,24 @@ TEST_CASE("fleet: removing a concurrency key removes the limit it brought") {
   f.s->jobs().update_job(id, u);
   CHECK(model::group_limit(f.s->jobs().get_job(id)->job.spec) == 0);
 }
+
+TEST_CASE("fleet: cancel stops every agent's run of an --on-each job, not only the latest") {
+  Fixture f;
+  auto a = f.agent("web-1", {"role=web"}), b = f.agent("web-2", {"role=web"}), c = f.agent("web-3", {"role=web"});
+  auto spec = f.job();
+  spec.fan_out = model::Labels{"role=web"};
+  auto job = f.s->jobs().submit({spec})[0].job_id;
+  auto running = f.s->agent().claim(a, {"default"}, 10, kLease);  // web-1's starts; web-2's and web-3's wait
+  REQUIRE(running.size() == 1);
+  f.finish(f.s->agent().claim(c, {"default"}, 10, kLease));       // web-3's is over already
+  CHECK(f.s->jobs().cancel(job) == store::CancelOutcome::requested);
+  std::map<std::string, RunStatus> by_agent;
+  for (const auto& r : f.s->jobs().runs_of(job)) by_agent[r.pinned_to] = r.status;
+  CHECK(by_agent["web-1"] == RunStatus::running);
+  CHECK(by_agent["web-2"] == RunStatus::cancelled);
+  CHECK(by_agent["web-3"] == RunStatus::succeeded);
+  auto leases = f.s->agent().heartbeat(a, model::WorkerState::active, kLease);
+  REQUIRE(leases.size() == 1);
+  CHECK(leases[0].cancel_requested);
+  CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).empty());
+}
