@@ -179,7 +179,12 @@ std::string crontab_of(const std::vector<store::ScheduleView>& schedules) {
     if (spec.command.via_shell) {
       command += spec.command.argv.at(0);
     } else {
-      for (size_t i = 0; i < spec.command.argv.size(); ++i) command += (i ? " " : "") + shell_quoted(spec.command.argv[i]);
+      // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, wrongly)
+      // on a const char* + std::string here.
+      for (size_t i = 0; i < spec.command.argv.size(); ++i) {
+        if (i > 0) command += ' ';
+        command += shell_quoted(spec.command.argv[i]);
+      }
     }
     std::string escaped;
     for (char c : command) escaped += c == '%' ? std::string("\\%") : std::string(1, c);
