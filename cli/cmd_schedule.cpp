@@ -28,9 +28,9 @@ namespace {
 std::string next_text(const model::Job& job, int64_t now) {
   if (job.paused) return "paused";
   auto next = ops::next_fire(job, now);
-  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
   // Ended: its expression goes on, its bounds do not.
-  if (!next) return cron::expr_of(job).next(now, *zone, job.schedule_anchor) ? "ended" : "never";
+  if (!next) return cron::next_of_expression(job, now) ? "ended" : "never";
+  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
   return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
 }
 

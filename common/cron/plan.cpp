@@ -82,6 +82,11 @@ std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job
 
 Expr expr_of(const model::Job& job) { return Expr::parse(job.spec.schedule->cron, hash_key(job)); }
 
+std::optional<int64_t> next_of_expression(const model::Job& job, int64_t after_us) {
+  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  return expr_of(job).next(after_us, *zone, job.schedule_anchor);
+}
+
 int64_t anchor_of(const model::ScheduleSpec& s, int64_t now_us) {
   return s.starts_at_us ? std::max(now_us, *s.starts_at_us) : now_us;
 }
@@ -96,8 +101,7 @@ std::optional<int64_t> next_occurrence(const model::Job& job, int64_t after_us) 
   const auto& sc = *job.spec.schedule;
   if (remaining_runs(job) == 0) return std::nullopt;
   if (sc.starts_at_us) after_us = std::max(after_us, *sc.starts_at_us - 1);
-  auto zone = util::TimeZone::locate(sc.tz);
-  auto next = expr_of(job).next(after_us, *zone, job.schedule_anchor);
+  auto next = next_of_expression(job, after_us);
   if (next && sc.ends_at_us && *next > *sc.ends_at_us) return std::nullopt;
   return next;
 }

@@ -72,6 +72,9 @@ std::optional<int64_t> next_occurrence(const model::Job& job, int64_t after_us);
 // Where @every intervals count from for a schedule starting at `now_us`:
 // its --starts-at when that is later.
 int64_t anchor_of(const model::ScheduleSpec& s, int64_t now_us);
+// The expression's own first occurrence after `after_us` (@every from the
+// anchor), whatever the bounds: none when it never fires again.
+std::optional<int64_t> next_of_expression(const model::Job& job, int64_t after_us);
 // How many more occurrences the leader may make of it; none: no limit.
 std::optional<int64_t> remaining_runs(const model::Job& job);
 

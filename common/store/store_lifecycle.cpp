@@ -25,7 +25,6 @@
 #include "common/store/wakeups.hpp"
 #include "common/util/error.hpp"
 #include "common/util/time.hpp"
-#include "common/util/tz.hpp"
 #include "common/util/ulid.hpp"
 
 namespace jobctl::store {
@@ -159,12 +158,7 @@ bool timing_changed(const json& changes, const model::Job& before, const model::
   if (changes.contains("schedule.cron") || changes.contains("schedule.tz") || changes.contains("schedule.jitter"))
     return true;
   if (!changes.contains("name") || !after.spec.schedule) return false;
-  // The expression's own times, whatever the bounds.
-  auto first = [](const model::Job& job) {
-    auto zone = util::TimeZone::locate(job.spec.schedule->tz);
-    return cron::expr_of(job).next(0, *zone, job.schedule_anchor);
-  };
-  return first(before) != first(after);
+  return cron::next_of_expression(before, 0) != cron::next_of_expression(after, 0);
 }
 
 }  // namespace
