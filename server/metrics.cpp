@@ -27,8 +27,10 @@ std::string exposition(const store::StoreGauges& g) {
             [](const auto& q) { return static_cast<double>(q.oldest_ready_us.value_or(0)) / 1e6; });
   per_queue("jobctl_dead_letter_runs", "Runs in the dead-letter queue, not replayed.",
             [](const auto& q) { return q.dead_letter; });
-  prometheus_header(out, "jobctl_workers_live", "gauge", "Agents heartbeating within their lease.");
-  out += fmt::format("jobctl_workers_live {}\n", g.workers_live);
+  prometheus_header(out, "jobctl_workers_live", "gauge",
+                    "Agents heartbeating within their lease, by state: active (taking work) or draining.");
+  out += fmt::format("jobctl_workers_live{{state=\"active\"}} {}\n", g.workers_active);
+  out += fmt::format("jobctl_workers_live{{state=\"draining\"}} {}\n", g.workers_draining);
   prometheus_header(out, "jobctl_scheduler_leader_present", "gauge", "1 when an agent holds the scheduler lease.");
   out += fmt::format("jobctl_scheduler_leader_present {}\n", g.leader_present ? 1 : 0);
   return out;

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include "common/jobdef/fields.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::server {
@@ -26,7 +27,7 @@ class BodyError : public Error {
 };
 
 // Runs `read`, which interprets a body already parsed as JSON: its exit-2
-// errors are the body's.
+// errors are the body's, naming fields by their keys.
 template <class F>
 auto from_body(F&& read) -> decltype(read()) {
   try {
@@ -35,7 +36,7 @@ auto from_body(F&& read) -> decltype(read()) {
     throw;
   } catch (const Error& e) {
     if (e.code() != ExitCode::usage) throw;
-    throw BodyError(e);
+    throw BodyError(jobdef::in_line_terms(e));  // a body names the fields by their keys
   }
 }
 

@@ -463,7 +463,30 @@ void read_bounds(Draft& d, bool flags) {
 
 }  // namespace
 
-model::JobSpec finish(Draft d) {
+namespace {
+
+bool flag_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
+
+std::string line_terms(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const Field* named = nullptr;
+    if (text.compare(i, 2, "--") == 0 && (i == 0 || !flag_char(text[i - 1]))) {
+      size_t end = i + 2;
+      while (end < text.size() && flag_char(text[end])) ++end;
+      named = flag_field(text.substr(i, end - i));
+      if (named) {
+        out += fmt::format("field '{}'", named->key);
+        i = end;
+        continue;
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+model::JobSpec finish_draft(Draft d) {
   auto& s = d.spec;
   const bool flags = d.source == Source::flag;
   if (!d.webhook.is_null()) {
@@ -507,6 +530,19 @@ model::JobSpec finish(Draft d) {
   if (!d.at.empty()) s.run_at_us = util::parse_at(d.at, d.tz, flags ? "--at" : "at");
   model::validate(s);
   return s;
+}
+
+}  // namespace
+
+Error in_line_terms(const Error& e) { return Error(e.code(), line_terms(e.what()), line_terms(e.hint())); }
+
+model::JobSpec finish(Draft d) {
+  if (d.source == Source::flag) return finish_draft(std::move(d));
+  try {
+    return finish_draft(std::move(d));
+  } catch (const Error& e) {
+    throw in_line_terms(e);
+  }
 }
 
 }  // namespace jobctl::jobdef

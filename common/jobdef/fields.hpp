@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model/job.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::jobdef {
 
@@ -102,7 +103,13 @@ std::string help_of(const Field& f, unsigned where);
 // The definition the fields make, after the rules between them (one
 // command or webhook; cron excludes at and in and is needed by the other
 // schedule fields; tz goes with at or cron) and the checks of the whole
-// (model::validate, cron::validate_schedule). Throws usage Error.
+// (model::validate, cron::validate_schedule). Throws usage Error, naming
+// the fields as the draft's source does.
 model::JobSpec finish(Draft d);
+
+// `e` with each field's flag named as a batch line's key ("--max-runs"
+// becomes "field 'max_runs'"), for a reader of lines or of an API body:
+// the model's own checks name flags.
+Error in_line_terms(const Error& e);
 
 }  // namespace jobctl::jobdef

@@ -69,7 +69,8 @@ struct QueueGauges {
 };
 struct StoreGauges {
   std::vector<QueueGauges> queues;  // by name: every queue with runs, defaults or limits
-  int64_t workers_live = 0;         // agents heartbeating within their lease
+  int64_t workers_active = 0;       // agents heartbeating within their lease and taking work
+  int64_t workers_draining = 0;     // the same, draining: finishing what they run, claiming nothing
   bool leader_present = false;      // an agent holds the scheduler lease
 };
 

@@ -173,7 +173,8 @@ std::vector<SeriesPoint> Admin::series(const StatsFilter& filter, int64_t step_u
 
 StoreGauges Admin::gauges() {
   // One statement: a row per queue with live runs ('q'), per configured
-  // queue ('c', so that an idle queue shows zeros), then the fleet ('w').
+  // queue ('c', so that an idle queue shows zeros), then the fleet ('w':
+  // active agents, a leader, draining agents).
   auto rows = conn_->query(
       "SELECT 'q', r.queue, "
       "SUM(CASE WHEN r.status = 'pending' AND r.available_at <= NOW_US AND j.paused = 0 THEN 1 ELSE 0 END), "
@@ -185,15 +186,17 @@ StoreGauges Admin::gauges() {
       "FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.status IN ('pending', 'running', 'dead') GROUP BY r.queue "
       "UNION ALL SELECT 'c', name, 0, 0, 0, NULL, 0 FROM queues "
       "UNION ALL SELECT 'w', '', "
-      "(SELECT count(*) FROM workers WHERE state <> 'gone' AND heartbeat_at + lease_us >= NOW_US), "
-      "(SELECT count(*) FROM scheduler_lease WHERE holder IS NOT NULL AND expires_at > NOW_US), 0, NULL, 0");
+      "(SELECT count(*) FROM workers WHERE state = 'active' AND heartbeat_at + lease_us >= NOW_US), "
+      "(SELECT count(*) FROM scheduler_lease WHERE holder IS NOT NULL AND expires_at > NOW_US), "
+      "(SELECT count(*) FROM workers WHERE state = 'draining' AND heartbeat_at + lease_us >= NOW_US), NULL, 0");
   StoreGauges out;
   std::map<std::string, QueueGauges> queues;
   for (const auto& row : rows) {
     const std::string kind = row.text(0);
     if (kind == "w") {
-      out.workers_live = row.i64(2);
+      out.workers_active = row.i64(2);
       out.leader_present = row.i64(3) > 0;
+      out.workers_draining = row.i64(4);
       continue;
     }
     auto& q = queues[row.text(1)];

@@ -3,6 +3,7 @@
 // CLI prints for the same store, since both come from common/ops.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -214,12 +215,27 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   auto problem = json::parse(r->body);
   CHECK(problem["exit_code"] == 2);
   CHECK(cli.err.find(problem["detail"].get<std::string>()) != std::string::npos);
+  // The model's own checks name the body's keys too, not the CLI's flags.
+  const std::string bounded = R"({"command": "true", "cron": "0 * * * *", "max_runs": 0})";
+  auto cli_bounded = test::run_jobctl(db, dir, {"submit", "--file", "-"}, bounded + "\n");
+  REQUIRE(cli_bounded.code == 2);
+  CHECK(cli_bounded.err.find("field 'max_runs' must be 1 to") != std::string::npos);
+  r = c.Post("/api/v1/jobs", bounded, "application/json");
+  check_problem(r, 422, "field 'max_runs' must be 1 to");
+  CHECK(cli_bounded.err.find(json::parse(r->body)["detail"].get<std::string>()) != std::string::npos);
+  check_problem(c.Post("/api/v1/jobs", R"({"command": "true", "stagger": "5s"})", "application/json"), 422,
+                "field 'stagger' goes with field 'on_each'");
   check_problem(c.Post("/api/v1/jobs", "{not json", "application/json"), 400, "not valid JSON");
   check_problem(c.Post("/api/v1/jobs", R"({"command": "true", "command": "false"})", "application/json"), 400,
                 "twice");
   // A batch is all or nothing.
   check_problem(c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": 5}])", "application/json"), 422, "job 2");
   CHECK(cli_json(db, dir, {"ls"}).empty());
+  // An update's checks, made in the store, name the keys as well.
+  const std::string scheduled = test::submit(db, dir, {"--cron", "0 * * * *", "--", "true"});
+  check_problem(c.Patch("/api/v1/jobs/" + scheduled, R"({"starts_at": "2030-01-02 00:00", "ends_at": "2030-01-01 00:00"})",
+                        "application/json"),
+                422, "field 'ends_at' is before field 'starts_at'");
   // Exit 3 → 404, exit 4 → 409.
   auto missing = c.Get("/api/v1/jobs/" + kUnknownId);
   check_problem(missing, 404, "no job or run");
@@ -243,7 +259,7 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   // What no route answers, and a body over --max-body.
   check_problem(c.Get("/api/v1/nothing-here"), 404, "no route GET /api/v1/nothing-here");
   check_problem(c.Post("/api/v1/jobs", std::string(8192, ' '), "application/json"), 413, "--max-body");
-  CHECK(cli_json(db, dir, {"ls"}).size() == 1);
+  CHECK(cli_json(db, dir, {"ls"}).size() == 2);  // the schedule submitted above, and the job cancelled
 }
 
 TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
@@ -542,7 +558,8 @@ TEST_CASE("serve: GET /metrics shows the whole store per queue, passes promtool,
   CHECK(text.find("jobctl_queue_running{queue=\"reports\"} 0\n") != std::string::npos);
   CHECK(text.find("jobctl_queue_ready{queue=\"idle\"} 0\n") != std::string::npos);  // a configured, empty queue
   CHECK(text.find("jobctl_dead_letter_runs{queue=\"reports\"} 0\n") != std::string::npos);
-  CHECK(text.find("jobctl_workers_live 0\n") != std::string::npos);
+  CHECK(text.find("jobctl_workers_live{state=\"active\"} 0\n") != std::string::npos);
+  CHECK(text.find("jobctl_workers_live{state=\"draining\"} 0\n") != std::string::npos);
   CHECK(text.find("jobctl_scheduler_leader_present 0\n") != std::string::npos);
   std::smatch oldest;
   REQUIRE(std::regex_search(text, oldest, std::regex(R"(jobctl_queue_oldest_ready_seconds\{queue="reports"\} (\S+))")));
@@ -558,11 +575,23 @@ TEST_CASE("serve: GET /metrics shows the whole store per queue, passes promtool,
   test::eventually(
       [&] {
         const std::string t = server.client().Get("/metrics")->body;
-        return t.find("jobctl_workers_live 1\n") != std::string::npos &&
+        return t.find("jobctl_workers_live{state=\"active\"} 1\n") != std::string::npos &&
                t.find("jobctl_scheduler_leader_present 1\n") != std::string::npos &&
                t.find("jobctl_queue_ready{queue=\"reports\"} 0\n") != std::string::npos;
       },
       "the agent shows in /metrics");
+  // Draining (SIGTERM with a job running), it is live but takes no work.
+  const std::string started = dir.file("started");
+  test::submit(db, dir, {"--queue", "reports", "--", "touch " + started + "; sleep 30"});
+  test::eventually([&] { return access(started.c_str(), F_OK) == 0; }, "the job to start");
+  agent->signal(SIGTERM);
+  test::eventually(
+      [&] {
+        const std::string t = server.client().Get("/metrics")->body;
+        return t.find("jobctl_workers_live{state=\"active\"} 0\n") != std::string::npos &&
+               t.find("jobctl_workers_live{state=\"draining\"} 1\n") != std::string::npos;
+      },
+      "the draining agent shows as draining, not active");
 
   test::TempDir dir2;
   Server guarded(db, dir2, {"--metrics-token"});

@@ -81,6 +81,28 @@ TEST_CASE("job json: bad lines are rejected naming the field") {
   }
 }
 
+TEST_CASE("job json: a line's errors name its keys, never the CLI's flags, even from the model's own checks") {
+  auto refused = [](const char* text) {
+    try {
+      job_spec_from_json(json::parse(text));
+    } catch (const jobctl::Error& e) {
+      return std::string(e.what()) + " | " + e.hint();
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused(R"({"command":"true","cron":"@hourly","max_runs":0})") ==
+        "field 'max_runs' must be 1 to 1000000, not 0 | leave it out for no limit");
+  CHECK(refused(R"({"command":"true","stagger":"5s"})").rfind("field 'stagger' goes with field 'on_each' | e.g. field "
+                                                            "'on_each' role=web field 'stagger' 30s", 0) == 0);
+  CHECK(refused(R"({"command":"true","retry_delay":"10s","max_retry_delay":"1s"})")
+            .rfind("field 'max_retry_delay' 1s is shorter than field 'retry_delay' 10s", 0) == 0);
+  // Only whole flags of fields are renamed.
+  const auto e = jobctl::jobdef::in_line_terms(jobctl::usage_error("--to is before --from; --retries-x, x--retries",
+                                                                     "--retries 3"));
+  CHECK(std::string(e.what()) == "--to is before --from; --retries-x, x--retries");
+  CHECK(e.hint() == "field 'retries' 3");
+}
+
 TEST_CASE("job json: a webhook, its stored form, and notifications") {
   using namespace jobctl::model;
   auto s = job_spec_from_json(json::parse(R"({"webhook":{"url":"https://example.com/h","method":"PUT",
@@ -112,10 +134,10 @@ TEST_CASE("job json: webhook refusals name the problem") {
   CHECK(refused(R"({"webhook":{"method":"POST"}})") == "field 'webhook.url': is required");
   CHECK(refused(R"({"webhook":{"url":"http://x/","verb":"GET"}})") == "unknown field 'webhook.verb'");
   CHECK(refused(R"({"webhook":"file:///etc/passwd"})").find("must start with http:// or https://") != std::string::npos);
-  CHECK(refused(R"({"webhook":{"url":"http://x/","method":"GE T"}})") == "invalid --method 'GE T'");
+  CHECK(refused(R"({"webhook":{"url":"http://x/","method":"GE T"}})") == "invalid field 'webhook.method' 'GE T'");
   CHECK(refused(R"({"webhook":{"url":"http://x/","data":"{{secret:A"}})").find("unclosed secret reference") !=
         std::string::npos);
-  CHECK(refused(R"({"command":"true","notify":"ftp://x"})").find("invalid --notify URL") != std::string::npos);
+  CHECK(refused(R"({"command":"true","notify":"ftp://x"})").find("invalid field 'notify' URL") != std::string::npos);
   CHECK(refused(R"({"command":"true","notify_on":"sometimes"})").find("unknown event 'sometimes'") != std::string::npos);
 }
 
