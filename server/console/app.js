@@ -500,11 +500,14 @@ function logsSection(view, reload) {
   const select = el('select', { id: 'log-attempt', name: 'attempt',
     onchange: () => { view.followLatest = select.value === select.options[select.options.length - 1]?.value; reload(); } });
   const meta = el('p', { id: 'log-meta', class: 'note' });
-  const out = el('pre', { id: 'log-stdout', 'data-testid': 'log-stdout', tabindex: '0', 'aria-label': 'Standard output' });
-  const err = el('pre', { id: 'log-stderr', 'data-testid': 'log-stderr', tabindex: '0', 'aria-label': 'Standard error' });
+  // A log region each, named by its heading, focusable so that a keyboard can scroll it.
+  const stream = (name) => el('pre', { id: `log-${name}`, 'data-testid': `log-${name}`, tabindex: '0',
+    role: 'log', 'aria-labelledby': `log-${name}-title` });
+  const out = stream('stdout');
+  const err = stream('stderr');
   const node = section('Output', 'logs',
     el('div', { class: 'filters' }, el('label', { for: 'log-attempt' }, 'Attempt'), select), meta,
-    el('h3', {}, 'Standard output'), out, el('h3', {}, 'Standard error'), err);
+    el('h3', { id: 'log-stdout-title' }, 'Standard output'), out, el('h3', { id: 'log-stderr-title' }, 'Standard error'), err);
   return {
     node,
     selected: () => select.value,
@@ -840,7 +843,7 @@ function dagEdge(from, to, parent, child) {
 function dagNode(n, p) {
   const status = n.run.status;
   return svg('a', { href: `#/jobs/${enc(n.run.id)}`, class: `dag-node node-${status}`, 'data-testid': 'dag-node',
-    'data-node': n.name, 'data-status': status, 'aria-label': `${n.name}: ${status}` },
+    'data-node': n.name, 'data-status': status },  // named by its text: the name, then the status
   svg('rect', { x: p.x, y: p.y, width: NODE.w, height: NODE.h, rx: 6 }),
   svg('text', { x: p.x + 10, y: p.y + 20, class: 'node-name' }, clip(n.name, 20)),
   svg('text', { x: p.x + 10, y: p.y + 38, class: 'node-status' }, status),

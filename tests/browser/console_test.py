@@ -6,8 +6,9 @@ temp dir, or a fresh schema of the PostgreSQL server JOBCTL_TEST_PG_DSN
 names), then drives Debian's chromium through python3-selenium: the login
 page, the cookie, a job seen live to success with its output, a dead run
 replayed, a running job cancelled, a DAG drawn and run, the CSRF header
-required, every page screenshotted, logging out, and a read-only token
-that sees no action buttons.
+required, every page screenshotted and audited with axe-core (WCAG 2 A and
+AA), a job opened and cancelled with the keyboard alone, logging out, and
+a read-only token that sees no action buttons.
 
 Exit 0: every step passed. Exit 1: a step failed (one line each, the temp
 dir kept). Exit 77: skipped (no selenium, no chromium, or no PostgreSQL).
@@ -32,6 +33,8 @@ CHROMIUM = '/usr/bin/chromium'
 CHROMEDRIVER = '/usr/bin/chromedriver'
 PSQL = '/usr/bin/psql'
 LISTENING = re.compile(r'listening on (http://127\.0\.0\.1:\d+)/api/v1')
+AXE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'axe', 'axe.min.js')  # axe/README.md
+AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']
 
 
 class StepFailed(Exception):
@@ -243,6 +246,25 @@ class Console:
         except Exception as e:
             print(f'note: screenshot {page}: {e}', file=sys.stderr)
 
+    def page(self, name):
+        """A page reached: its screenshot, then its accessibility audit."""
+        self.screenshot(name)
+        self.audit(name)
+
+    def audit(self, name):
+        """Runs axe-core on the page as it is now; fails on any WCAG 2 A/AA violation."""
+        if not self.d.execute_script('return typeof axe === "object"'):
+            self.d.execute_script(read_text(AXE))
+        found = self.d.execute_async_script('''
+            const done = arguments[arguments.length - 1];
+            axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}})
+              .then(r => done(r.violations.map(v => ({id: v.id, help: v.help,
+                                                     at: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))))
+              .catch(e => done([{id: 'axe', help: String(e), at: []}]));''', AXE_TAGS)
+        if found:
+            raise StepFailed(f'{name} page, accessibility: ' +
+                             '; '.join(f"{v['id']}: {v['help']} ({', '.join(v['at'])})" for v in found))
+
     def wait(self, predicate, what, timeout=WAIT_S):
         return wait_until(predicate, what, timeout, ignore=self.transient)
 
@@ -268,6 +290,19 @@ class Console:
             return True
         self.wait(attempt, what)
 
+    def keyboard_to(self, css, what, presses=120):
+        """Moves the focus from the top of the page with Tab alone until it is on `css`, and presses Enter."""
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.keys import Keys
+        self.wait(lambda: self.find(css), what)
+        self.d.execute_script('document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)')
+        for _ in range(presses):
+            ActionChains(self.d).send_keys(Keys.TAB).perform()
+            if self.d.execute_script('return document.activeElement.matches(arguments[0])', css):
+                ActionChains(self.d).send_keys(Keys.ENTER).perform()
+                return
+        raise StepFailed(f'{what}: not reached with {presses} presses of Tab')
+
     def accept_confirm(self, what):
         self.wait(lambda: self.d.switch_to.alert.accept() or True, what, timeout=10)
 
@@ -290,7 +325,7 @@ class Console:
         self.wait(lambda: self.find('#login-form'), 'the login form at /ui/ without a cookie')
         self.check(self.find('input#token[type=password]'), 'the login form has no password field #token')
         self.check(self.find('label[for=token]'), 'the token field has no label')
-        self.screenshot('login')
+        self.page('login')
         self.find('#token').send_keys('not-a-token-of-this-server')
         self.find('#login-submit').click()
         self.wait(lambda: self.text_of('#login-error') == 'That token is not valid',
@@ -328,13 +363,13 @@ class Console:
         self.wait(lambda: self.status_of(row) == 'succeeded', f'job {job["id"]} to show succeeded in the jobs list')
         self.check(self.d.execute_script('return window.__consoleTestMark') == 'same page',
                    'the jobs page reloaded instead of refreshing in place')
-        self.screenshot('jobs')
-        self.click(f'{row} a[data-testid=job-link]', 'the link of the job')
+        self.page('jobs')
+        self.keyboard_to(f'{row} a[data-testid=job-link]', 'the link of the job, by keyboard')
         self.wait(lambda: self.d.current_url.endswith(f'#/jobs/{job["id"]}'), 'the job page URL')
         self.wait(lambda: 'hello' in self.text_of('#log-stdout'), 'the job page to show "hello" in #log-stdout')
         self.check(self.find('#attempts-table tr[data-testid=attempt-row]'), 'the job page lists no attempt')
         self.check(self.find('#history-table'), 'the job page has no history table')
-        self.screenshot('job')
+        self.page('job')
 
     # -- what a job says reaches the page as text, never as markup
 
@@ -356,7 +391,7 @@ class Console:
         dead = self.api.wait_status(job['id'], 'dead')
         run = dead['run']['id']
         self.open('/dead-letter', f'tr[data-run-id="{run}"]', f'dead run {run} in the dead-letter table')
-        self.screenshot('dead-letter')
+        self.page('dead-letter')
         self.click(f'tr[data-run-id="{run}"] button[id="dlq-replay-{run}"]', 'the Replay button of the run')
         self.wait(lambda: not self.find(f'tr[data-run-id="{run}"]'), f'dead run {run} to leave the list')
         self.check('replayed' in self.text_of('#flash'), f'#flash says {self.text_of("#flash")!r} after a replay')
@@ -375,7 +410,7 @@ class Console:
         job = self.api.submit({'command': 'sleep 300', 'name': 'console-sleep', 'retries': 0})
         self.api.wait_status(job['id'], 'running')
         self.open(f'/jobs/{job["id"]}', '[data-testid=job-detail-status][data-status=running]', 'the job page to show it running')
-        self.click('#action-cancel', 'the Cancel button')
+        self.keyboard_to('#action-cancel', 'the Cancel button, by keyboard')
         self.accept_confirm('the confirmation of Cancel')
         self.wait(lambda: self.status_of('[data-testid=job-detail-status]') == 'cancelled', 'the job page to show cancelled')
         self.check('Cancel' in self.text_of('#flash'), f'#flash says {self.text_of("#flash")!r} after Cancel')
@@ -399,9 +434,9 @@ class Console:
         self.wait(lambda: [self.status_of(f'#dag-svg [data-node="{n}"]') for n in 'abc'] == ['succeeded'] * 3,
                   'the three nodes to be drawn succeeded')
         self.wait(lambda: self.status_of('[data-testid=dag-detail-status]') == 'succeeded', 'the DAG run to show succeeded')
-        self.screenshot('dag')
+        self.page('dag')
         self.open('/dags', f'tr[data-dag-run-id="{run}"]', 'the DAG run in the DAG runs list')
-        self.screenshot('dags')
+        self.page('dags')
 
     # -- (g) a cookie-authenticated POST without the console's header
 
@@ -424,24 +459,24 @@ class Console:
         row = f'tr[data-testid=schedule-row][data-job-id="{job["id"]}"]'
         self.open('/schedules', row, 'the schedule in the schedules table')
         self.check('0 3 * * *' in self.find(row).text, 'the schedules table does not show the cron expression')
-        self.screenshot('schedules')
+        self.page('schedules')
         self.click(f'{row} a[data-testid=schedule-link]', 'the link of the schedule')
         self.wait(lambda: self.find('#schedule-fields'), 'the schedule page')
         self.click('#schedule-trigger', 'Trigger now')
         self.wait(lambda: self.find('#schedule-runs-table tr[data-testid=schedule-run-row]'),
                   'the triggered run in the schedule runs table')
-        self.screenshot('schedule')
+        self.page('schedule')
 
     def workers(self):
         self.open('/workers', 'tr[data-worker="console-agent"]', 'the agent console-agent in the workers table')
-        self.screenshot('workers')
+        self.page('workers')
 
     def dashboard(self):
         self.open('/dashboard', '#stats-table tr[data-testid=stats-row]', 'a row of per-queue stats')
         for chart in ('chart-throughput', 'chart-failure', 'chart-lag'):
             self.wait(lambda: self.find(f'svg#{chart}'), f'the chart #{chart}')
         self.wait(lambda: self.find('svg#chart-throughput rect.bar'), 'a bar in the throughput chart')
-        self.screenshot('dashboard')
+        self.page('dashboard')
 
     # -- logging out, and a read-only token
 
