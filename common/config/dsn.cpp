@@ -6,10 +6,9 @@
 #include <regex>
 #include <sstream>
 
-#include <libpq-fe.h>
-
 #include <fmt/format.h>
 
+#include "common/config/libpq.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::config {
@@ -100,10 +99,10 @@ Dsn checked_postgres(const std::string& text) {
   (void)postgres_target(text);  // jobctl's own options, and libpq's reading of the rest
   char* error = nullptr;
   const std::string conninfo = take_schema(text).first;
-  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  PQconninfoOption* options = libpq().PQconninfoParse(conninfo.c_str(), &error);
   if (!options) {
     std::string why = hide_passwords(text, error ? error : "libpq could not read it");
-    PQfreemem(error);
+    libpq().PQfreemem(error);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw bad(why);
   }
@@ -120,7 +119,7 @@ Dsn checked_postgres(const std::string& text) {
       if (!integer_in(value, 0, 999'999'999)) problem = fmt::format("{} '{}' is not a whole number", key, value);
     }
   }
-  PQconninfoFree(options);
+  libpq().PQconninfoFree(options);
   if (!problem.empty()) throw bad(problem);
   return {Backend::postgres, text};
 }
@@ -134,15 +133,15 @@ PostgresTarget postgres_target(const std::string& dsn) {
                                         *schema));
   PostgresTarget t{conninfo, ""};
   char* error = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &error);
+  PQconninfoOption* parsed = libpq().PQconninfoParse(conninfo.c_str(), &error);
   if (!parsed) {
-    PQfreemem(error);
+    libpq().PQfreemem(error);
     return t;  // checked_postgres says what is wrong with it
   }
   std::string own;
   for (const PQconninfoOption* o = parsed; o->keyword; ++o)
     if (o->val && std::string(o->keyword) == "options") own = o->val;
-  PQconninfoFree(parsed);
+  libpq().PQconninfoFree(parsed);
   // The DSN's own search_path wins unless schema= is given; schema= empty
   // sends nothing.
   if (schema ? schema->empty() : own.find("search_path") != std::string::npos) return t;

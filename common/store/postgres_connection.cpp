@@ -9,7 +9,6 @@
 // server costs a caller at most that long, then an Error(store). A
 // statement whose answer never came may or may not have been applied; the
 // connection is dropped, never reused half-way through a reply.
-#include <libpq-fe.h>
 #include <poll.h>
 
 #include <chrono>
@@ -24,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "common/config/dsn.hpp"
+#include "common/config/libpq.hpp"
 #include "common/store/postgres_session.hpp"
 #include "common/store/sql.hpp"
 #include "common/util/duration.hpp"
@@ -31,6 +31,8 @@
 
 namespace jobctl::store {
 namespace {
+
+using config::libpq;
 
 constexpr Oid kByteaOid = 17;
 constexpr const char* kNowUs = "(extract(epoch from now()) * 1000000)::int8";
@@ -96,7 +98,7 @@ std::string joined_lines(const std::string& text) {
 
 struct ResultGuard {
   PGresult* res;
-  ~ResultGuard() { PQclear(res); }
+  ~ResultGuard() { libpq().PQclear(res); }
 };
 
 // The hint for a server error that is the server's condition or its
@@ -130,25 +132,25 @@ class PostgresConnection final : public Connection {
     connect(Reconnect::no);
   }
 
-  ~PostgresConnection() override { PQfinish(conn_); }
+  ~PostgresConnection() override { libpq().PQfinish(conn_); }
 
   Dialect dialect() const override { return Dialect::postgres; }
 
   Rows query(std::string_view sql, const Params& params) override {
     ResultGuard r{run(sql, params)};
     Rows rows;
-    int nrows = PQntuples(r.res), ncols = PQnfields(r.res);
+    int nrows = libpq().PQntuples(r.res), ncols = libpq().PQnfields(r.res);
     rows.reserve(static_cast<size_t>(nrows));
     for (int i = 0; i < nrows; ++i) {
       std::vector<std::optional<std::string>> cells;
       cells.reserve(static_cast<size_t>(ncols));
       for (int c = 0; c < ncols; ++c) {
-        if (PQgetisnull(r.res, i, c)) {
+        if (libpq().PQgetisnull(r.res, i, c)) {
           cells.emplace_back(std::nullopt);
-        } else if (PQftype(r.res, c) == kByteaOid) {
-          cells.emplace_back(decode_bytea(PQgetvalue(r.res, i, c), PQgetlength(r.res, i, c)));
+        } else if (libpq().PQftype(r.res, c) == kByteaOid) {
+          cells.emplace_back(decode_bytea(libpq().PQgetvalue(r.res, i, c), libpq().PQgetlength(r.res, i, c)));
         } else {
-          cells.emplace_back(std::string(PQgetvalue(r.res, i, c), static_cast<size_t>(PQgetlength(r.res, i, c))));
+          cells.emplace_back(std::string(libpq().PQgetvalue(r.res, i, c), static_cast<size_t>(libpq().PQgetlength(r.res, i, c))));
         }
       }
       rows.emplace_back(std::move(cells));
@@ -158,14 +160,14 @@ class PostgresConnection final : public Connection {
 
   int64_t exec(std::string_view sql, const Params& params) override {
     ResultGuard r{run(sql, params)};
-    const char* n = PQcmdTuples(r.res);
+    const char* n = libpq().PQcmdTuples(r.res);
     return (n && *n) ? std::stoll(n) : 0;
   }
 
   void exec_script(std::string_view sql) override {
     ensure_connected();
     std::string text = translate(sql, clock_offset_us_);
-    if (!PQsendQuery(conn_, text.c_str())) fail_to_send(sql);
+    if (!libpq().PQsendQuery(conn_, text.c_str())) fail_to_send(sql);
     ResultGuard r{await(sql)};
     check(r.res, sql);
   }
@@ -176,7 +178,7 @@ class PostgresConnection final : public Connection {
   void commit() override { exec_script("COMMIT"); }
   void rollback() override {
     try {
-      if (conn_ && PQstatus(conn_) == CONNECTION_OK) exec_script("ROLLBACK");
+      if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) exec_script("ROLLBACK");
     } catch (const std::exception&) {
       // Never throws: a connection that cannot roll back is dropped, and
       // the server ends the transaction with it.
@@ -250,8 +252,8 @@ class PostgresConnection final : public Connection {
 
   void connect(Reconnect again) {
     conn_ = connect_postgres(conninfo_);
-    if (PQstatus(conn_) != CONNECTION_OK || PQsetnonblocking(conn_, 1) != 0) {
-      std::string msg = joined_lines(PQerrorMessage(conn_));
+    if (libpq().PQstatus(conn_) != CONNECTION_OK || libpq().PQsetnonblocking(conn_, 1) != 0) {
+      std::string msg = joined_lines(libpq().PQerrorMessage(conn_));
       drop();
       throw Error(ExitCode::store,
                   fmt::format("{} PostgreSQL at {}: {}", again == Reconnect::yes ? "lost the connection to" : "cannot connect to",
@@ -263,13 +265,13 @@ class PostgresConnection final : public Connection {
 
   // A broken connection is opened anew; its prepared statements are gone.
   void ensure_connected() {
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
+    if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) return;
     drop();
     connect(Reconnect::yes);
   }
 
   void drop() {
-    PQfinish(conn_);
+    libpq().PQfinish(conn_);
     conn_ = nullptr;
     prepared_.clear();
     seen_.clear();
@@ -278,7 +280,7 @@ class PostgresConnection final : public Connection {
   std::string where() const { return config::redacted({config::Backend::postgres, conninfo_}); }
 
   [[noreturn]] void fail_to_send(std::string_view sql) {
-    std::string msg = joined_lines(PQerrorMessage(conn_));
+    std::string msg = joined_lines(libpq().PQerrorMessage(conn_));
     drop();
     throw Error(ExitCode::store, fmt::format("PostgreSQL at {}: {} (in: {})", where(), msg, statement_summary(sql)));
   }
@@ -289,7 +291,7 @@ class PostgresConnection final : public Connection {
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) return false;
-      pollfd p{PQsocket(conn_), events, 0};
+      pollfd p{libpq().PQsocket(conn_), events, 0};
       int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)) + 1);
       if (n > 0) return true;
       if (n < 0 && errno != EINTR) return true;  // let libpq report it
@@ -306,7 +308,7 @@ class PostgresConnection final : public Connection {
   }
 
   static bool failed(const PGresult* r) {
-    ExecStatusType st = PQresultStatus(r);
+    ExecStatusType st = libpq().PQresultStatus(r);
     return st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY;
   }
 
@@ -315,29 +317,29 @@ class PostgresConnection final : public Connection {
   PGresult* await(std::string_view sql) {
     auto deadline = Clock::now() + timeout_;
     int flushed;
-    while ((flushed = PQflush(conn_)) == 1) {
+    while ((flushed = libpq().PQflush(conn_)) == 1) {
       if (!wait_socket(POLLIN | POLLOUT, deadline)) give_up(sql);
-      if (!PQconsumeInput(conn_)) break;
+      if (!libpq().PQconsumeInput(conn_)) break;
     }
     PGresult* keep = nullptr;
     for (;;) {
-      while (flushed >= 0 && PQisBusy(conn_)) {
+      while (flushed >= 0 && libpq().PQisBusy(conn_)) {
         if (!wait_socket(POLLIN, deadline)) {
-          PQclear(keep);
+          libpq().PQclear(keep);
           give_up(sql);
         }
-        if (!PQconsumeInput(conn_)) break;
+        if (!libpq().PQconsumeInput(conn_)) break;
       }
-      PGresult* r = PQgetResult(conn_);
+      PGresult* r = libpq().PQgetResult(conn_);
       if (!r) break;
       // Keep the first error, else the last result.
       if (keep && failed(keep)) {
-        PQclear(r);
+        libpq().PQclear(r);
       } else {
-        PQclear(keep);
+        libpq().PQclear(keep);
         keep = r;
       }
-      if (PQstatus(conn_) != CONNECTION_OK) break;
+      if (libpq().PQstatus(conn_) != CONNECTION_OK) break;
     }
     return keep;
   }
@@ -372,11 +374,11 @@ class PostgresConnection final : public Connection {
     }
     int sent;
     if (name) {
-      sent = PQsendQueryPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
+      sent = libpq().PQsendQueryPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), lengths.data(),
                                  formats.data(), 0);
     } else {
       std::string statement = translate(sql, clock_offset_us_);
-      sent = PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+      sent = libpq().PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
                                lengths.data(), formats.data(), 0);
     }
     if (!sent) fail_to_send(sql);
@@ -384,7 +386,7 @@ class PostgresConnection final : public Connection {
     try {
       check(res, sql);
     } catch (...) {
-      PQclear(res);
+      libpq().PQclear(res);
       throw;
     }
     return res;
@@ -401,19 +403,19 @@ class PostgresConnection final : public Connection {
     if (seen_.insert(key).second) return nullptr;
     std::string name = fmt::format("s{}", prepared_.size() + 1);
     std::string text = translate(sql, clock_offset_us_);
-    if (!PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr)) fail_to_send(sql);
+    if (!libpq().PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr)) fail_to_send(sql);
     ResultGuard r{await(sql)};
     check(r.res, sql);
     return &prepared_.emplace(std::move(key), std::move(name)).first->second;
   }
 
   void check(PGresult* res, std::string_view sql) {
-    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    ExecStatusType st = res ? libpq().PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
-    std::string state = res && PQresultErrorField(res, PG_DIAG_SQLSTATE) ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : "";
-    std::string msg = joined_lines(res ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
+    std::string state = res && libpq().PQresultErrorField(res, PG_DIAG_SQLSTATE) ? libpq().PQresultErrorField(res, PG_DIAG_SQLSTATE) : "";
+    std::string msg = joined_lines(res ? libpq().PQresultErrorMessage(res) : libpq().PQerrorMessage(conn_));
     if (state == "23505") throw UniqueViolation(msg);
-    if (PQstatus(conn_) != CONNECTION_OK)
+    if (libpq().PQstatus(conn_) != CONNECTION_OK)
       throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg));
     if (auto hint = server_condition(state))
       throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg), *hint);

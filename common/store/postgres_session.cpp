@@ -4,10 +4,13 @@
 #include <string>
 
 #include "common/config/dsn.hpp"
+#include "common/config/libpq.hpp"
 #include "common/store/sql.hpp"
 
 namespace jobctl::store {
 namespace {
+
+using config::libpq;
 
 void ignore_notice(void*, const char*) {}
 
@@ -28,10 +31,10 @@ PGconn* connect_postgres(const std::string& dsn) {
                         nullptr};
   const char* values[] = {connect_timeout.c_str(), "1", "10", "5", "3", user_timeout.c_str(), conninfo.c_str(),
                           target.options.c_str(), nullptr};
-  PGconn* conn = PQconnectdbParams(keys, values, 1);
+  PGconn* conn = libpq().PQconnectdbParams(keys, values, 1);
   // libpq prints server notices (and a FATAL on an idle connection) to
   // stderr by default, outside the log's format: errors reach us as results.
-  if (conn) PQsetNoticeProcessor(conn, ignore_notice, nullptr);
+  if (conn) libpq().PQsetNoticeProcessor(conn, ignore_notice, nullptr);
   return conn;
 }
 

@@ -8,9 +8,10 @@
 // that is frozen (SIGSTOP, a hung host) still acknowledges TCP, so none of
 // those fire: the driver also waits for every answer with a deadline of
 // its own (wait_for_result).
-#include <libpq-fe.h>
 
 #include <string>
+
+#include "common/config/libpq.hpp"
 
 namespace jobctl::store {
 

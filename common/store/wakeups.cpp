@@ -1,6 +1,5 @@
 #include "common/store/wakeups.hpp"
 
-#include <libpq-fe.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -8,10 +7,13 @@
 #include <chrono>
 #include <filesystem>
 
+#include "common/config/libpq.hpp"
 #include "common/store/postgres_session.hpp"
 
 namespace jobctl::store {
 namespace {
+
+using config::libpq;
 
 class NoWakeups final : public Wakeups {
  public:
@@ -25,9 +27,9 @@ class PostgresWakeups final : public Wakeups {
       : conninfo_(std::move(conninfo)), queues_(std::move(queues)) {
     connect();
   }
-  ~PostgresWakeups() override { PQfinish(conn_); }
+  ~PostgresWakeups() override { libpq().PQfinish(conn_); }
 
-  int fd() const override { return healthy_ ? PQsocket(conn_) : -1; }
+  int fd() const override { return healthy_ ? libpq().PQsocket(conn_) : -1; }
 
   WakeReasons drain() override {
     WakeReasons r;
@@ -37,31 +39,31 @@ class PostgresWakeups final : public Wakeups {
       r.work = r.cancel = healthy_;
       return r;
     }
-    if (!PQconsumeInput(conn_)) {
+    if (!libpq().PQconsumeInput(conn_)) {
       healthy_ = false;  // the server went away: stop polling its socket
       r.work = r.cancel = true;
       return r;
     }
-    while (PGnotify* n = PQnotifies(conn_)) {
+    while (PGnotify* n = libpq().PQnotifies(conn_)) {
       std::string channel = n->relname, payload = n->extra ? n->extra : "";
       if (channel == kCancelChannel) r.cancel = true;
       if (channel == kWakeChannel && std::find(queues_.begin(), queues_.end(), payload) != queues_.end())
         r.work = true;
-      PQfreemem(n);
+      libpq().PQfreemem(n);
     }
     return r;
   }
 
  private:
   void connect() {
-    PQfinish(conn_);
+    libpq().PQfinish(conn_);
     conn_ = connect_postgres(conninfo_);
     last_try_ = std::chrono::steady_clock::now();
     healthy_ = false;
-    if (PQstatus(conn_) != CONNECTION_OK) return;
-    PGresult* res = PQexec(conn_, "LISTEN jobctl_wake; LISTEN jobctl_cancel");
-    healthy_ = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
+    if (libpq().PQstatus(conn_) != CONNECTION_OK) return;
+    PGresult* res = libpq().PQexec(conn_, "LISTEN jobctl_wake; LISTEN jobctl_cancel");
+    healthy_ = libpq().PQresultStatus(res) == PGRES_COMMAND_OK;
+    libpq().PQclear(res);
   }
 
   std::string conninfo_;

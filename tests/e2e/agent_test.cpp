@@ -66,6 +66,19 @@ TEST_CASE("agent: runs a job with its payload, environment and identifiers, and 
   CHECK(a[0]["worker"] == "agent");
 }
 
+TEST_CASE("agent: the PostgreSQL client library is loaded only for a PostgreSQL store") {
+  // libpq and what it brings cost a process about 12 ms to start: an
+  // agent, or a jobctl command, on SQLite never loads it.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  const std::string id = submit(db, dir, {"--", "true"});
+  test::eventually([&] { return status_of(db, dir, id) == "succeeded"; }, "the job to run");
+  const std::string maps = test::read_file(fmt::format("/proc/{}/maps", agent->pid()));
+  REQUIRE(maps.find("libc.so") != std::string::npos);
+  CHECK((maps.find("libpq.so") != std::string::npos) == (test::test_backend() == config::Backend::postgres));
+}
+
 TEST_CASE("agent: a payload too large for the environment reaches the job on standard input only") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -5,8 +5,6 @@
 // A DSN that parses names a SQLite file or a conninfo libpq reads. The
 // password libpq reads from a DSN does not show, even in part, in its
 // redacted form or in the error refusing it.
-#include <libpq-fe.h>
-
 #include <fmt/format.h>
 
 #include <cctype>
@@ -14,20 +12,22 @@
 #include <string>
 
 #include "common/config/dsn.hpp"
+#include "common/config/libpq.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
 using namespace jobctl;
+using config::libpq;
 
 namespace {
 
 // The password libpq reads from `dsn`; nothing when it cannot read it.
 std::optional<std::string> password_in(const std::string& dsn) {
-  PQconninfoOption* options = PQconninfoParse(dsn.c_str(), nullptr);
+  PQconninfoOption* options = libpq().PQconninfoParse(dsn.c_str(), nullptr);
   if (!options) return std::nullopt;
   std::string password;
   for (const PQconninfoOption* o = options; o->keyword; ++o)
     if (o->val && std::string(o->keyword) == "password") password = o->val;
-  PQconninfoFree(options);
+  libpq().PQconninfoFree(options);
   return password;
 }
 

@@ -1,0 +1,38 @@
+#include "common/config/libpq.hpp"
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+#include "common/util/error.hpp"
+
+namespace jobctl::config {
+namespace {
+
+// The soname of every libpq since PostgreSQL 8.0: its ABI only grows.
+constexpr const char* kSoname = "libpq.so.5";
+
+Libpq load() {
+  void* lib = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    throw Error(ExitCode::store, fmt::format("cannot load the PostgreSQL client library: {}", dlerror()),
+                "install it (Debian: apt-get install libpq5), or use a sqlite: DSN");
+  Libpq f;
+#define JOBCTL_LIBPQ_LOAD(name)                                                                            \
+  f.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));                                          \
+  if (!f.name)                                                                                              \
+    throw Error(ExitCode::store, fmt::format("the PostgreSQL client library {} has no {}", kSoname, #name), \
+                "install libpq 9.6 or later");
+  JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_LOAD)
+#undef JOBCTL_LIBPQ_LOAD
+  return f;  // the library stays loaded for the life of the process
+}
+
+}  // namespace
+
+const Libpq& libpq() {
+  static const Libpq loaded = load();  // a failed load throws, and the next call tries again
+  return loaded;
+}
+
+}  // namespace jobctl::config

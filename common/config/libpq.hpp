@@ -1,0 +1,29 @@
+#pragma once
+// The PostgreSQL client library, loaded when a PostgreSQL DSN first needs
+// it rather than linked: libpq and what it brings (Kerberos, LDAP, GnuTLS,
+// OpenSSL: some twenty libraries) cost a command about 12 ms of start-up,
+// which a command on SQLite, or one that never opens a store (--version,
+// --help, completions), should not pay. Call its functions as
+// libpq().PQexec(...); the types and constants are libpq-fe.h's own.
+#include <libpq-fe.h>
+
+namespace jobctl::config {
+
+#define JOBCTL_LIBPQ_FUNCTIONS(X)                                                                           \
+  X(PQcmdTuples) X(PQclear) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput)     \
+  X(PQerrorMessage) X(PQexec) X(PQfinish) X(PQflush) X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) \
+  X(PQgetlength) X(PQgetvalue) X(PQisBusy) X(PQnfields) X(PQnotifies) X(PQntuples) X(PQresultErrorField)    \
+  X(PQresultErrorMessage) X(PQresultStatus) X(PQsendPrepare) X(PQsendQuery) X(PQsendQueryParams)           \
+  X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetnonblocking) X(PQsocket) X(PQstatus)
+
+struct Libpq {
+#define JOBCTL_LIBPQ_MEMBER(name) decltype(&::name) name = nullptr;
+  JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_MEMBER)
+#undef JOBCTL_LIBPQ_MEMBER
+};
+
+// libpq.so.5, loaded on the first call (from any thread). Throws a store
+// Error (exit 5) saying how to install it when it cannot be loaded.
+const Libpq& libpq();
+
+}  // namespace jobctl::config
