@@ -5,6 +5,8 @@
 //   stamp FILE               writes CLOCK_REALTIME ns to FILE, first thing
 //   sql DSN STATEMENT        runs one statement, prints its rows tab-separated
 //   timed LIMIT_S -- CMD…    wall and CPU time of CMD (its output discarded)
+//   starts N -- CMD…         CMD N times, one at a time: start-to-exit p50/p99
+//   spawn N C -- CMD…        a bare spawn loop, C at a time: runs per second
 //   drain DSN N LIMIT_S LOG -- AGENT…
 //                            starts AGENT with N pending runs waiting, and
 //                            times it until none is pending or running
@@ -43,6 +45,7 @@
 // Every loop is bounded in count and in time. A mode that cannot produce
 // its figure throws jobctl::Error; main prints it and exits non-zero.
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +162,44 @@ void mode_timed(const Args& a) {
   put("seconds", wall);
   put("cpu", rusage_cpu(e.usage));
   if (server0 && server1) put("server_cpu", *server1 - *server0);
+}
+
+// One process at a time, N times: how long CMD takes from its start to
+// its exit (a command's start-up, for `jobctl --version`).
+void mode_starts(const Args& a) {
+  const auto n = static_cast<size_t>(number(a, 0, "N"));
+  auto cmd = command_after(a, 1);
+  std::vector<double> ms;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t start = monotonic_ns();
+    run_to_end(cmd, seconds(60));
+    ms.push_back(seconds_since(start) * 1000);
+  }
+  put("p50_ms", percentile(ms, 50));
+  put("p99_ms", percentile(ms, 99));
+}
+
+// A bare spawn loop: N runs of CMD, at most C at a time, as fast as they
+// end: the rate an agent running CMD as jobs could at best reach here.
+void mode_spawn(const Args& a) {
+  const auto n = static_cast<int64_t>(number(a, 0, "N"));
+  const auto c = std::max<int64_t>(1, static_cast<int64_t>(number(a, 1, "C")));
+  auto cmd = command_after(a, 2);
+  int64_t started = 0, running = 0;
+  int64_t start = monotonic_ns();
+  while (started < n || running > 0) {
+    if (started < n && running < c) {
+      start_process(cmd, "/dev/null");
+      ++started, ++running;
+      continue;
+    }
+    int status = 0;
+    if (waitpid(-1, &status, 0) < 0) throw Error(ExitCode::internal, "waitpid failed in the spawn loop");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw Error(ExitCode::internal, fmt::format("{} ended with {}", cmd[0], describe_exit(status)));
+    --running;
+  }
+  put("per_s", static_cast<double>(n) / seconds_since(start));
 }
 
 // Polls the store until no run is pending or running, or `limit_s` passed;
@@ -463,6 +504,8 @@ struct Mode {
 constexpr Mode kModes[] = {
     {"sql", 2, "sql DSN STATEMENT", mode_sql},
     {"timed", 3, "timed LIMIT_S -- CMD...", mode_timed},
+    {"starts", 3, "starts N -- CMD...", mode_starts},
+    {"spawn", 4, "spawn N C -- CMD...", mode_spawn},
     {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
     {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys]", mode_claim},
@@ -480,7 +523,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench stamp|sql|timed|drain|latency|claim|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench stamp|sql|timed|starts|spawn|drain|latency|claim|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
 }
 
 // Writes the time first, before any other work: it marks the moment the
