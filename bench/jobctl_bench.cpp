@@ -29,10 +29,12 @@
 //                            AGENT: jobs/s, and the dispatch overhead from
 //                            each attempt's claim (store clock) to its
 //                            request's arrival at the server
-//   herd DSN N AGENTS LOGDIR -- AGENT…
-//                            N schedules all due on one minute, AGENTS
-//                            agents started with them; lag from each
-//                            occurrence's time to its run's start
+//   herd DSN N FIRST AGENTS LOGDIR -- AGENT…
+//                            N webhook schedules all due on one minute,
+//                            AGENTS agents started with them: runs made
+//                            before the minute, the agents' highest RSS,
+//                            lag from each of the FIRST occurrences to
+//                            start to its run's start
 //   serve URL TOKEN CLIENTS N
 //                            N POST /api/v1/jobs from CLIENTS keep-alive
 //                            clients at once, each sending its next as
@@ -49,6 +51,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <fstream>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -448,47 +452,72 @@ void mode_claim(const Args& a) {
   put("complete_us_per_job", static_cast<double>(complete_ns) / 1e3 / static_cast<double>(n));
 }
 
-// The schedules' herd: every one of N schedules fires at the same minute
-// (at least 20 s away, so the leader has materialised them all before).
-// The lag of each occurrence is its first attempt's start minus its fire
-// time, both on the store's clock.
+// Resident set of a live process in MB, from /proc/PID/status; 0 when gone.
+double rss_mb(pid_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+// The schedules' herd: every one of N webhook schedules fires at the same
+// minute (at least 20 s away, so the leader, whose horizon is 60 s, can
+// make them all before it), to a local server answering 200. Reports how
+// many runs were made before the minute began, the agents' highest RSS
+// (the leader's, which makes the runs), and the lag of the first FIRST to
+// start: each one's first attempt's start minus its fire time, both on
+// the store's clock.
 void mode_herd(const Args& a) {
   auto n = static_cast<int64_t>(number(a, 1, "N"));
-  auto agents = static_cast<int>(number(a, 2, "AGENTS"));
-  const std::string& logdir = a.at(3);
-  auto agent_argv = command_after(a, 4);
+  auto first = static_cast<int64_t>(number(a, 2, "FIRST"));
+  auto agents = static_cast<int>(number(a, 3, "AGENTS"));
+  const std::string& logdir = a.at(4);
+  auto agent_argv = command_after(a, 5);
   auto s = open_store(a.at(0));
   auto& c = s->connection();
+  test::HttpServer server([](const test::HttpRequest&) { return test::HttpResponse{}; }, false);
   constexpr int64_t kMinuteUs = 60'000'000;
-  int64_t target = (s->now() / kMinuteUs + 1) * kMinuteUs;
-  if (target - s->now() < 20'000'000) target += kMinuteUs;
-  int minute = static_cast<int>(target / kMinuteUs % 60);
   model::JobSpec spec;
-  spec.command.argv = {"true"};
+  spec.command.webhook = model::Webhook{};
+  spec.command.webhook->url = server.url("/herd");
   model::ScheduleSpec sc;
-  sc.cron = fmt::format("{} * * * *", minute);  // once an hour: one herd
-  spec.schedule = sc;
-  for (int64_t done = 0; done < n; done += static_cast<int64_t>(kSubmitBatch))
+  int64_t target = 0;
+  for (int64_t done = 0; done < n; done += static_cast<int64_t>(kSubmitBatch)) {
+    if (done == 0) {  // the minute, once the store's clock is read
+      target = (s->now() / kMinuteUs + 1) * kMinuteUs;
+      if (target - s->now() < 20'000'000 + n * 50) target += kMinuteUs;  // ~50 µs a schedule to submit
+      sc.cron = fmt::format("{} * * * *", target / kMinuteUs % 60);    // once an hour: one herd
+      spec.schedule = sc;
+    }
     s->jobs().submit(std::vector<model::JobSpec>(std::min<size_t>(kSubmitBatch, static_cast<size_t>(n - done)), spec));
-
+  }
   std::vector<pid_t> pids;
   for (int i = 0; i < agents; ++i) pids.push_back(start_process(agent_argv, fmt::format("{}/herd-agent-{}.log", logdir, i)));
-  auto started = [&] {
-    return c.query("SELECT count(*) FROM runs WHERE occurrence = $1 AND started_at IS NOT NULL", {target}).at(0).i64(0);
+  auto count_runs = [&](const char* where) {
+    return c.query(fmt::format("SELECT count(*) FROM runs WHERE occurrence = $1{}", where), {target}).at(0).i64(0);
   };
   int64_t start = monotonic_ns();
-  double limit_s = static_cast<double>(target - s->now()) / 1e6 + 60;
-  while (started() < n && seconds_since(start) < limit_s) sleep_ms(200);
-  int64_t materialised = c.query("SELECT count(*) FROM runs WHERE occurrence = $1", {target}).at(0).i64(0);
+  double limit_s = static_cast<double>(target - s->now()) / 1e6 + 120;
+  std::optional<int64_t> made_before;  // runs made when the minute began
+  double rss = 0;
+  for (;;) {
+    for (pid_t pid : pids) rss = std::max(rss, rss_mb(pid));
+    if (!made_before && s->now() >= target) made_before = count_runs("");
+    if ((made_before && count_runs(" AND started_at IS NOT NULL") >= n) || seconds_since(start) > limit_s) break;
+    sleep_ms(made_before ? 200 : 50);
+  }
   std::vector<double> lag_ms;
   for (const auto& row : c.query("SELECT started_at - occurrence FROM runs WHERE occurrence = $1 AND started_at "
-                                 "IS NOT NULL",
-                                 {target}))
+                                 "IS NOT NULL ORDER BY started_at LIMIT $2",
+                                 {target, first}))
     lag_ms.push_back(static_cast<double>(row.i64(0)) / 1000.0);
+  const int64_t started = count_runs(" AND started_at IS NOT NULL");
   for (pid_t pid : pids) stop_process(pid, milliseconds(15000));
   put("schedules", static_cast<double>(n));
-  put("materialised", static_cast<double>(materialised));
-  put("started", static_cast<double>(lag_ms.size()));
+  put("made_before", static_cast<double>(made_before.value_or(0)));
+  put("started", static_cast<double>(started));
+  put("rss_mb", rss);
   put("p50_ms", percentile(lag_ms, 0.50));
   put("p99_ms", percentile(lag_ms, 0.99));
   put("max_ms", percentile(lag_ms, 1.0));
@@ -511,7 +540,7 @@ constexpr Mode kModes[] = {
     {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys]", mode_claim},
     {"dag", 7, "dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT...", mode_dag},
     {"webhook", 6, "webhook DSN N LIMIT_S LOG -- AGENT...", mode_webhook},
-    {"herd", 6, "herd DSN N AGENTS LOGDIR -- AGENT...", mode_herd},
+    {"herd", 7, "herd DSN N FIRST AGENTS LOGDIR -- AGENT...", mode_herd},
     {"serve", 4, "serve URL TOKEN CLIENTS N", serve_closed_loop},
     {"serve-paced", 5, "serve-paced URL TOKEN CLIENTS RATE SECONDS", serve_paced},
 };
