@@ -76,6 +76,7 @@ void print(const Offer& offer) {
   switch (offer.kind) {
     case Offer::Kind::words: std::printf("words\t%s\n", offer.prefix.c_str()); break;
     case Offer::Kind::files: std::printf("files\t%s\n", offer.prefix.c_str()); break;
+    case Offer::Kind::stores: std::printf("stores\t%s\n", offer.prefix.c_str()); break;
     case Offer::Kind::directories: std::printf("dirs\t%s\n", offer.prefix.c_str()); break;
     case Offer::Kind::command: std::printf("command\t%zu\n", offer.command_at + 1); return;
   }

@@ -172,7 +172,7 @@ void add_values(Offer& offer, CLI::Option& o, const std::string& value) {
     // key=value string is nothing Tab can know.
     if (starts_with(value, "sqlite:")) offer.prefix += "sqlite:";
     else if (value.find("://") != std::string::npos || value.find('=') != std::string::npos) return;
-    offer.kind = Offer::Kind::files;
+    offer.kind = Offer::Kind::stores;
   } else if (kind == "words") {
     for (const auto& v : util::split(words, ',')) offer.candidates.push_back({v, ""});
   } else if (kind == "list") {

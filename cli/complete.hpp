@@ -44,6 +44,7 @@ struct Offer {
   enum class Kind {
     words,        // the candidates, and nothing else
     files,        // file names, besides the candidates
+    stores,       // file names but SQLite's own beside a store (FILE-wal, FILE-shm, FILE-journal)
     directories,  // directory names
     command,      // a command line that starts at word `command_at`
   };

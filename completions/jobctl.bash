@@ -3,7 +3,8 @@
 # The binary decides what Tab offers (`jobctl __complete -- WORDS... CURRENT`,
 # cli/cmd_complete.cpp) from its own command table; this script only hands
 # it the words as typed and shows its answer. The answer's first line says
-# how to complete (words, files, dirs, or a command from word N) and which
+# how to complete (words, files, stores: files but SQLite's FILE-wal,
+# FILE-shm and FILE-journal, dirs, or a command from word N) and which
 # start of the current word to keep (`--db=`, `sqlite:`); each further line
 # is a candidate and, after a tab, its description (unused by bash).
 # Installed as share/bash-completion/completions/jobctl.
@@ -80,6 +81,14 @@ _jobctl() {
             return 0
             ;;
         files) _jobctl_paths "$want" ;;
+        stores)
+            _jobctl_paths "$want"
+            for i in "${!COMPREPLY[@]}"; do
+                [[ ${COMPREPLY[i]} == *-wal || ${COMPREPLY[i]} == *-shm || ${COMPREPLY[i]} == *-journal ]] &&
+                    unset 'COMPREPLY[i]'
+            done
+            COMPREPLY=("${COMPREPLY[@]}")
+            ;;
         dirs) _jobctl_paths "$want" -d ;;
     esac
     # The candidates that start with what is typed (ids in any case), then

@@ -3,7 +3,8 @@
 # The binary decides what Tab offers (`jobctl __complete -- WORDS... CURRENT`,
 # cli/cmd_complete.cpp) from its own command table; this function only hands
 # it the words as typed and shows its answer. The answer's first line says
-# how to complete (words, files, dirs, or a command from word N) and which
+# how to complete (words, files, stores: files but SQLite's FILE-wal,
+# FILE-shm and FILE-journal, dirs, or a command from word N) and which
 # start of the current word to keep (`--db=`, `sqlite:`); each further line
 # is a candidate and, after a tab, its description.
 # Installed as share/fish/vendor_completions.d/jobctl.fish.
@@ -29,6 +30,9 @@ function __jobctl_complete
             return
         case files
             printf '%s\n' $keep(__fish_complete_path (string sub -s (math (string length -- "$keep") + 1) -- "$cur"))
+        case stores
+            printf '%s\n' $keep(__fish_complete_path (string sub -s (math (string length -- "$keep") + 1) -- "$cur") |
+                string match -v -r -- '-(wal|shm|journal)(\t.*)?$')
         case dirs
             printf '%s\n' $keep(__fish_complete_directories (string sub -s (math (string length -- "$keep") + 1) -- "$cur"))
     end

@@ -4,7 +4,8 @@
 # The binary decides what Tab offers (`jobctl __complete -- WORDS... CURRENT`,
 # cli/cmd_complete.cpp) from its own command table; this function only hands
 # it the words as typed and shows its answer. The answer's first line says
-# how to complete (words, files, dirs, or a command from word N) and which
+# how to complete (words, files, stores: files but SQLite's FILE-wal,
+# FILE-shm and FILE-journal, dirs, or a command from word N) and which
 # start of the current word to keep (`--db=`, `sqlite:`); each further line
 # is a candidate and, after a tab, its description.
 # Installed as share/zsh/site-functions/_jobctl.
@@ -33,6 +34,7 @@ _jobctl() {
   done
   case $how in
     files) _files && ret=0 ;;
+    stores) _files -F '(*-wal *-shm *-journal)' && ret=0 ;;
     dirs) _directories && ret=0 ;;
   esac
   (( $#flags )) && _describe -t options 'option' flags && ret=0

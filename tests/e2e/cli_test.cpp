@@ -441,3 +441,18 @@ TEST_CASE("cli: a unique prefix of 6 or more characters names a job, a run or a 
   CHECK(none.err.find("no job or run with id 'ZZZZZZZ'") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"dag", "status", "ZZZZZZZ"}).err.find("no id begins with 'ZZZZZZZ'") != std::string::npos);
 }
+
+TEST_CASE("cli: on SQLite a command leaves the write-ahead log in place for the next, which reads what it wrote") {
+  if (test::test_backend() != config::Backend::sqlite) return;  // SQLite's files only
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string path = db.dsn().substr(std::string("sqlite:").size());
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  // Neither checkpointed nor deleted on closing: the next command does not
+  // create it again (its creation and deletion cost four disk flushes).
+  REQUIRE(std::filesystem::exists(path + "-wal"));
+  CHECK(std::filesystem::file_size(path + "-wal") > 0);
+  CHECK(std::filesystem::exists(path + "-shm"));
+  CHECK(run_jobctl(db, dir, {"get", id}).code == 0);
+  CHECK(job_count(db, dir) == 1);
+}
