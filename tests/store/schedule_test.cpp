@@ -133,10 +133,12 @@ TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at thei
     occurrences.insert(*r.occurrence);
   }
   CHECK(occurrences.size() == runs.size());
-  // Again at once: nothing new, nothing doubled.
+  // Again at once: nothing doubled. Only an occurrence the horizon reached
+  // in between is new, one a second (a loaded machine can take a second
+  // between the calls; making them all again would be 4-6).
   auto again = s->scheduler().materialise(a, *epoch, settings(5 * kSecond));
-  CHECK(again.runs == 0);
-  CHECK(s->jobs().runs_of(job).size() == runs.size());
+  CHECK(again.runs <= (s->now() - now + kSecond - 1) / kSecond);
+  CHECK(s->jobs().runs_of(job).size() == runs.size() + static_cast<size_t>(again.runs));
   // Even a leader that re-materialises the same span (a lost next_fire_at
   // update) cannot double an occurrence.
   s->connection().exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job, *occurrences.begin()});
