@@ -179,8 +179,8 @@ void mode_starts(const Args& a) {
     run_to_end(cmd, seconds(60));
     ms.push_back(seconds_since(start) * 1000);
   }
-  put("p50_ms", percentile(ms, 50));
-  put("p99_ms", percentile(ms, 99));
+  put("p50_ms", percentile(ms, 0.50));
+  put("p99_ms", percentile(ms, 0.99));
 }
 
 // A bare spawn loop: N runs of CMD, at most C at a time, as fast as they
@@ -443,8 +443,14 @@ void mode_claim(const Args& a) {
     complete_ns += monotonic_ns() - t1;
   }
   double wall = seconds_since(start);
-  if (completed != n)
-    throw Error(ExitCode::internal, fmt::format("claimed and completed {} of {} runs in {:.1f} s", completed, n, wall));
+  if (completed != n) {
+    // What the rest became, to tell a claim that came back short from a completion not applied.
+    std::string left;
+    for (const auto& row : s->connection().query("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status"))
+      left += fmt::format(" {} {}", row.text(0), row.i64(1));
+    throw Error(ExitCode::internal, fmt::format("claimed and completed {} of {} runs in {:.1f} s; runs by status:{}",
+                                                completed, n, wall, left));
+  }
   put("jobs", static_cast<double>(n));
   put("seconds", wall);
   put("us_per_job", wall * 1e6 / static_cast<double>(n));
@@ -452,12 +458,12 @@ void mode_claim(const Args& a) {
   put("complete_us_per_job", static_cast<double>(complete_ns) / 1e3 / static_cast<double>(n));
 }
 
-// Resident set of a live process in MB, from /proc/PID/status; 0 when gone.
+// Resident set of a live process in MB (10^6 bytes), from /proc/PID/status; 0 when gone.
 double rss_mb(pid_t pid) {
   std::ifstream status(fmt::format("/proc/{}/status", pid));
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024 / 1e6;  // kB, as the idle figure
   return 0;
 }
 
@@ -492,6 +498,9 @@ void mode_herd(const Args& a) {
     }
     s->jobs().submit(std::vector<model::JobSpec>(std::min<size_t>(kSubmitBatch, static_cast<size_t>(n - done)), spec));
   }
+  if (target - s->now() < 10'000'000)
+    throw Error(ExitCode::internal, fmt::format("submitting {} schedules left less than 10 s before their minute: "
+                                                "a herd measured now would fire an hour later", n));
   std::vector<pid_t> pids;
   for (int i = 0; i < agents; ++i) pids.push_back(start_process(agent_argv, fmt::format("{}/herd-agent-{}.log", logdir, i)));
   auto count_runs = [&](const char* where) {

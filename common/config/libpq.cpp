@@ -18,11 +18,13 @@ Libpq load() {
     throw Error(ExitCode::store, fmt::format("cannot load the PostgreSQL client library: {}", dlerror()),
                 "install it (Debian: apt-get install libpq5), or use a sqlite: DSN");
   Libpq f;
-#define JOBCTL_LIBPQ_LOAD(name)                                                                            \
-  f.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));                                          \
-  if (!f.name)                                                                                              \
-    throw Error(ExitCode::store, fmt::format("the PostgreSQL client library {} has no {}", kSoname, #name), \
-                "install libpq 9.6 or later");
+#define JOBCTL_LIBPQ_LOAD(name)                                                                              \
+  f.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));                                            \
+  if (!f.name) {                                                                                              \
+    dlclose(lib);                                                                                             \
+    throw Error(ExitCode::store, fmt::format("the PostgreSQL client library {} has no {}", kSoname, #name),   \
+                "install libpq 9.6 or later");                                                                \
+  }
   JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_LOAD)
 #undef JOBCTL_LIBPQ_LOAD
   return f;  // the library stays loaded for the life of the process

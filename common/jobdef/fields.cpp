@@ -476,7 +476,7 @@ std::string line_terms(std::string_view text) {
       while (end < text.size() && flag_char(text[end])) ++end;
       named = flag_field(text.substr(i, end - i));
       if (named) {
-        out += fmt::format("field '{}'", named->key);
+        out += Name{*named, Source::line}.label();
         i = end;
         continue;
       }
