@@ -334,6 +334,10 @@ void Agent::heartbeat() {
 // does not execute (a claim that committed but whose answer was lost) is
 // given back at once, without using up a delivery.
 void Agent::reconcile(const std::vector<store::LeaseState>& leases) {
+  // A run that finished since the loop last collected (a webhook answered
+  // while the heartbeat was on its way) runs no more but has its result:
+  // collected first, it waits among the completions, and is not given back.
+  collect_finished();
   auto running_now = running_ids();
   for (const auto& id : running_now) {
     auto it = std::find_if(leases.begin(), leases.end(), [&](const auto& l) { return l.run_id == id; });

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -462,4 +463,30 @@ TEST_CASE("webhook: cancelling a request in flight aborts it and records it as c
   auto attempts = attempts_of(db, dir, id);
   REQUIRE(attempts.size() == 1);
   CHECK(attempts[0]["outcome"] == "cancelled");
+}
+
+TEST_CASE("webhook: one request a job even when answers arrive as a heartbeat reads the leases back") {
+  // A webhook answered while a heartbeat was on its way ran no more but
+  // had not been collected: the agent took its lease for one held without
+  // running, gave it back, and the run was claimed and sent again (114 of
+  // 5,000 requests twice, no fault anywhere). Thousands of fast answers
+  // make that moment near-certain.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  HttpServer server([](const HttpRequest&) { return status(200); });
+  constexpr int kJobs = 5000;
+  std::string lines;
+  for (int i = 0; i < kJobs; ++i) lines += json{{"webhook", server.url("/hook")}}.dump() + "\n";
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", "-"}, lines).code == 0);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms", "--concurrency", "256"});
+  auto succeeded = [&] {
+    auto r = run_jobctl(db, dir, {"ls", "--status", "succeeded", "--limit", "100000", "-o", "json"});
+    return r.code == 0 ? json::parse(r.out).size() : 0;
+  };
+  test::eventually([&] { return succeeded() == kJobs; }, "every webhook job to succeed");
+  CHECK(server.request_count() == kJobs);
+  std::set<std::string> runs;
+  for (const auto& r : server.requests()) runs.insert(r.header("X-Job-Run-Id"));
+  CHECK(runs.size() == kJobs);
+  CHECK(agent->err().find("lease_given_back") == std::string::npos);
 }
