@@ -1,7 +1,5 @@
 #include "server/group_commit.hpp"
 
-#include <map>
-
 #include "common/util/error.hpp"
 
 namespace jobctl::server {
@@ -87,36 +85,15 @@ void GroupCommit::write(std::vector<Pending>& group) {
   std::vector<store::Submission> submissions;
   submissions.reserve(group.size());
   for (auto& p : group) submissions.push_back(std::move(p.submission));
-  std::vector<std::vector<store::SubmitResult>> results;
+  std::vector<Submitted> answers;
   try {
-    results = store_->jobs().submit_together(submissions);
-    ++commits_;
-    requests_ += group.size();
+    answers = store_->jobs().submit_together(submissions);
   } catch (...) {
     for (size_t i = 0; i < group.size(); ++i) group[i].submission = std::move(submissions[i]);  // for a retry alone
     throw;
   }
-  // Committed: from here on nothing is tried again. Every job of the group
-  // is read back in one query; should that fail, each request gets the
-  // error (a client retrying with its Idempotency-Key finds its job).
-  std::map<std::string, model::JobView> views;
-  try {
-    std::vector<std::string> ids;
-    for (const auto& r : results)
-      for (const auto& one : r) ids.push_back(one.job_id);
-    for (auto& v : store_->jobs().get_jobs(ids)) views.emplace(v.job.id, std::move(v));
-  } catch (const Error& e) {
-    if (e.code() == ExitCode::store) store_.reset();
-    for (auto& p : group) p.promise.set_exception(std::current_exception());
-    return;
-  }
-  std::vector<Submitted> answers;
-  for (auto& r : results) {
-    Submitted s{std::move(r), {}};
-    for (const auto& one : s.results)
-      if (auto it = views.find(one.job_id); it != views.end()) s.views.push_back(it->second);
-    answers.push_back(std::move(s));
-  }
+  ++commits_;
+  requests_ += group.size();
   for (size_t i = 0; i < group.size(); ++i) group[i].promise.set_value(std::move(answers[i]));
 }
 

@@ -33,10 +33,7 @@ class GroupCommit {
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
-  struct Submitted {
-    std::vector<store::SubmitResult> results;
-    std::vector<model::JobView> views;  // of results, in order
-  };
+  using Submitted = store::Submitted;
   // Submits `specs` all or nothing, recorded as `actor`, together with
   // whatever other requests wait. Throws the Error that refused them.
   Submitted submit(std::string actor, std::vector<model::JobSpec> specs);

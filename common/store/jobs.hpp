@@ -3,6 +3,7 @@
 // and restore, the audit trail, and a job's own progress reports.
 // Every method follows the contract in store.hpp.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,6 +25,13 @@ struct SubmitResult {
 struct Submission {
   std::string actor;  // who they are recorded as submitted by
   std::vector<model::JobSpec> specs;
+};
+
+// What one Submission became: a result per spec and, in the same order,
+// each job as the submit left it, with its latest run (as get_jobs reads it).
+struct Submitted {
+  std::vector<SubmitResult> results;
+  std::vector<model::JobView> views;
 };
 
 struct JobFilter {
@@ -100,9 +108,10 @@ class Jobs {
   // also for two equal keys inside one batch.
   std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
   // Several callers' submissions, each as submit() would write it, in one
-  // transaction (group commit: one commit, one NOTIFY per queue, for all).
-  // All or nothing for the group: when one is refused, none is written.
-  std::vector<std::vector<SubmitResult>> submit_together(const std::vector<Submission>& group);
+  // transaction (group commit: one commit, one NOTIFY per queue, for all),
+  // with their jobs read back in it. All or nothing for the group: when one
+  // is refused, none is written.
+  std::vector<Submitted> submit_together(const std::vector<Submission>& group);
   std::optional<model::JobView> get_job(const std::string& job_id);
   // The jobs that exist among `job_ids`, in that order, in one query.
   std::vector<model::JobView> get_jobs(const std::vector<std::string>& job_ids);
@@ -153,6 +162,11 @@ class Jobs {
                        const std::optional<std::string>& checkpoint);
 
  private:
+  // The jobs of `results`, just written from `specs` (one each) in the
+  // caller's transaction, by id.
+  std::map<std::string, model::JobView> submitted_views(const std::vector<SubmitResult>& results,
+                                                        const std::vector<const model::JobSpec*>& specs);
+
   Connection* conn_;
   std::string actor_;  // who changes are recorded as
 };

@@ -135,26 +135,35 @@ std::vector<SubmitResult> Jobs::submit(const std::vector<model::JobSpec>& specs)
   }
 }
 
-std::vector<std::vector<SubmitResult>> Jobs::submit_together(const std::vector<Submission>& group) {
+std::vector<Submitted> Jobs::submit_together(const std::vector<Submission>& group) {
   for (int tries = 0;; ++tries) {
     try {
       // One write per actor, of all its submissions' jobs: a few statements
       // for the group, not a few per submission.
       std::map<std::string, std::vector<size_t>> by_actor;
       for (size_t i = 0; i < group.size(); ++i) by_actor[group[i].actor].push_back(i);
-      std::vector<std::vector<SubmitResult>> out(group.size());
+      std::vector<Submitted> out(group.size());
+      std::vector<SubmitResult> all;
+      std::vector<const model::JobSpec*> all_specs;
       Transaction tx(*conn_, TxMode::write);
       for (const auto& [actor, members] : by_actor) {
         std::vector<model::JobSpec> specs;
         for (size_t i : members) specs.insert(specs.end(), group[i].specs.begin(), group[i].specs.end());
         auto results = write_jobs(*conn_, actor, specs, FirstRun::yes);
+        all.insert(all.end(), results.begin(), results.end());
+        for (size_t i : members)
+          for (const auto& spec : group[i].specs) all_specs.push_back(&spec);
         auto next = results.begin();
         for (size_t i : members) {
-          out[i].assign(next, next + static_cast<std::ptrdiff_t>(group[i].specs.size()));
+          out[i].results.assign(next, next + static_cast<std::ptrdiff_t>(group[i].specs.size()));
           next += static_cast<std::ptrdiff_t>(group[i].specs.size());
         }
       }
+      auto views = submitted_views(all, all_specs);
       tx.commit();
+      for (auto& s : out)
+        for (const auto& r : s.results)
+          if (auto it = views.find(r.job_id); it != views.end()) s.views.push_back(it->second);
       return out;
     } catch (const UniqueViolation& e) {  // as in submit
       if (tries == 2) throw Error(ExitCode::internal, fmt::format("submit kept conflicting: {}", e.what()));
@@ -275,6 +284,40 @@ std::vector<model::JobView> Jobs::get_jobs(const std::vector<std::string>& job_i
   for (const auto& id : job_ids)
     if (auto it = found.find(id); it != found.end()) out.push_back(it->second);
   return out;
+}
+
+// Read in the submit's transaction, before anyone else can add a run to a
+// job it wrote: such a job has only the runs the submit made, so its
+// latest run is the one in its SubmitResult (none for a schedule), and a
+// join on the two lists of ids finds both without latest_run_of, which
+// costs PostgreSQL three times as much to plan and run. A fan-out (which
+// made a run per agent) and a job an idempotency key matched are read by
+// get_jobs.
+std::map<std::string, model::JobView> Jobs::submitted_views(const std::vector<SubmitResult>& results,
+                                                            const std::vector<const model::JobSpec*>& specs) {
+  std::vector<std::string> job_ids, run_ids, others;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (r.existed || specs[i]->fan_out) {
+      others.push_back(r.job_id);
+      continue;
+    }
+    job_ids.push_back(r.job_id);
+    if (!r.run_id.empty()) run_ids.push_back(r.run_id);
+  }
+  std::map<std::string, model::JobView> views;
+  if (!job_ids.empty()) {
+    std::string sql = fmt::format("{}SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND {} WHERE {}",
+                                  kPlanEachTime, select_list(kJobs), select_list(kRuns), conn_->in_list("r.id", 2),
+                                  conn_->in_list("j.id", 1));
+    for (const auto& row : conn_->query(sql, {conn_->list(job_ids), conn_->list(run_ids)})) {
+      auto v = view_from_row(row);
+      views.emplace(v.job.id, std::move(v));
+    }
+  }
+  if (!others.empty())
+    for (auto& v : get_jobs(others)) views.emplace(v.job.id, std::move(v));
+  return views;
 }
 
 std::vector<model::JobView> Jobs::list_jobs(const JobFilter& filter) {

@@ -105,18 +105,18 @@ TEST_CASE("store: submit_together writes several callers' jobs in one transactio
   std::vector<store::Submission> group{{"ci-bot", {job("a"), keyed}}, {"on-call", {job("b")}}, {"ci-bot", {keyed}}};
   auto results = s->jobs().submit_together(group);
   REQUIRE(results.size() == 3);
-  CHECK(results[0].size() == 2);
-  CHECK(results[1].size() == 1);
+  CHECK(results[0].results.size() == 2);
+  CHECK(results[1].results.size() == 1);
   // The same key in two submissions of one group is one job.
-  CHECK_FALSE(results[0][1].existed);
-  CHECK(results[2][0].existed);
-  CHECK(results[2][0].job_id == results[0][1].job_id);
+  CHECK_FALSE(results[0].results[1].existed);
+  CHECK(results[2].results[0].existed);
+  CHECK(results[2].results[0].job_id == results[0].results[1].job_id);
   auto created_by = [&](const std::string& id) {
     return s->connection().query("SELECT created_by FROM jobs WHERE id = $1", {id}).at(0).text(0);
   };
-  CHECK(created_by(results[0][0].job_id) == "ci-bot");
-  CHECK(created_by(results[1][0].job_id) == "on-call");
-  CHECK(s->jobs().get_job(results[1][0].job_id)->job.spec.name == "b");
+  CHECK(created_by(results[0].results[0].job_id) == "ci-bot");
+  CHECK(created_by(results[1].results[0].job_id) == "on-call");
+  CHECK(s->jobs().get_job(results[1].results[0].job_id)->job.spec.name == "b");
 
   // All or nothing: one submission refused (a fan-out no agent matches) writes none of the group.
   auto fan_out = job("everywhere");
@@ -125,6 +125,41 @@ TEST_CASE("store: submit_together writes several callers' jobs in one transactio
   CHECK_THROWS_AS(s->jobs().submit_together(refused), Error);
   store::JobFilter f;
   CHECK(s->jobs().list_jobs(f).size() == 3);
+}
+
+TEST_CASE("store: submit_together reads each job back as get_jobs reads it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  for (const char* name : {"web-1", "web-2"})
+    s->agent().register_worker({name, "host", 1, {"default"}, 8, "test", 30'000'000, {"role=web"}});
+  auto scheduled = job("nightly");
+  scheduled.schedule = model::ScheduleSpec{};
+  scheduled.schedule->cron = "0 3 * * *";
+  auto fan_out = job("restart");
+  fan_out.fan_out = model::Labels{"role=web"};
+  fan_out.stagger_us = 60'000'000;
+  auto later = job("later");
+  later.delay_us = 3'600'000'000;
+  auto keyed = job("keyed");
+  keyed.idempotency_key = "order-8";
+  s->jobs().submit({keyed});
+  std::vector<store::Submission> group{{"ci-bot", {job("plain"), scheduled, fan_out}}, {"on-call", {later, keyed}}};
+  auto submitted = s->jobs().submit_together(group);
+  REQUIRE(submitted.size() == 2);
+  for (const auto& one : submitted) {
+    std::vector<std::string> ids;
+    for (const auto& r : one.results) ids.push_back(r.job_id);
+    auto read = s->jobs().get_jobs(ids);
+    REQUIRE(one.views.size() == read.size());
+    for (size_t i = 0; i < read.size(); ++i) {
+      INFO(read[i].job.spec.name);
+      CHECK(model::to_json(one.views[i]) == model::to_json(read[i]));
+    }
+  }
+  CHECK_FALSE(submitted[0].views[1].latest_run);          // a schedule's runs are its leader's to make
+  CHECK_FALSE(submitted[0].views[2].latest_run->pinned_to.empty());  // a fan-out's newest run, one agent's
+  CHECK(submitted[1].views[1].job.spec.name == "keyed");  // the job the key matched
 }
 
 TEST_CASE("store: a large batch is written whole") {
