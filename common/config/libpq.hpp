@@ -11,6 +11,7 @@ namespace jobctl::config {
 
 #define JOBCTL_LIBPQ_FUNCTIONS(X)                                                                           \
   X(PQcmdTuples) X(PQclear) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse) X(PQconsumeInput)     \
+  X(PQenterPipelineMode) X(PQexitPipelineMode) X(PQpipelineSync)                                           \
   X(PQerrorMessage) X(PQexec) X(PQfinish) X(PQflush) X(PQfreemem) X(PQftype) X(PQgetResult) X(PQgetisnull) \
   X(PQgetlength) X(PQgetvalue) X(PQisBusy) X(PQnfields) X(PQnotifies) X(PQntuples) X(PQresultErrorField)    \
   X(PQresultErrorMessage) X(PQresultStatus) X(PQsendPrepare) X(PQsendQuery) X(PQsendQueryParams)           \

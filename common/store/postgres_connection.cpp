@@ -9,6 +9,12 @@
 // server costs a caller at most that long, then an Error(store). A
 // statement whose answer never came may or may not have been applied; the
 // connection is dropped, never reused half-way through a reply.
+//
+// A transaction's BEGIN, and its NOTIFYs (delivered at COMMIT wherever
+// they stand in it), wait to go out with its next statement in one
+// pipeline (libpq's pipeline mode): a transaction of n statements costs n
+// round trips (COMMIT included), not n + 1 + its NOTIFYs. One that ran no
+// statement sends nothing.
 #include <poll.h>
 
 #include <chrono>
@@ -127,6 +133,11 @@ std::optional<std::string> server_condition(const std::string& state) {
 class PostgresConnection final : public Connection {
   using Clock = std::chrono::steady_clock;
 
+  struct Statement {
+    std::string sql;
+    Params params;
+  };
+
  public:
   explicit PostgresConnection(const std::string& conninfo) : conninfo_(conninfo), timeout_(store_timeout()) {
     connect(Reconnect::no);
@@ -166,19 +177,35 @@ class PostgresConnection final : public Connection {
 
   void exec_script(std::string_view sql) override {
     ensure_connected();
-    std::string text = translate(sql, clock_offset_us_);
-    if (!libpq().PQsendQuery(conn_, text.c_str())) fail_to_send(sql);
-    ResultGuard r{await(sql)};
-    check(r.res, sql);
+    if (!ahead_.empty()) ResultGuard{run_pipeline(std::nullopt)};  // a script cannot join a pipeline
+    script(sql);
   }
 
   // The claim's limits rely on each statement seeing what committed before
   // it (see store/claim.cpp): never a server default of REPEATABLE READ.
-  void begin(TxMode) override { exec_script("BEGIN ISOLATION LEVEL READ COMMITTED"); }
-  void commit() override { exec_script("COMMIT"); }
+  void begin(TxMode) override {
+    ahead_.clear();
+    ahead_.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
+    in_transaction_ = true;
+    begun_ = false;
+  }
+
+  void commit() override {
+    if (!begun_ && ahead_.size() == 1) {  // nothing ran in it, nothing to notify: nothing to end
+      end_transaction();
+      return;
+    }
+    ensure_connected();
+    ResultGuard r{run_pipeline(Statement{"COMMIT", {}})};
+    end_transaction();
+  }
+
   void rollback() override {
+    const bool sent = begun_;
+    end_transaction();
+    if (!sent) return;
     try {
-      if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) exec_script("ROLLBACK");
+      if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) script("ROLLBACK");
     } catch (const std::exception&) {
       // Never throws: a connection that cannot roll back is dropped, and
       // the server ends the transaction with it.
@@ -186,7 +213,11 @@ class PostgresConnection final : public Connection {
   }
 
   void notify(std::string_view channel, const std::string& payload) override {
-    query("SELECT pg_notify($1, $2)", {std::string(channel), payload});
+    Params params{std::string(channel), payload};
+    if (in_transaction_)
+      ahead_.push_back({"SELECT pg_notify($1, $2)", std::move(params)});
+    else
+      ResultGuard{run("SELECT pg_notify($1, $2)", params)};
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
@@ -231,7 +262,7 @@ class PostgresConnection final : public Connection {
   // Statements prepared with the old clock are dropped on both sides.
   void shift_clock(int64_t us) override {
     clock_offset_us_ += us;
-    if (!prepared_.empty()) exec_script("DEALLOCATE ALL");
+    if (!prepared_.empty()) script("DEALLOCATE ALL");
     prepared_.clear();
     seen_.clear();
   }
@@ -245,7 +276,7 @@ class PostgresConnection final : public Connection {
   // with the server's own error.
   void configure_session() {
     auto server_ms = std::max<int64_t>(timeout_.count() - timeout_.count() / 10, 1);
-    exec_script(fmt::format("SET jit = off; SET statement_timeout = {}", server_ms));
+    script(fmt::format("SET jit = off; SET statement_timeout = {}", server_ms));
   }
 
   enum class Reconnect { no, yes };
@@ -264,10 +295,26 @@ class PostgresConnection final : public Connection {
   }
 
   // A broken connection is opened anew; its prepared statements are gone.
+  // Not in a transaction under way: the server ended it with the old one.
   void ensure_connected() {
     if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) return;
+    if (begun_) {
+      end_transaction();
+      throw Error(ExitCode::store, fmt::format("lost the connection to PostgreSQL at {} in a transaction, which the "
+                                               "server rolled back",
+                                               where()),
+                  "retry; check that the server is up");
+    }
     drop();
     connect(Reconnect::yes);
+  }
+
+  // Runs a script of statements without parameters, at once.
+  void script(std::string_view sql) {
+    std::string text = translate(sql, clock_offset_us_);
+    if (!libpq().PQsendQuery(conn_, text.c_str())) fail_to_send(sql);
+    ResultGuard r{await(sql)};
+    check(r.res, sql);
   }
 
   void drop() {
@@ -344,9 +391,8 @@ class PostgresConnection final : public Connection {
     return keep;
   }
 
-  PGresult* run(std::string_view sql, const Params& params) {
-    ensure_connected();
-    const std::string* name = prepared_name(sql);
+  // Sends one statement (prepared as `name`, if it is) without awaiting it.
+  void send(std::string_view sql, const std::string* name, const Params& params) {
     std::vector<std::string> text(params.size());
     std::vector<const char*> values(params.size());
     std::vector<int> lengths(params.size()), formats(params.size());
@@ -382,6 +428,15 @@ class PostgresConnection final : public Connection {
                                lengths.data(), formats.data(), 0);
     }
     if (!sent) fail_to_send(sql);
+  }
+
+  // The statement's result; throws its error, or the error of one sent
+  // ahead of it.
+  PGresult* run(std::string_view sql, const Params& params) {
+    ensure_connected();
+    const std::string* name = prepared_name(sql);
+    if (!ahead_.empty()) return run_pipeline(Statement{std::string(sql), params}, name);
+    send(sql, name, params);
     PGresult* res = await(sql);
     try {
       check(res, sql);
@@ -390,6 +445,70 @@ class PostgresConnection final : public Connection {
       throw;
     }
     return res;
+  }
+
+  // Sends what waits in ahead_, then `last` (prepared as `name`, if it is),
+  // in one pipeline, and reads every answer: the last one's result, or the
+  // first error, which ends the pipeline (the server skips what follows).
+  PGresult* run_pipeline(std::optional<Statement> last, const std::string* name = nullptr) {
+    std::vector<Statement> items = std::move(ahead_);
+    ahead_.clear();
+    if (last) items.push_back(std::move(*last));
+    if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(items.back().sql);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i == 0 && in_transaction_ && !begun_) begun_ = true;  // the BEGIN: ROLLBACK from now on
+      send(items[i].sql, last && i + 1 == items.size() ? name : nullptr, items[i].params);
+    }
+    if (!libpq().PQpipelineSync(conn_)) fail_to_send(items.back().sql);
+
+    auto deadline = Clock::now() + timeout_;
+    while (libpq().PQflush(conn_) == 1) {
+      if (!wait_socket(POLLIN | POLLOUT, deadline)) give_up(items.back().sql);
+      if (!libpq().PQconsumeInput(conn_)) break;
+    }
+    PGresult* keep = nullptr;
+    size_t item = 0, kept = items.size() - 1;
+    bool synced = false;
+    while (!synced && item <= items.size() && libpq().PQstatus(conn_) == CONNECTION_OK) {
+      while (libpq().PQisBusy(conn_)) {
+        if (!wait_socket(POLLIN, deadline)) {
+          libpq().PQclear(keep);
+          give_up(items[std::min(item, items.size() - 1)].sql);
+        }
+        if (!libpq().PQconsumeInput(conn_)) break;
+      }
+      PGresult* r = libpq().PQgetResult(conn_);
+      if (!r) {  // the end of one statement's results
+        ++item;
+        continue;
+      }
+      ExecStatusType st = libpq().PQresultStatus(r);
+      if (st == PGRES_PIPELINE_SYNC) synced = true;
+      if (st == PGRES_PIPELINE_SYNC || st == PGRES_PIPELINE_ABORTED || (keep && failed(keep)) ||
+          (!failed(r) && item + 1 != items.size())) {
+        libpq().PQclear(r);
+        continue;
+      }
+      libpq().PQclear(keep);  // an error, or the last statement's result
+      keep = r;
+      kept = std::min(item, items.size() - 1);
+    }
+    if (!synced || !libpq().PQexitPipelineMode(conn_)) {
+      libpq().PQclear(keep);
+      fail_to_send(items[kept].sql);
+    }
+    try {
+      check(keep, items[kept].sql);
+    } catch (...) {
+      libpq().PQclear(keep);
+      throw;
+    }
+    return keep;
+  }
+
+  void end_transaction() {
+    ahead_.clear();
+    in_transaction_ = begun_ = false;
   }
 
   // A statement is prepared on its second use: a one-shot jobctl pays one
@@ -425,6 +544,10 @@ class PostgresConnection final : public Connection {
   std::string conninfo_;
   std::chrono::milliseconds timeout_;
   PGconn* conn_ = nullptr;
+  // Statements to send with the next one (see the top of this file).
+  std::vector<Statement> ahead_;
+  bool in_transaction_ = false;
+  bool begun_ = false;  // its BEGIN went out
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
   int64_t clock_offset_us_ = 0;

@@ -1,0 +1,89 @@
+// A Connection's transactions: on PostgreSQL, BEGIN and NOTIFYs wait to go
+// out with the transaction's next statement (one pipeline); what fails in
+// that pipeline fails the transaction, and nothing of it stays written.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/store/sql.hpp"
+#include "common/store/store.hpp"
+#include "common/store/wakeups.hpp"
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+
+namespace {
+
+struct Fixture {
+  test::TempDir dir;
+  test::TestDb db{dir};
+  std::unique_ptr<store::Store> s = db.open();
+  std::unique_ptr<store::Connection> check = db.connect();
+  store::Connection& c = s->connection();
+
+  bool tenant(const std::string& name) {
+    return !check->query("SELECT 1 FROM tenants WHERE name = $1", {name}).empty();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("transaction: what was written commits with it, and a transaction that ran nothing commits") {
+  Fixture f;
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    tx.commit();
+  }
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("kept")});
+    store::wake_queue(f.c, "default");
+    tx.commit();
+  }
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("dropped")});
+    store::wake_queue(f.c, "default");
+  }  // rolled back
+  CHECK(f.tenant("kept"));
+  CHECK_FALSE(f.tenant("dropped"));
+  // The connection goes on as before.
+  CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name = $1", {std::string("kept")}).at(0).i64(0) == 1);
+}
+
+TEST_CASE("transaction: a NOTIFY that fails where it was sent ahead fails the commit, and nothing is written") {
+  Fixture f;
+  if (f.c.dialect() == store::Dialect::sqlite) return;  // no NOTIFY: its agents watch the file
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("t1")});
+    f.c.notify(store::kWakeChannel, std::string(9000, 'q'));  // over PostgreSQL's 8000-byte payload limit
+    CHECK_THROWS_AS(tx.commit(), Error);
+  }
+  CHECK_FALSE(f.tenant("t1"));
+  // The next transaction on the same connection is a clean one.
+  store::Transaction again(f.c, store::TxMode::write);
+  f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("t2")});
+  again.commit();
+  CHECK(f.tenant("t2"));
+}
+
+TEST_CASE("transaction: after its connection is lost, the rest of a transaction fails, and none of it runs outside it") {
+  Fixture f;
+  if (f.c.dialect() == store::Dialect::sqlite) return;  // an embedded file: no connection to lose
+  store::Transaction tx(f.c, store::TxMode::write);
+  f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("before")});
+  const auto pid = f.c.query("SELECT pg_backend_pid()").at(0).i64(0);
+  f.check->query("SELECT pg_terminate_backend($1::int)", {pid});
+  CHECK_THROWS_AS(f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("lost")}), Error);
+  // A caller that went on anyway: the driver must not reconnect and run it on its own.
+  try {
+    f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("after")});
+    FAIL("a statement ran after its transaction was lost");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::store);
+  }
+  CHECK_FALSE(f.tenant("before"));
+  CHECK_FALSE(f.tenant("after"));
+}
