@@ -23,7 +23,7 @@ Libpq load() {
   if (!f.name) {                                                                                              \
     dlclose(lib);                                                                                             \
     throw Error(ExitCode::store, fmt::format("the PostgreSQL client library {} has no {}", kSoname, #name),   \
-                "install libpq 9.6 or later");                                                                \
+                "install libpq 14 or later (Debian 12: libpq5)");                                              \
   }
   JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_LOAD)
 #undef JOBCTL_LIBPQ_LOAD

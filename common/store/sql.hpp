@@ -117,8 +117,9 @@ class Connection {
   virtual void rollback() = 0;  // never throws
 
   // Wakes whoever listens on `channel` once the transaction commits
-  // (PostgreSQL's NOTIFY). A SQLite store has no listeners, its agents
-  // poll the file: nothing to do.
+  // (PostgreSQL's NOTIFY, sent with the transaction's next statement: an
+  // error in it, such as a payload over 8000 bytes, fails that one). A
+  // SQLite store has no listeners, its agents poll the file: nothing to do.
   virtual void notify(std::string_view channel, const std::string& payload) = 0;
   // Appended to a SELECT in a write transaction: the row-lock `clause` in
   // PostgreSQL's words ("FOR UPDATE", "FOR SHARE OF j", "FOR UPDATE OF r
