@@ -1,11 +1,12 @@
-// jobctl serve: the HTTP API (server/) over this command's store.
+// jobctl serve: the HTTP API (server/) over this command's store, run by
+// jobctl-serve (cli/serve_start.hpp).
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
+#include "cli/serve_start.hpp"
 #include "common/config/dsn.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
-#include "server/serve.hpp"
 
 namespace jobctl::cli {
 
@@ -47,7 +48,7 @@ void register_serve(CLI::App& app, Context& ctx) {
     if (!f->tls_cert.empty()) f->options.tls_cert = f->tls_cert;
     if (!f->tls_key.empty()) f->options.tls_key = f->tls_key;
     util::setup_logging(f->log_format == "json" ? util::LogFormat::json : util::LogFormat::text, util::LogLevel::info);
-    server::serve(config::resolve_dsn(ctx.db), f->options);
+    start_server(ctx.argv, config::resolve_dsn(ctx.db), f->options);
   });
 }
 

@@ -149,6 +149,7 @@ std::unique_ptr<CLI::App> build_app(Context& ctx) {
 
 int run(int argc, char** argv) {
   Context ctx;
+  ctx.argv.assign(argv, argv + argc);
   auto app = build_app(ctx);
   try {
     util::require_utf8_arguments(argc, argv, "--db");  // what a command is given may be stored

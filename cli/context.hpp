@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -26,6 +27,7 @@ class Context {
   OutputFormat format() const;
   // Set by a command whose outcome is not plain success (wait: 1 or 124).
   int exit_code = 0;
+  std::vector<std::string> argv;  // the command line as given (jobctl serve hands it to jobctl-serve)
 
  private:
   std::unique_ptr<store::Store> store_;

@@ -6,7 +6,7 @@ execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
-foreach(f bin/jobctl bin/jobagent share/man/man1/jobctl.1 share/man/man8/jobagent.8
+foreach(f bin/jobctl bin/jobctl-serve bin/jobagent share/man/man1/jobctl.1 share/man/man8/jobagent.8
           share/bash-completion/completions/jobctl share/zsh/site-functions/_jobctl
           share/fish/vendor_completions.d/jobctl.fish share/doc/jobctl/examples/jobagent.service
           share/doc/jobctl/examples/jobctl-serve.service)

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -162,6 +164,36 @@ TEST_CASE("serve: the seeds' eight endpoints answer with the JSON the CLI prints
   for (const auto& e : history) actors.insert(e["actor"].get<std::string>());
   CHECK(actors.count("ci-bot") == 1);
   CHECK(actors.count("on-call") == 1);
+}
+
+TEST_CASE("serve: jobctl serve becomes jobctl-serve in its own process, and no other command loads the HTTP server") {
+  // cpp-httplib and what it brings (OpenSSL, zlib, brotli) cost every
+  // start-up about 7 ms: only jobctl-serve links them.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  CHECK(std::filesystem::read_symlink(fmt::format("/proc/{}/exe", server.process->pid())).filename() == "jobctl-serve");
+  CHECK(test::read_file(fmt::format("/proc/{}/maps", server.process->pid())).find("libcpp-httplib") != std::string::npos);
+
+  const std::string id = test::submit(db, dir, {"--", "true"});  // no agent: it waits
+  test::Process waiting({JOBCTL_BIN, "--db", db.dsn(), "wait", id, "--timeout", "60s"}, {}, dir, "wait");
+  std::string maps;
+  test::eventually(
+      [&] {
+        maps = test::read_file(fmt::format("/proc/{}/maps", waiting.pid()));
+        return maps.find("libsqlite3.so") != std::string::npos;
+      },
+      "jobctl wait to be loaded");
+  CHECK(maps.find("libcpp-httplib") == std::string::npos);
+  CHECK(maps.find("libbrotlienc") == std::string::npos);
+
+  // A jobctl without its jobctl-serve says so, with the store's exit code.
+  std::filesystem::create_directory(dir.file("alone"));
+  std::filesystem::copy_file(JOBCTL_BIN, dir.file("alone/jobctl"));
+  test::Process alone({dir.file("alone/jobctl"), "--db", db.dsn(), "serve", "--tokens-file", write_tokens(dir)}, {}, dir,
+                      "alone");
+  CHECK(alone.wait() == 5);
+  CHECK(alone.err().find("cannot run the HTTP server " + dir.file("alone/jobctl-serve")) != std::string::npos);
 }
 
 TEST_CASE("serve: a job submitted over HTTP runs on an agent") {

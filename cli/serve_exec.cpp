@@ -1,0 +1,27 @@
+// jobctl's start_server: becomes jobctl-serve, found next to this program.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/serve_start.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+
+void start_server(const std::vector<std::string>& argv, const config::Dsn&, const server::ServeOptions&) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string path = ((ec ? std::filesystem::path("/usr/bin") : self.parent_path()) / "jobctl-serve").string();
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(path.c_str(), args.data());
+  throw Error(ExitCode::store, fmt::format("cannot run the HTTP server {}: {}", path, std::strerror(errno)),
+              "jobctl serve runs jobctl-serve, installed next to jobctl: reinstall jobctl");
+}
+
+}  // namespace jobctl::cli
