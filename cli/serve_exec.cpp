@@ -20,7 +20,8 @@ void start_server(const std::vector<std::string>& argv, const config::Dsn&, cons
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   execv(path.c_str(), args.data());
-  throw Error(ExitCode::store, fmt::format("cannot run the HTTP server {}: {}", path, std::strerror(errno)),
+  const int error = errno;
+  throw Error(ExitCode::store, fmt::format("cannot run the HTTP server {}: {}", path, std::strerror(error)),
               "jobctl serve runs jobctl-serve, installed next to jobctl: reinstall jobctl");
 }
 

@@ -176,6 +176,7 @@ class PostgresConnection final : public Connection {
   }
 
   void exec_script(std::string_view sql) override {
+    refuse_if_lost(sql);
     ensure_connected();
     if (!ahead_.empty()) ResultGuard{run_pipeline(std::nullopt)};  // a script cannot join a pipeline
     script(sql);
@@ -184,6 +185,7 @@ class PostgresConnection final : public Connection {
   // The claim's limits rely on each statement seeing what committed before
   // it (see store/claim.cpp): never a server default of REPEATABLE READ.
   void begin(TxMode) override {
+    lost_ = false;
     ahead_.clear();
     ahead_.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
     in_transaction_ = true;
@@ -191,6 +193,7 @@ class PostgresConnection final : public Connection {
   }
 
   void commit() override {
+    refuse_if_lost("COMMIT");
     if (!begun_ && ahead_.size() == 1) {  // nothing ran in it, nothing to notify: nothing to end
       end_transaction();
       return;
@@ -201,7 +204,8 @@ class PostgresConnection final : public Connection {
   }
 
   void rollback() override {
-    const bool sent = begun_;
+    const bool sent = begun_ && !lost_;
+    lost_ = false;
     end_transaction();
     if (!sent) return;
     try {
@@ -213,6 +217,7 @@ class PostgresConnection final : public Connection {
   }
 
   void notify(std::string_view channel, const std::string& payload) override {
+    refuse_if_lost("SELECT pg_notify($1, $2)");
     Params params{std::string(channel), payload};
     if (in_transaction_)
       ahead_.push_back({"SELECT pg_notify($1, $2)", std::move(params)});
@@ -261,6 +266,7 @@ class PostgresConnection final : public Connection {
 
   // Statements prepared with the old clock are dropped on both sides.
   void shift_clock(int64_t us) override {
+    ensure_connected();
     clock_offset_us_ += us;
     if (!prepared_.empty()) script("DEALLOCATE ALL");
     prepared_.clear();
@@ -298,15 +304,21 @@ class PostgresConnection final : public Connection {
   // Not in a transaction under way: the server ended it with the old one.
   void ensure_connected() {
     if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) return;
-    if (begun_) {
-      end_transaction();
-      throw Error(ExitCode::store, fmt::format("lost the connection to PostgreSQL at {} in a transaction, which the "
-                                               "server rolled back",
-                                               where()),
-                  "retry; check that the server is up");
-    }
+    if (begun_) lost_ = true;
+    refuse_if_lost("");
     drop();
     connect(Reconnect::yes);
+  }
+
+  // Until the transaction ends (rollback, or a new begin), every statement
+  // of one whose connection was lost fails: none may run on a new
+  // connection, outside it, nor may its COMMIT succeed there.
+  void refuse_if_lost(std::string_view sql) {
+    if (!lost_) return;
+    throw Error(ExitCode::store,
+                fmt::format("lost the connection to PostgreSQL at {} in a transaction, which the server rolled back{}",
+                            where(), sql.empty() ? "" : fmt::format(" (in: {})", statement_summary(sql))),
+                "retry; check that the server is up");
   }
 
   // Runs a script of statements without parameters, at once.
@@ -433,6 +445,7 @@ class PostgresConnection final : public Connection {
   // The statement's result; throws its error, or the error of one sent
   // ahead of it.
   PGresult* run(std::string_view sql, const Params& params) {
+    refuse_if_lost(sql);
     ensure_connected();
     const std::string* name = prepared_name(sql);
     if (!ahead_.empty()) return run_pipeline(Statement{std::string(sql), params}, name);
@@ -454,9 +467,9 @@ class PostgresConnection final : public Connection {
     std::vector<Statement> items = std::move(ahead_);
     ahead_.clear();
     if (last) items.push_back(std::move(*last));
+    if (in_transaction_) begun_ = true;  // items[0] is its BEGIN, if not sent before: ROLLBACK from now on
     if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(items.back().sql);
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i == 0 && in_transaction_ && !begun_) begun_ = true;  // the BEGIN: ROLLBACK from now on
       send(items[i].sql, last && i + 1 == items.size() ? name : nullptr, items[i].params);
     }
     if (!libpq().PQpipelineSync(conn_)) fail_to_send(items.back().sql);
@@ -495,7 +508,7 @@ class PostgresConnection final : public Connection {
     }
     if (!synced || !libpq().PQexitPipelineMode(conn_)) {
       libpq().PQclear(keep);
-      fail_to_send(items[kept].sql);
+      fail_to_send(items[keep ? kept : std::min(item, items.size() - 1)].sql);
     }
     try {
       check(keep, items[kept].sql);
@@ -548,6 +561,7 @@ class PostgresConnection final : public Connection {
   std::vector<Statement> ahead_;
   bool in_transaction_ = false;
   bool begun_ = false;  // its BEGIN went out
+  bool lost_ = false;   // and then its connection: see refuse_if_lost
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
   int64_t clock_offset_us_ = 0;

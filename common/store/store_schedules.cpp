@@ -200,7 +200,9 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
     } catch (const Error& e) {
       // The row, expression or zone does not load here (this host's tzdata
       // lacks the zone, or an older agent leads): say so and leave the
-      // schedule where it is, for a leader that can evaluate it.
+      // schedule where it is, for a leader that can evaluate it. A store
+      // failure is not the row's: it ends the pass, and its transaction.
+      if (e.code() == ExitCode::store) throw;
       result.errors.push_back(fmt::format("schedule {}: {}", row.text(0), e.what()));
     }
     if (next)

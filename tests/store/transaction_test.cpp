@@ -72,18 +72,29 @@ TEST_CASE("transaction: a NOTIFY that fails where it was sent ahead fails the co
 TEST_CASE("transaction: after its connection is lost, the rest of a transaction fails, and none of it runs outside it") {
   Fixture f;
   if (f.c.dialect() == store::Dialect::sqlite) return;  // an embedded file: no connection to lose
-  store::Transaction tx(f.c, store::TxMode::write);
-  f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("before")});
-  const auto pid = f.c.query("SELECT pg_backend_pid()").at(0).i64(0);
-  f.check->query("SELECT pg_terminate_backend($1::int)", {pid});
-  CHECK_THROWS_AS(f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("lost")}), Error);
-  // A caller that went on anyway: the driver must not reconnect and run it on its own.
-  try {
-    f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("after")});
-    FAIL("a statement ran after its transaction was lost");
-  } catch (const Error& e) {
-    CHECK(e.code() == ExitCode::store);
-  }
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("before")});
+    const auto pid = f.c.query("SELECT pg_backend_pid()").at(0).i64(0);
+    f.check->query("SELECT pg_terminate_backend($1::int)", {pid});
+    CHECK_THROWS_AS(f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("lost")}), Error);
+    // A caller that went on anyway: the driver must not reconnect and run it on its own.
+    try {
+      f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("after")});
+      FAIL("a statement ran after its transaction was lost");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::store);
+    }
+    // Nor its wake-ups, nor its COMMIT (which on a new connection would say yes).
+    CHECK_THROWS_AS(store::wake_queue(f.c, "default"), Error);
+    CHECK_THROWS_AS(f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("later")}), Error);
+    CHECK_THROWS_AS(tx.commit(), Error);
+  }  // rolled back: the connection is opened anew for what follows
   CHECK_FALSE(f.tenant("before"));
   CHECK_FALSE(f.tenant("after"));
+  CHECK_FALSE(f.tenant("later"));
+  store::Transaction again(f.c, store::TxMode::write);
+  f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {std::string("next")});
+  again.commit();
+  CHECK(f.tenant("next"));
 }
