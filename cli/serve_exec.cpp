@@ -1,4 +1,5 @@
 // jobctl's start_server: becomes jobctl-serve, found next to this program.
+// (execvp: a path with a slash is run as it is.)
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,11 +16,12 @@ namespace jobctl::cli {
 void start_server(const std::vector<std::string>& argv, const config::Dsn&, const server::ServeOptions&) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::string path = ((ec ? std::filesystem::path("/usr/bin") : self.parent_path()) / "jobctl-serve").string();
+  // Without /proc (a chroot, say), the one on PATH.
+  const std::string path = ec ? "jobctl-serve" : (self.parent_path() / "jobctl-serve").string();
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  execv(path.c_str(), args.data());
+  execvp(path.c_str(), args.data());
   const int error = errno;
   throw Error(ExitCode::store, fmt::format("cannot run the HTTP server {}: {}", path, std::strerror(error)),
               "jobctl serve runs jobctl-serve, installed next to jobctl: reinstall jobctl");

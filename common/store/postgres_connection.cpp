@@ -371,24 +371,37 @@ class PostgresConnection final : public Connection {
     return st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY;
   }
 
-  // The answer to what was just sent: its last result, or its first error.
-  // Gives up (dropping the connection) at the deadline.
-  PGresult* await(std::string_view sql) {
-    auto deadline = Clock::now() + timeout_;
+  // Pushes what libpq holds to the server, reading meanwhile; false when
+  // the connection failed (libpq then reports it). Gives up at the deadline.
+  bool flush(std::string_view sql, Clock::time_point deadline) {
     int flushed;
     while ((flushed = libpq().PQflush(conn_)) == 1) {
       if (!wait_socket(POLLIN | POLLOUT, deadline)) give_up(sql);
       if (!libpq().PQconsumeInput(conn_)) break;
     }
+    return flushed >= 0;
+  }
+
+  // Waits until PQgetResult would not block. Gives up at the deadline,
+  // freeing `held`, a result the caller keeps meanwhile.
+  void await_readable(std::string_view sql, Clock::time_point deadline, PGresult* held) {
+    while (libpq().PQisBusy(conn_)) {
+      if (!wait_socket(POLLIN, deadline)) {
+        libpq().PQclear(held);
+        give_up(sql);
+      }
+      if (!libpq().PQconsumeInput(conn_)) break;
+    }
+  }
+
+  // The answer to what was just sent: its last result, or its first error.
+  // Gives up (dropping the connection) at the deadline.
+  PGresult* await(std::string_view sql) {
+    auto deadline = Clock::now() + timeout_;
+    const bool sent = flush(sql, deadline);
     PGresult* keep = nullptr;
     for (;;) {
-      while (flushed >= 0 && libpq().PQisBusy(conn_)) {
-        if (!wait_socket(POLLIN, deadline)) {
-          libpq().PQclear(keep);
-          give_up(sql);
-        }
-        if (!libpq().PQconsumeInput(conn_)) break;
-      }
+      if (sent) await_readable(sql, deadline, keep);
       PGresult* r = libpq().PQgetResult(conn_);
       if (!r) break;
       // Keep the first error, else the last result.
@@ -475,21 +488,13 @@ class PostgresConnection final : public Connection {
     if (!libpq().PQpipelineSync(conn_)) fail_to_send(items.back().sql);
 
     auto deadline = Clock::now() + timeout_;
-    while (libpq().PQflush(conn_) == 1) {
-      if (!wait_socket(POLLIN | POLLOUT, deadline)) give_up(items.back().sql);
-      if (!libpq().PQconsumeInput(conn_)) break;
-    }
+    flush(items.back().sql, deadline);
     PGresult* keep = nullptr;
     size_t item = 0, kept = items.size() - 1;
+    auto waited_on = [&] { return std::min(item, items.size() - 1); };  // the statement whose answer is next
     bool synced = false;
     while (!synced && item <= items.size() && libpq().PQstatus(conn_) == CONNECTION_OK) {
-      while (libpq().PQisBusy(conn_)) {
-        if (!wait_socket(POLLIN, deadline)) {
-          libpq().PQclear(keep);
-          give_up(items[std::min(item, items.size() - 1)].sql);
-        }
-        if (!libpq().PQconsumeInput(conn_)) break;
-      }
+      await_readable(items[waited_on()].sql, deadline, keep);
       PGresult* r = libpq().PQgetResult(conn_);
       if (!r) {  // the end of one statement's results
         ++item;
@@ -504,11 +509,11 @@ class PostgresConnection final : public Connection {
       }
       libpq().PQclear(keep);  // an error, or the last statement's result
       keep = r;
-      kept = std::min(item, items.size() - 1);
+      kept = waited_on();
     }
     if (!synced || !libpq().PQexitPipelineMode(conn_)) {
       libpq().PQclear(keep);
-      fail_to_send(items[keep ? kept : std::min(item, items.size() - 1)].sql);
+      fail_to_send(items[keep ? kept : waited_on()].sql);
     }
     try {
       check(keep, items[kept].sql);
