@@ -25,8 +25,6 @@
 #include "common/util/log.hpp"
 #include "common/util/time.hpp"
 
-extern char** environ;
-
 namespace jobctl::agent {
 namespace {
 
@@ -56,7 +54,7 @@ Agent::Agent(Options opts)
       // between two heartbeats.
       clock_watch_(std::max<int64_t>(duration_cast<microseconds>(opts_.lease).count() / 4, 1'000'000)),
       runner_(opts_),
-      secrets_(Secrets::load(environ, opts_.secrets_file)),
+      secrets_(Secrets::load(opts_.environment_secrets, opts_.secrets_file, opts_.credentials_dir)),
       webhooks_(opts_, secrets_) {
   if (opts_.name.empty()) opts_.name = util::host_name();
   // Start-up talks to the store directly (each call bounded by the store
@@ -601,7 +599,7 @@ void Agent::write_metrics_file() {
 
 void Agent::reload_secrets() {
   try {
-    secrets_ = Secrets::load(environ, opts_.secrets_file);
+    secrets_ = Secrets::load(opts_.environment_secrets, opts_.secrets_file, opts_.credentials_dir);
     log_event(LogLevel::info, "secrets_reloaded", {{"secrets", std::to_string(secrets_.size())}});
   } catch (const Error& e) {
     log_event(LogLevel::error, "secrets_reload_failed", {{"error", e.what()}, {"kept", "the secrets loaded before"}});

@@ -34,6 +34,7 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
     if (key == "JOBCTL_DB") continue;  // the store is the agent's to give (store_dsn), or not
     // systemd's notify socket is the agent's: a job must not speak for it.
     if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID") continue;
+    if (key == "CREDENTIALS_DIRECTORY") continue;  // the agent's secrets, from systemd
     env[key] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : run.spec.env) env[k] = v;

@@ -2,9 +2,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <sys/prctl.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "agent/agent.hpp"
+#include "agent/secrets.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
@@ -33,6 +37,12 @@ std::vector<std::string> split_queues(const std::string& csv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else, and before the job supervisor is forked: the
+  // secrets leave the environment a job could read (/proc/$PPID/environ),
+  // and this process's /proc entries (its environment, its memory) become
+  // root's alone, as ssh-agent's do. A job's own exec makes it dumpable again.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  auto environment_secrets = jobctl::agent::Secrets::take_from_environment();
   CLI::App app{"jobagent: claims and runs jobctl jobs on this host. See jobagent(8).", "jobagent"};
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);
   app.footer("Environment: JOBCTL_STORE_TIMEOUT (default 30s) bounds every store call; jobagent(8) FAILURE MODES says "
@@ -75,8 +85,8 @@ int main(int argc, char** argv) {
                  "As leader, remove finished runs and attempts older than this (e.g. 30d), as `jobctl gc` does");
   app.add_option("--gc-every", gc_every, "How often the leader runs --gc-older-than")->capture_default_str();
   app.add_option("--secrets-file", secrets_file,
-                 "NAME=value lines for webhooks' {{secret:NAME}} (mode 600: refused if others may read it); "
-                 "reloaded on SIGHUP");
+                 "NAME=value lines for webhooks' {{secret:NAME}} (mode 600, or 640 with the agent's group: refused if "
+                 "any other user may read it); reloaded on SIGHUP");
   app.add_option("--log-format", log_format, "Log format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--log-level", log_level, "Minimum level logged")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
@@ -101,6 +111,8 @@ int main(int argc, char** argv) {
     opts.poll_interval = to_ms(poll, "--poll-interval");
     if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
     if (!secrets_file.empty()) opts.secrets_file = secrets_file;
+    opts.environment_secrets = std::move(environment_secrets);
+    if (const char* dir = std::getenv("CREDENTIALS_DIRECTORY"); dir && *dir) opts.credentials_dir = dir;
     if (!gc_older_than.empty()) opts.gc_older_than = to_ms(gc_older_than, "--gc-older-than");
     opts.gc_every = to_ms(gc_every, "--gc-every");
     if (opts.gc_every < milliseconds(1000)) throw jobctl::usage_error("--gc-every must be at least 1s", "e.g. --gc-every 10m");

@@ -1,6 +1,7 @@
 #pragma once
 // jobagent's settings, filled from its flags (agent/main.cpp).
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct Options {
   bool export_db = true;                    // --no-export-db: jobs do not get JOBCTL_DB
   std::string job_db;                       // JOBCTL_DB as jobs get it (set by the agent from its store)
   std::optional<std::string> secrets_file;  // --secrets-file: NAME=value lines for {{secret:NAME}}
+  std::optional<std::string> credentials_dir;  // $CREDENTIALS_DIRECTORY: systemd's LoadCredential= secrets
+  std::map<std::string, std::string> environment_secrets;  // JOBAGENT_SECRET_*, taken out of the environment
   size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr (or a response body) kept per attempt
   util::LogFormat log_format = util::LogFormat::text;  // --log-format
   util::LogLevel log_level = util::LogLevel::info;     // --log-level

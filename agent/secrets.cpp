@@ -1,15 +1,19 @@
 #include "agent/secrets.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "agent/secret_forms.hpp"
 #include "common/model/webhook.hpp"
 #include "common/util/error.hpp"
 
@@ -18,19 +22,37 @@ namespace {
 
 constexpr std::string_view kEnvPrefix = "JOBAGENT_SECRET_";
 
-void read_file(const std::string& path, std::map<std::string, std::string>& out) {
+// A file of secrets may be read by its owner, and by its group when that
+// is this process's own (root:jobagent 0640); written by its owner only.
+void check_mode(const std::string& path, const char* what) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0)
-    throw usage_error(fmt::format("--secrets-file '{}': {}", path, std::strerror(errno)),
+    throw usage_error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)),
                       "check the path; the file holds NAME=value lines and has mode 600");
-  if ((st.st_mode & 077) != 0)
-    throw usage_error(fmt::format("--secrets-file '{}' is readable or writable by others (mode {:o}): refused",
-                                  path, st.st_mode & 0777),
-                      fmt::format("chmod 600 '{}'", path));
-  std::ifstream in(path);
+  const unsigned mode = st.st_mode & 0777;
+  if ((mode & 007) != 0)
+    throw usage_error(fmt::format("{} '{}' is readable or writable by others (mode {:o}): refused", what, path, mode),
+                      fmt::format("chmod 600 '{}' (or 640, its group the agent's own)", path));
+  if ((mode & 020) != 0)
+    throw usage_error(fmt::format("{} '{}' is writable by its group (mode {:o}): refused", what, path, mode),
+                      fmt::format("chmod 600 '{}' (or 640, its group the agent's own)", path));
+  if ((mode & 040) != 0 && st.st_gid != getegid())
+    throw usage_error(fmt::format("{} '{}' is readable by group {}, which is not the agent's (group {}): refused",
+                                  what, path, st.st_gid, getegid()),
+                      fmt::format("chmod 600 '{}', or chgrp it to the agent's group", path));
+}
+
+std::ifstream open_checked(const std::string& path, const char* what) {
+  check_mode(path, what);
+  std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw usage_error(fmt::format("--secrets-file '{}': {}", path, std::strerror(errno)),
-                      "the agent's user must be able to read it (and nobody else)");
+    throw usage_error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)),
+                      "the agent's user must be able to read it (and no other user)");
+  return in;
+}
+
+void read_lines(const std::string& path, const char* what, Secrets::Values& out) {
+  std::ifstream in = open_checked(path, what);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -41,25 +63,65 @@ void read_file(const std::string& path, std::map<std::string, std::string>& out)
     while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
     // The value is never part of the message: it may be the secret.
     if (!model::is_secret_name(name))
-      throw usage_error(fmt::format("--secrets-file '{}' line {}: expected NAME=value with a NAME of A-Z a-z 0-9 _",
+      throw usage_error(fmt::format("{} '{}' line {}: expected NAME=value with a NAME of A-Z a-z 0-9 _", what,
                                     path, n));
     out[name] = line.substr(eq + 1);
   }
 }
 
+// systemd's credentials (LoadCredential=NAME:PATH): "secrets" is a file of
+// NAME=value lines; any other credential named like a secret is one
+// value, its file's content less one final line break.
+void read_credentials(const std::string& dir, Secrets::Values& out) {
+  constexpr const char* kWhat = "the credential";
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  if (ec)
+    throw usage_error(fmt::format("$CREDENTIALS_DIRECTORY '{}': {}", dir, ec.message()),
+                      "systemd sets it for a unit with LoadCredential=; unset it otherwise");
+  std::vector<std::string> names;
+  for (; it != end; it.increment(ec)) names.push_back(it->path().filename().string());
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    const std::string path = dir + "/" + name;
+    if (name == "secrets") {
+      read_lines(path, kWhat, out);
+    } else if (model::is_secret_name(name)) {
+      std::ifstream in = open_checked(path, kWhat);
+      std::string value((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!value.empty() && value.back() == '\n') value.pop_back();
+      if (!value.empty() && value.back() == '\r') value.pop_back();
+      out[name] = std::move(value);
+    }
+  }
+}
+
 }  // namespace
 
-Secrets Secrets::load(char** env, const std::optional<std::string>& file) {
-  Secrets s;
-  if (file) read_file(*file, s.values_);
-  for (char** e = env; e && *e; ++e) {
+Secrets::Values Secrets::take_from_environment() {
+  Values taken;
+  std::vector<std::string> names;
+  for (char** e = environ; e && *e; ++e) {
     std::string_view kv = *e;
-    if (kv.substr(0, kEnvPrefix.size()) != kEnvPrefix) continue;
     auto eq = kv.find('=');
-    if (eq == std::string_view::npos) continue;
+    if (kv.substr(0, kEnvPrefix.size()) != kEnvPrefix || eq == std::string_view::npos) continue;
     std::string name(kv.substr(kEnvPrefix.size(), eq - kEnvPrefix.size()));
-    if (model::is_secret_name(name)) s.values_[name] = std::string(kv.substr(eq + 1));
+    if (model::is_secret_name(name)) taken[name] = std::string(kv.substr(eq + 1));
+    names.emplace_back(kv.substr(0, eq));
+    // The kernel shows the environment the process started with, where it
+    // still lies: unsetenv alone would leave the value there.
+    explicit_bzero(*e + eq + 1, kv.size() - eq - 1);
   }
+  for (const auto& name : names) unsetenv(name.c_str());
+  return taken;
+}
+
+Secrets Secrets::load(const Values& environment, const std::optional<std::string>& file,
+                      const std::optional<std::string>& credentials_dir) {
+  Secrets s;
+  if (file) read_lines(*file, "--secrets-file", s.values_);
+  if (credentials_dir) read_credentials(*credentials_dir, s.values_);
+  for (const auto& [name, value] : environment) s.values_[name] = value;
   return s;
 }
 
@@ -90,29 +152,42 @@ Secrets::Resolved Secrets::resolve(std::string_view text, Values& used) const {
   return r;
 }
 
+namespace {
+
+// Every form of every value, with its name, longest first.
+std::vector<std::pair<std::string, std::string>> forms_by_length(const Secrets::Values& values) {
+  std::vector<std::pair<std::string, std::string>> forms;
+  for (const auto& [name, value] : values)
+    for (auto& form : secret_forms(value)) forms.emplace_back(name, std::move(form));
+  std::stable_sort(forms.begin(), forms.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  return forms;
+}
+
+}  // namespace
+
 size_t Secrets::longest(const Values& values) {
   size_t n = 0;
-  for (const auto& [name, value] : values) n = std::max(n, value.size());
+  for (const auto& [name, value] : values)
+    for (const auto& form : secret_forms(value)) n = std::max(n, form.size());
   return n;
 }
 
 std::string Secrets::redact(std::string text, const Values& values, Cut cut) {
-  std::vector<std::pair<std::string, std::string>> by_length(values.begin(), values.end());
-  std::sort(by_length.begin(), by_length.end(),
-            [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  const auto forms = forms_by_length(values);
   size_t first_mark = std::string::npos;
-  for (const auto& [name, value] : by_length) {
-    if (value.empty()) continue;
+  for (const auto& [name, form] : forms) {
     std::string mark = "[secret:" + name + "]";
-    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + mark.size())) {
-      text.replace(at, value.size(), mark);
+    for (size_t at = text.find(form); at != std::string::npos; at = text.find(form, at + mark.size())) {
+      text.replace(at, form.size(), mark);
       first_mark = std::min(first_mark, at);
     }
   }
   if (cut == Cut::yes) {
-    // What precedes the first full value, up to a value's length less one,
-    // may be the end of a value the cut went through.
-    size_t drop = std::min({longest(values) > 0 ? longest(values) - 1 : 0, first_mark, text.size()});
+    // What precedes the first full form, up to the longest form's length
+    // less one, may be the end of a form the cut went through.
+    const size_t longest = forms.empty() ? 0 : forms.front().second.size();
+    size_t drop = std::min({longest > 0 ? longest - 1 : 0, first_mark, text.size()});
     text.erase(0, drop);
   }
   return text;

@@ -56,6 +56,14 @@ std::unique_ptr<test::Process> start_agent_env(const test::TestDb& db, const tes
   return std::make_unique<test::Process>(argv, with_lock_dir, dir, "agent");
 }
 
+std::string base64(const std::string& text) {
+  std::string out(4 * ((text.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
 std::string hmac_hex(const std::string& key, const std::string& message) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -224,8 +232,12 @@ TEST_CASE("webhook: secrets are resolved in the request and appear nowhere else"
   test::TempDir dir;
   test::TestDb db(dir);
   const std::string token = "tok-5f1c9e2a7b", password = "pw-83b0d4e6aa";
-  // The receiver echoes what it got: the response body would carry the secrets.
-  HttpServer server([](const HttpRequest& r) { return status(200, r.header("Authorization") + " " + r.body); });
+  // The receiver echoes what it got, and the token in base64 as Basic
+  // authentication would carry it: the response body would hold the secrets.
+  const std::string basic = base64("user:" + token);
+  HttpServer server([&](const HttpRequest& r) {
+    return status(200, r.header("Authorization") + " " + r.body + " Basic " + basic);
+  });
   std::string secrets = dir.file("secrets");
   {
     std::ofstream f(secrets);
@@ -250,6 +262,7 @@ TEST_CASE("webhook: secrets are resolved in the request and appear nowhere else"
   seen += agent->out() + agent->err() + store_dump(db, dir);
   CHECK(seen.find(token) == std::string::npos);
   CHECK(seen.find(password) == std::string::npos);
+  CHECK(seen.find(basic.substr(8, 12)) == std::string::npos);  // characters of the token's bytes alone
 }
 
 TEST_CASE("webhook: an unset secret fails the attempt permanently, naming the secret") {
@@ -275,10 +288,10 @@ TEST_CASE("webhook: the agent refuses a secrets file that others may read") {
     std::ofstream f(secrets);
     f << "TOKEN=abc\n";
   }
-  chmod(secrets.c_str(), 0640);
+  chmod(secrets.c_str(), 0644);
   auto agent = start_agent_env(db, dir, {"--secrets-file", secrets}, {});
   CHECK(agent->wait() == 2);
-  CHECK(agent->err().find("is readable or writable by others (mode 640): refused") != std::string::npos);
+  CHECK(agent->err().find("is readable or writable by others (mode 644): refused") != std::string::npos);
   CHECK(agent->err().find("chmod 600") != std::string::npos);
   CHECK(agent->err().find("abc") == std::string::npos);
 }
