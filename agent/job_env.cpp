@@ -23,7 +23,8 @@ std::string dag_result_variable(const std::string& node) {
   return out;
 }
 
-std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn) {
+std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn,
+                                         OtherUser other_user) {
   std::map<std::string, std::string> env;
   for (char** e = agent_env; e && *e; ++e) {
     std::string kv = *e;
@@ -35,6 +36,10 @@ std::vector<std::string> job_environment(const store::ClaimedRun& run, char** ag
     // systemd's notify socket is the agent's: a job must not speak for it.
     if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID") continue;
     if (key == "CREDENTIALS_DIRECTORY") continue;  // the agent's secrets, from systemd
+    if (other_user == OtherUser::yes &&
+        (key == "HOME" || key == "USER" || key == "LOGNAME" || key == "SHELL" || key == "MAIL" ||
+         key == "XDG_RUNTIME_DIR"))
+      continue;  // the agent's user's, not the job's
     env[key] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : run.spec.env) env[k] = v;

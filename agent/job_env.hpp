@@ -20,7 +20,12 @@ std::string dag_result_variable(const std::string& node);
 
 // `store_dsn` becomes JOBCTL_DB (so `jobctl progress` finds the store);
 // empty: not set (jobagent --no-export-db). JOB_CHECKPOINT carries the
-// run's last checkpoint, when an earlier attempt left one.
-std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn);
+// run's last checkpoint, when an earlier attempt left one. A job that runs
+// as another user (`other_user`) gets its own HOME, USER, LOGNAME, SHELL
+// (exec::start_process sets them), not the agent's, nor its MAIL or
+// XDG_RUNTIME_DIR.
+enum class OtherUser { no, yes };
+std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn,
+                                         OtherUser other_user = OtherUser::no);
 
 }  // namespace jobctl::agent

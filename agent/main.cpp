@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "agent/agent.hpp"
+#include "agent/job_user.hpp"
 #include "agent/secrets.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
   jobctl::agent::Options opts;
   std::string db, queues = "default", lease = "15s", drain = "30s", grace = "5s", poll = "1s";
   std::string horizon = "60s", misfire = "60s", secrets_file, gc_older_than, gc_every = "10m";
-  std::string log_format = "text", log_level = "info";
+  std::string log_format = "text", log_level = "info", allow_users;
   bool no_listen = false, no_scheduler = false, no_export_db = false;
   std::vector<std::string> labels;
   app.add_option("--db", db, "Store DSN: postgres://…, key=value, sqlite:PATH or PATH (default: $JOBCTL_DB, "
@@ -87,6 +88,13 @@ int main(int argc, char** argv) {
   app.add_option("--secrets-file", secrets_file,
                  "NAME=value lines for webhooks' {{secret:NAME}} (mode 600, or 640 with the agent's group: refused if "
                  "any other user may read it); reloaded on SIGHUP");
+  app.add_option("--run-as", opts.run_as,
+                 "Run jobs that name no --user as this user (with its groups and home); needs root")
+      ->type_name("USER");
+  app.add_option("--allow-users", allow_users,
+                 "Comma-separated users a job's --user may name (besides --run-as); a job naming another fails at "
+                 "once. Needs root")
+      ->type_name("LIST");
   app.add_option("--log-format", log_format, "Log format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--log-level", log_level, "Minimum level logged")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
@@ -111,6 +119,9 @@ int main(int argc, char** argv) {
     opts.poll_interval = to_ms(poll, "--poll-interval");
     if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
     if (!secrets_file.empty()) opts.secrets_file = secrets_file;
+    for (const auto& user : jobctl::util::split(allow_users, ','))
+      if (!user.empty()) opts.allow_users.push_back(user);
+    jobctl::agent::check_user_options(opts);
     opts.environment_secrets = std::move(environment_secrets);
     if (const char* dir = std::getenv("CREDENTIALS_DIRECTORY"); dir && *dir) opts.credentials_dir = dir;
     if (!gc_older_than.empty()) opts.gc_older_than = to_ms(gc_older_than, "--gc-older-than");

@@ -34,6 +34,9 @@ struct Options {
   bool export_db = true;                    // --no-export-db: jobs do not get JOBCTL_DB
   std::string job_db;                       // JOBCTL_DB as jobs get it (set by the agent from its store)
   std::optional<std::string> secrets_file;  // --secrets-file: NAME=value lines for {{secret:NAME}}
+  std::string run_as;                       // --run-as: jobs without --user run as this user; "" = the agent's own
+  std::vector<std::string> allow_users;     // --allow-users: the users a job's --user may name
+  std::string own_user;                     // the agent's own user name (set at start)
   std::optional<std::string> credentials_dir;  // $CREDENTIALS_DIRECTORY: systemd's LoadCredential= secrets
   std::map<std::string, std::string> environment_secrets;  // JOBAGENT_SECRET_*, taken out of the environment
   size_t output_limit = 64 * 1024;          // bytes of stdout and of stderr (or a response body) kept per attempt

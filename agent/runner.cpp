@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "agent/job_env.hpp"
+#include "agent/job_user.hpp"
 #include "common/exec/process.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
@@ -25,8 +26,12 @@ Runner::~Runner() {
 }
 
 std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
-  exec::SpawnRequest req{run.spec.command.exec_argv(), job_environment(run, environ, opts_.job_db), run.spec.cwd,
-                         run.spec.payload.value_or("")};
+  const std::string user = job_user(run.spec, opts_);
+  if (!user.empty())
+    if (auto refused = refuse_user(user, opts_)) return refused;
+  exec::SpawnRequest req{run.spec.command.exec_argv(),
+                         job_environment(run, environ, opts_.job_db, user.empty() ? OtherUser::no : OtherUser::yes),
+                         run.spec.cwd, run.spec.payload.value_or(""), user};
   exec::Spawned sp;
   try {
     sp = supervisor_.spawn(req);

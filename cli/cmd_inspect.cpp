@@ -71,6 +71,7 @@ void show_job(const model::JobView& v, const ops::WaitingReason& waiting) {
   if (!j.spec.tenant.empty()) f.emplace_back("tenant", j.spec.tenant);
   if (!waiting.empty()) f.emplace_back("waiting", waiting.detail);
   if (!j.spec.cwd.empty()) f.emplace_back("cwd", j.spec.cwd);
+  if (!j.spec.user.empty()) f.emplace_back("user", j.spec.user);
   for (const auto& [k, val] : j.spec.env) f.emplace_back("env", k + "=" + val);
   if (j.spec.payload) f.emplace_back("payload", cell(*j.spec.payload, 200));
   if (!j.spec.idempotency_key.empty()) f.emplace_back("idempotency key", j.spec.idempotency_key);

@@ -1,14 +1,18 @@
 #include "common/exec/process.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -36,6 +40,137 @@ int stdin_fd(const std::string& data) {
 }
 
 Error pipe_error() { return Error(ExitCode::internal, fmt::format("cannot create pipes: {}", strerror(errno))); }
+
+// The signals the agent and its supervisor block or ignore: a job starts
+// with each at its default, and nothing blocked.
+constexpr int kResetSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2};
+
+Error start_error(const std::string& program, int error) {
+  if (error == ENOENT) return usage_error(fmt::format("command not found: {}", program));
+  if (error == EACCES) return usage_error(fmt::format("permission denied: {}", program));
+  return usage_error(fmt::format("cannot start {}: {}", program, strerror(error)));
+}
+
+// A user to become: its ids, groups and passwd entry's home and shell.
+struct Account {
+  std::string name, home, shell;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
+Account find_account(const std::string& user) {
+  std::vector<char> buf(16384);
+  passwd pw{}, *found = nullptr;
+  int rc;
+  while ((rc = getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found)) == ERANGE && buf.size() < (1 << 20))
+    buf.resize(buf.size() * 4);
+  if (rc != 0)
+    throw usage_error(fmt::format("cannot look up user '{}' on this host: {}", user, strerror(rc)));
+  if (!found) throw usage_error(fmt::format("no user '{}' on this host", user), "create it, or submit with another --user");
+  Account a{pw.pw_name, pw.pw_dir ? pw.pw_dir : "/", pw.pw_shell ? pw.pw_shell : "/bin/sh", pw.pw_uid, pw.pw_gid, {}};
+  int n = 64;
+  for (;;) {
+    a.groups.resize(static_cast<size_t>(n));
+    int want = n;
+    if (getgrouplist(a.name.c_str(), a.gid, a.groups.data(), &want) >= 0) {
+      a.groups.resize(static_cast<size_t>(want));
+      break;
+    }
+    if (want <= n || n > 65536) throw usage_error(fmt::format("cannot list the groups of user '{}'", user));
+    n = want;
+  }
+  return a;
+}
+
+// What the child reports through its pipe when it cannot become the job.
+struct ChildFailure {
+  int step = 0;  // kStep*
+  int error = 0;
+};
+enum : int { kStepGroups = 1, kStepIds = 2, kStepCwd = 3, kStepExec = 4 };
+
+[[noreturn]] void child_failed(int report, int step) {
+  ChildFailure f{step, errno};
+  ssize_t ignored = write(report, &f, sizeof f);
+  (void)ignored;
+  _exit(127);
+}
+
+// The child's part: async-signal-safe calls only from here on. Never returns.
+[[noreturn]] void become(const Account& a, const std::string& cwd, char* const argv[], char* const envp[], int in,
+                         int out, int err, int report) {
+  auto fail = [report](int step) { child_failed(report, step); };
+  setpgid(0, 0);
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) fail(kStepExec);
+  for (int s : kResetSignals) signal(s, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Groups, then the gid, then the uid, all three of each: nothing of the
+  // supervisor's ids or groups is left to take back.
+  if (setgroups(a.groups.size(), a.groups.data()) != 0) fail(kStepGroups);
+  if (setresgid(a.gid, a.gid, a.gid) != 0) fail(kStepIds);
+  if (setresuid(a.uid, a.uid, a.uid) != 0) fail(kStepIds);
+  if (!cwd.empty() && chdir(cwd.c_str()) != 0) fail(kStepCwd);
+  execvpe(argv[0], argv, envp);
+  child_failed(report, kStepExec);
+}
+
+// Sets NAME to `value` in `env` unless it is there.
+void default_variable(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  for (const auto& e : env)
+    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') return;
+  env.push_back(name + "=" + value);
+}
+
+pid_t start_as(const Account& a, const std::vector<std::string>& args, std::vector<std::string> env,
+               const std::string& cwd, int in, int out, int err) {
+  default_variable(env, "HOME", a.home);
+  default_variable(env, "USER", a.name);
+  default_variable(env, "LOGNAME", a.name);
+  default_variable(env, "SHELL", a.shell);
+  std::vector<char*> argv, envp;
+  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) throw pipe_error();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(report[0]);
+    close(report[1]);
+    throw Error(ExitCode::internal, fmt::format("cannot fork a job: {}", strerror(e)));
+  }
+  if (pid == 0) {
+    close(report[0]);
+    become(a, cwd, argv.data(), envp.data(), in, out, err, report[1]);
+  }
+  close(report[1]);
+  // The exec closes the pipe: end of file is success.
+  ChildFailure f;
+  ssize_t n;
+  do n = read(report[0], &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (n <= 0) return pid;
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  switch (f.step) {
+    case kStepGroups:
+    case kStepIds:
+      throw usage_error(fmt::format("cannot run as user '{}': {}", a.name, strerror(f.error)),
+                        "jobagent must run as root (or with CAP_SETUID, CAP_SETGID and CAP_KILL) to run jobs as another "
+                        "user");
+    case kStepCwd:
+      throw usage_error(fmt::format("working directory '{}' is not usable by user '{}': {}", cwd, a.name,
+                                    strerror(f.error)));
+    default:
+      throw start_error(args[0], f.error);
+  }
+}
 
 }  // namespace
 
@@ -73,14 +208,15 @@ Stdio make_stdio(const std::string& stdin_data) {
   return io;
 }
 
-pid_t start_process(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                    const std::string& cwd, int in, int out, int err) {
+pid_t start_process(const std::vector<std::string>& args, std::vector<std::string> env, const std::string& cwd,
+                    const std::string& user, int in, int out, int err) {
   if (!cwd.empty()) {
     struct stat st {};
     if (stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw usage_error(fmt::format("working directory '{}' does not exist on this host", cwd));
   }
   if (args.empty()) throw usage_error("cannot start a job with an empty command");
+  if (!user.empty()) return start_as(find_account(user), args, std::move(env), cwd, in, out, err);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -96,7 +232,7 @@ pid_t start_process(const std::vector<std::string>& args, const std::vector<std:
   sigset_t empty, defaults;
   sigemptyset(&empty);
   sigemptyset(&defaults);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&defaults, s);
+  for (int s : kResetSignals) sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setpgroup(&attr, 0);
@@ -113,11 +249,7 @@ pid_t start_process(const std::vector<std::string>& args, const std::vector<std:
   int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    if (rc == ENOENT) throw usage_error(fmt::format("command not found: {}", args[0]));
-    if (rc == EACCES) throw usage_error(fmt::format("permission denied: {}", args[0]));
-    throw usage_error(fmt::format("cannot start {}: {}", args[0], strerror(rc)));
-  }
+  if (rc != 0) throw start_error(args[0], rc);
   return pid;
 }
 

@@ -4,7 +4,9 @@
 // stderr on pipes whose read ends it keeps), and its supervisor
 // (exec/supervisor.hpp) starts the command with them: posix_spawn
 // (vfork-fast) into its own process group, the signal mask and
-// dispositions reset, the working directory set.
+// dispositions reset, the working directory set. A job that runs as
+// another user is forked instead, and drops to that user's ids and groups
+// for good before its working directory is set and it executes.
 #include <sys/types.h>
 
 #include <string>
@@ -17,6 +19,7 @@ struct SpawnRequest {
   std::vector<std::string> env;   // complete environment, "K=V"
   std::string cwd;                // empty: inherit
   std::string stdin_data;         // empty: /dev/null
+  std::string user;               // empty: as this process's user; else that user, with its groups
 };
 
 struct Spawned {
@@ -54,11 +57,15 @@ struct Stdio {
 Stdio make_stdio(const std::string& stdin_data);
 
 // Starts `argv` in a new process group (its pid) with `in`, `out` and `err`
-// as descriptors 0, 1 and 2, and default signal handling. Throws
-// jobctl::Error(ExitCode::usage) with a user-facing reason when the process
-// cannot start (command not found, not executable, bad cwd).
-pid_t start_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                    const std::string& cwd, int in, int out, int err);
+// as descriptors 0, 1 and 2, and default signal handling. With a `user`,
+// the process has that user's uid and gid (real, effective and saved) and
+// its groups, and HOME, USER, LOGNAME and SHELL from its passwd entry
+// unless `env` sets them; only from a single-threaded process (a fork).
+// Throws jobctl::Error(ExitCode::usage) with a user-facing reason when the
+// process cannot start (command not found, not executable, bad cwd, no
+// such user, no right to switch to it).
+pid_t start_process(const std::vector<std::string>& argv, std::vector<std::string> env, const std::string& cwd,
+                    const std::string& user, int in, int out, int err);
 
 // Sends `sig` to the whole process group; a group already gone is fine.
 void signal_group(pid_t pgid, int sig);

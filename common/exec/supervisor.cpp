@@ -9,7 +9,7 @@
 //              exited(pid, status = the wait status)
 // S answers the requests in order, and a process's exit is reported after
 // the answer that named it. A request is a memfd (no size limit, unlike a
-// datagram): argc and envc as two uint32, then cwd, argv and the
+// datagram): argc and envc as two uint32, then cwd, the user, argv and the
 // environment, each NUL-terminated.
 #include "common/exec/supervisor.hpp"
 
@@ -153,6 +153,7 @@ Fd encode_request(const SpawnRequest& req) {
   // As exec would read them: each string up to its first NUL.
   auto put = [&](const std::string& s) { buf.append(s.c_str()).push_back('\0'); };
   put(req.cwd);
+  put(req.user);
   for (const auto& a : req.argv) put(a);
   for (const auto& e : req.env) put(e);
   Fd fd(memfd_create("jobctl-spawn", MFD_CLOEXEC));
@@ -162,7 +163,7 @@ Fd encode_request(const SpawnRequest& req) {
 
 struct Request {
   std::vector<std::string> argv, env;
-  std::string cwd;
+  std::string cwd, user;
 };
 
 Request decode_request(int fd) {
@@ -186,11 +187,12 @@ Request decode_request(int fd) {
     strings.emplace_back(buf, at, end - at);
     at = end + 1;
   }
-  if (strings.size() != 1 + size_t{counts[0]} + counts[1]) throw Error(ExitCode::internal, "a malformed spawn request");
+  if (strings.size() != 2 + size_t{counts[0]} + counts[1]) throw Error(ExitCode::internal, "a malformed spawn request");
   Request r;
   r.cwd = strings[0];
-  r.argv.assign(strings.begin() + 1, strings.begin() + 1 + counts[0]);
-  r.env.assign(strings.begin() + 1 + counts[0], strings.end());
+  r.user = strings[1];
+  r.argv.assign(strings.begin() + 2, strings.begin() + 2 + counts[0]);
+  r.env.assign(strings.begin() + 2 + counts[0], strings.end());
   return r;
 }
 
@@ -297,7 +299,7 @@ class Supervising {
     try {
       if (m.fds.size() != 4) throw Error(ExitCode::internal, "a spawn request without its 4 descriptors");
       Request r = decode_request(m.fds[0].get());
-      h.pid = start_process(r.argv, r.env, r.cwd, m.fds[1].get(), m.fds[2].get(), m.fds[3].get());
+      h.pid = start_process(r.argv, std::move(r.env), r.cwd, r.user, m.fds[1].get(), m.fds[2].get(), m.fds[3].get());
       jobs_.insert(h.pid);
     } catch (const Error& e) {
       h = Header{kFailed, m.header.seq, -1, static_cast<int32_t>(e.code())};

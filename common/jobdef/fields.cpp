@@ -126,6 +126,17 @@ const Field kFields[] = {
      },
      .flag = "--cwd",
      .help = "Working directory of the job on the agent's host"},
+    {.key = "user",
+     .where = kEverywhere,
+     .apply = [](Draft& d, const json& v, const Name& n) {
+       d.spec.user = text(v, n);
+       model::validate_user_name(d.spec.user, n.label());
+     },
+     .flag = "--user",
+     .help = "Run as this user (with its groups and home) on the agent's host, which must allow it "
+             "(jobagent --allow-users)",
+     .update_help = "Run as this user (\"\" runs it as the agent's --run-as, or the agent's own user)",
+     .update_empty_means_none = true},
     {.key = "on",
      .where = kEverywhere,
      .apply = [](Draft& d, const json& v, const Name& n) { d.spec.target = model::parse_labels(text(v, n), n.label()); },

@@ -83,6 +83,8 @@ struct JobSpec {
   int64_t timeout_us = 0;                    // 0 = no timeout
   std::map<std::string, std::string> env;    // added to the job's environment
   std::string cwd;                           // empty = the agent's working directory
+  std::string user;                          // --user: run as this user on the agent's host; empty = the agent's
+                                             // --run-as, else the agent's own user
   std::optional<std::string> payload;        // JSON text; on stdin and in JOB_PAYLOAD
   std::string idempotency_key;               // empty = none
   std::optional<int64_t> run_at_us;          // --at: due at this time (µs since epoch); else now

@@ -56,8 +56,20 @@ void validate_queue_name(const std::string& queue) {
                       "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
 }
 
+void validate_user_name(const std::string& user, std::string_view label) {
+  if (user.empty()) return;
+  std::string_view body = user;
+  if (body.back() == '$') body.remove_suffix(1);
+  const bool ok = user.size() <= 32 && !body.empty() && body.front() != '-' &&
+                  std::all_of(body.begin(), body.end(), valid_name_char);
+  if (!ok)
+    throw usage_error(fmt::format("{}: invalid user name '{}'", label, util::show_bytes(user)),
+                      "give a user of the agent's host: 1 to 32 characters of A-Z a-z 0-9 _ . -");
+}
+
 void validate(const JobSpec& s) {
   check_sizes(s);
+  validate_user_name(s.user, "--user");
   if (s.command.webhook) {
     validate(*s.command.webhook);
     // What only a process has would be silently ignored.
@@ -66,6 +78,8 @@ void validate(const JobSpec& s) {
       throw usage_error("a webhook job takes no environment (--env)",
                         "send values in --header or --data, secrets as {{secret:NAME}}");
     if (!s.cwd.empty()) throw usage_error("a webhook job takes no working directory (--cwd)", "leave --cwd out");
+    if (!s.user.empty())
+      throw usage_error("a webhook job takes no user (--user): the agent sends the request itself", "leave --user out");
   } else if (s.command.argv.empty() || s.command.argv[0].empty()) {
     throw usage_error("the command is empty", "give the command after --, e.g. jobctl submit -- make test");
   }
@@ -197,6 +211,7 @@ json to_json(const JobView& v) {
          {"command", command},
          {"env", s.env},
          {"cwd", s.cwd},
+         {"user", s.user.empty() ? json(nullptr) : json(s.user)},
          {"idempotency_key", s.idempotency_key},
          {"version", job.version},
          {"paused", job.paused},

@@ -14,6 +14,10 @@ namespace jobctl::model {
 void validate(const JobSpec& spec);
 // A queue name: 1 to 64 of A-Z a-z 0-9 _ - . Throws usage Error.
 void validate_queue_name(const std::string& queue);
+// A user name jobagent may switch to: 1 to 32 bytes of A-Z a-z 0-9 _ . -,
+// not starting with - (a trailing $ allowed, as for Samba's machine
+// accounts); empty is none. `label` names the field in the error.
+void validate_user_name(const std::string& user, std::string_view label);
 
 nlohmann::json to_json(const RetryPolicy& p);
 // `fired`: the occurrences the leader has made of it, held to max_runs.

@@ -10,7 +10,7 @@ namespace {
 
 bool nothing_given(const store::JobUpdate& u) {
   return !u.name && !u.queue && !u.priority && !u.timeout_us && u.set_env.empty() && u.unset_env.empty() &&
-         !u.command && !u.target && !u.concurrency_key && !u.tenant && u.retry.empty() && u.schedule.empty();
+         !u.command && !u.target && !u.concurrency_key && !u.tenant && !u.user && u.retry.empty() && u.schedule.empty();
 }
 
 }  // namespace
@@ -27,6 +27,7 @@ store::JobUpdate job_update(const jobdef::Draft& d, const std::set<std::string>&
   if (has("on")) u.target = s.target;
   if (has("concurrency_key")) u.concurrency_key = s.concurrency_key;
   if (has("tenant")) u.tenant = s.tenant;
+  if (has("user")) u.user = s.user;
   if (has("command")) u.command = s.command;
   u.retry = s.retry_given;
   auto& sc = u.schedule;

@@ -1,7 +1,7 @@
 #pragma once
 // What `jobctl update` and PATCH /api/v1/jobs/{id} change, from the fields
 // given by their batch-line keys, each read by its field's apply() as
-// submit reads it. An empty name, on, concurrency_key or tenant removes it.
+// submit reads it. An empty name, on, concurrency_key, tenant or user removes it.
 #include <set>
 #include <string>
 

@@ -80,6 +80,7 @@ struct JobUpdate {
   std::optional<model::Labels> target;         // --on: new target; empty = any agent
   std::optional<std::string> concurrency_key;  // "" = none (the job is its own group)
   std::optional<std::string> tenant;           // "" = the default tenant
+  std::optional<std::string> user;             // "" = the agent's --run-as, else its own user
   model::RetryOverrides retry;                 // the retry fields given
   ScheduleUpdate schedule;                     // only for a schedule
   // Optimistic concurrency: apply only while the job is at this version,

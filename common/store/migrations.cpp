@@ -351,6 +351,12 @@ ALTER TABLE jobs ADD COLUMN max_runs BIGINT;
 ALTER TABLE jobs ADD COLUMN fired BIGINT NOT NULL DEFAULT 0;
 )SQL";
 
+// Migration 13: a job may run as another user of the agent's host
+// (--user); empty: the agent's --run-as, else its own user.
+constexpr const char* kV13 = R"SQL(
+ALTER TABLE jobs ADD COLUMN run_as TEXT NOT NULL DEFAULT '';
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -395,6 +401,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV11;
   } else if (version == 12) {
     sql = kV12;
+  } else if (version == 13) {
+    sql = kV13;
   }
   return sql;
 }

@@ -41,6 +41,7 @@ model::Job job_from_row(const Row& row, size_t first) {
   decode(j, "command", [&] { s.command = command_from_text(c.text("command")); });
   decode(j, "env", [&] { s.env = env_from_text(c.text("env")); });
   s.cwd = c.text("cwd");
+  s.user = c.text("run_as");
   s.payload = c.opt_text("payload");
   if (s.payload && !nlohmann::json::accept(*s.payload)) {
     s.payload.reset();
@@ -101,6 +102,7 @@ void write_definition(Writes<kJobs>& w, const model::JobSpec& s, const model::Re
   w.set("command", command_to_text(s.command));
   w.set("env", env_to_text(s.env));
   w.set("cwd", s.cwd);
+  w.set("run_as", s.user);
   w.set("payload", nullable(s.payload));
   w.set("timeout_us", s.timeout_us);
   w.set("idempotency_key", nullable(s.idempotency_key));

@@ -53,7 +53,7 @@ json definition(const model::Job& job) {
   json full = model::to_json(model::JobView{job, std::nullopt});
   json out = json::object();
   for (const char* key : {"name", "queue", "priority", "command", "timeout", "on", "concurrency_key",
-                          "max_concurrent", "tenant"})
+                          "max_concurrent", "tenant", "user"})
     out[key] = full[key];
   for (const auto& [key, value] : full["env"].items()) out["env." + key] = value;
   for (const auto& [key, value] : full["retry"].items()) out["retry." + key] = value;
@@ -123,6 +123,7 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
   if (u.target) s.target = *u.target;
   if (u.concurrency_key) s.concurrency_key = *u.concurrency_key;
   if (u.tenant) s.tenant = *u.tenant;
+  if (u.user) s.user = *u.user;
   s.retry = u.retry.apply_to(s.retry);
   ScheduleUpdate su = u.schedule;
   // --max-concurrent is a schedule's overlap limit, or any other job's.

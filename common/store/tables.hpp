@@ -93,6 +93,7 @@ inline constexpr Column kJobColumns[] = {
     {"kind", text},
     {"dag_id", text},
     {"notify", text, Writer::definition},
+    {"run_as", text, Writer::definition},
 };
 
 // A run has no definition: insert_runs (new_runs.hpp) makes it from values.

@@ -428,6 +428,7 @@ function jobFields(job) {
     ['Priority', job.priority],
     ['Command', el('code', {}, commandText(job))],
     ['Working directory', job.cwd],
+    ['Runs as', job.user || ''],
     ['Environment', Object.keys(job.env || {}).length ? Object.keys(job.env).join(', ') : ''],
     ['Paused', job.paused ? 'yes' : ''],
     ['Waiting', job.waiting],

@@ -1,8 +1,12 @@
 // What a job can reach (jobagent(8), SECURITY), with a real agent and
 // real jobs: the agent's secrets are not in any environment a job can
-// read.
+// read, and a job runs as the user it names when the agent allows it.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -44,4 +48,80 @@ TEST_CASE("security: a job finds the agent's secrets in no environment it can re
   CHECK(test::read_file(fmt::format("/proc/{}/environ", agent->pid())).find(token) == std::string::npos);
   agent->signal(SIGTERM);
   CHECK(agent->wait() == 0);
+}
+
+TEST_CASE("security: a job runs as the user it names, when the agent allows it, and reaches none of the agent's") {
+  if (geteuid() != 0) return;  // only root may switch users (CI runs as root)
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string token = "tok-3b8c0d5e1f", password = "pw-6a2f9e0c7d";
+  std::string secrets = dir.file("secrets");
+  std::ofstream(secrets) << "DB_PASSWORD=" << password << "\n";
+  chmod(secrets.c_str(), 0600);
+  // The test's directory is root's: nobody's jobs work in /tmp.
+  auto agent = start_agent_env(db, dir, {"--allow-users", "nobody,daemon", "--secrets-file", secrets},
+                               {"JOBAGENT_SECRET_API_TOKEN=" + token});
+  auto as_nobody = submit(db, dir, {"--user", "nobody", "--cwd", "/tmp", "--", "sh", "-c",
+                                    "id -un; echo HOME=$HOME; cat /proc/$PPID/environ || echo environ-refused; "
+                                    "cat " + secrets + " || echo file-refused"});
+  auto as_bin = submit(db, dir, {"--user", "bin", "--", "true"});
+  auto as_self = submit(db, dir, {"--user", "root", "--", "true"});  // the agent's own user: nothing to switch
+  REQUIRE(run_jobctl(db, dir, {"wait", as_nobody}).code == 0);
+  auto out = run_jobctl(db, dir, {"logs", as_nobody}).out;
+  CHECK(out.find("nobody\nHOME=/nonexistent\n") != std::string::npos);
+  CHECK(out.find("environ-refused") != std::string::npos);
+  CHECK(out.find("file-refused") != std::string::npos);
+  CHECK(out.find(token) == std::string::npos);
+  CHECK(out.find(password) == std::string::npos);
+  auto job = test::get(db, dir, as_nobody);
+  CHECK(job["user"] == "nobody");
+
+  // A user the agent does not allow: the run is dead at once, and says why.
+  CHECK(run_jobctl(db, dir, {"wait", as_bin}).code == 1);
+  auto refused = test::get(db, dir, as_bin);
+  CHECK(refused["status"] == "dead");
+  CHECK(refused["run"]["error"].get<std::string>().find(
+            "this agent (agent) does not run jobs as user 'bin' (its --allow-users: nobody,daemon); start it with "
+            "--allow-users bin") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"wait", as_self}).code == 0);
+
+  // update --user moves the job to another user; "" back to the agent's own.
+  CHECK(run_jobctl(db, dir, {"update", as_nobody, "--user", "daemon"}).code == 0);
+  CHECK(test::get(db, dir, as_nobody)["user"] == "daemon");
+  CHECK(run_jobctl(db, dir, {"update", as_nobody, "--user", ""}).code == 0);
+  CHECK(test::get(db, dir, as_nobody)["user"].is_null());
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+}
+
+TEST_CASE("security: --run-as runs jobs that name no user as that user") {
+  if (geteuid() != 0) return;
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = start_agent_env(db, dir, {"--run-as", "nobody"}, {});
+  auto id = submit(db, dir, {"--cwd", "/tmp", "--", "id", "-un"});
+  REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(run_jobctl(db, dir, {"logs", id}).out == "nobody\n");
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+}
+
+TEST_CASE("security: user names are checked where they are given, and nothing is written") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto bad = run_jobctl(db, dir, {"submit", "--user", "bad name", "--", "true"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--user: invalid user name 'bad name'") != std::string::npos);
+  auto hook = run_jobctl(db, dir, {"submit", "--user", "nobody", "--webhook", "http://127.0.0.1:1/x"});
+  CHECK(hook.code == 2);
+  CHECK(hook.err.find("a webhook job takes no user (--user)") != std::string::npos);
+  auto line = run_jobctl(db, dir, {"submit", "--file", "-"}, R"({"command": "true", "user": "-x"})" "\n");
+  CHECK(line.code == 2);
+  CHECK(line.err.find("field 'user': invalid user name '-x'") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"ls", "-o", "json"}).out == "[]\n");
+  // The agent's flags name users of this host.
+  std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--allow-users", "nobody,no-such-user-7f3"};
+  test::Process agent(argv, {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+  CHECK(agent.wait() == 2);
+  CHECK(agent.err().find("--allow-users: no user 'no-such-user-7f3' on this host") != std::string::npos);
 }

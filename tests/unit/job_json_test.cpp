@@ -169,7 +169,7 @@ TEST_CASE("notify: one notification per state change, the most specific event as
 TEST_CASE("job fields: every key a batch line takes comes back under its name in -o json") {
   // Lines that together give every field a value (some fields exclude others).
   const char* lines[] = {
-      R"({"command":"true","name":"n","queue":"q","priority":"high","timeout":"90s","env":{"A":"1"},"cwd":"/tmp",
+      R"({"command":"true","name":"n","queue":"q","priority":"high","timeout":"90s","env":{"A":"1"},"cwd":"/tmp","user":"nobody",
           "on":"role=web","concurrency_key":"k","max_concurrent":2,"tenant":"t","notify":"http://127.0.0.1/n",
           "notify_on":"success","payload":{"a":1},"idempotency_key":"key","retries":1,"backoff":"fixed",
           "retry_delay":"2s","max_retry_delay":"1m","retry_for":"1h","no_retry_exit_codes":"2",

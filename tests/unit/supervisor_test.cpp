@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,8 +35,9 @@ std::string read_all(int fd) {
   return out;
 }
 
-exec::SpawnRequest shell(const std::string& script, const std::string& cwd = "", const std::string& in = "") {
-  return exec::SpawnRequest{{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, cwd, in};
+exec::SpawnRequest shell(const std::string& script, const std::string& cwd = "", const std::string& in = "",
+                         const std::string& user = "") {
+  return exec::SpawnRequest{{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, cwd, in, user};
 }
 
 bool ended(int pid) {
@@ -75,13 +77,49 @@ TEST_CASE("exec::Supervisor refuses what cannot start with the reason, as a usag
     }
     return "started";
   };
-  CHECK(refused({{"/no/such/program", "arg"}, {}, "", ""}) == "command not found: /no/such/program");
-  CHECK(refused({{"/etc/passwd"}, {}, "", ""}) == "permission denied: /etc/passwd");
+  CHECK(refused({{"/no/such/program", "arg"}, {}, "", "", ""}) == "command not found: /no/such/program");
+  CHECK(refused({{"/etc/passwd"}, {}, "", "", ""}) == "permission denied: /etc/passwd");
+  CHECK(refused(shell("true", "", "", "no-such-user-7f3")) == "no user 'no-such-user-7f3' on this host");
   CHECK(refused(shell("true", "/no/such/dir")) == "working directory '/no/such/dir' does not exist on this host");
   // It still serves.
   auto sp = sup.spawn(shell("true"));
   CHECK(read_all(sp.stdout_fd).empty());
   close(sp.stderr_fd);
+}
+
+TEST_CASE("exec::Supervisor starts a process as another user, for good: its ids, groups, home, and nothing back") {
+  if (geteuid() != 0) return;  // only root may switch users (CI runs as root)
+  test::TempDir dir;
+  exec::Supervisor sup(milliseconds(500));
+  // The ids as the kernel has them (real, effective, saved, filesystem),
+  // the groups, the variables from the passwd entry, and an attempt to
+  // become root again.
+  auto sp = sup.spawn(shell("grep -E '^(Uid|Gid|Groups):' /proc/self/status; echo HOME=$HOME USER=$USER "
+                            "LOGNAME=$LOGNAME; python3 -c 'import os; os.setuid(0)' 2>/dev/null && echo regained; "
+                            "pwd; true",
+                            "/tmp", "", "nobody"));
+  std::string out = read_all(sp.stdout_fd);
+  close(sp.stderr_fd);
+  CHECK(out.find("Uid:\t65534\t65534\t65534\t65534") != std::string::npos);
+  CHECK(out.find("Gid:\t65534\t65534\t65534\t65534") != std::string::npos);
+  CHECK(out.find("Groups:\t65534") != std::string::npos);
+  CHECK(out.find("HOME=/nonexistent USER=nobody LOGNAME=nobody") != std::string::npos);
+  CHECK(out.find("regained") == std::string::npos);
+  CHECK(out.find("/tmp\n") != std::string::npos);
+  // The job's own variables win over the passwd entry's.
+  auto own = sup.spawn(exec::SpawnRequest{{"/bin/sh", "-c", "echo $HOME"}, {"HOME=/srv"}, "", "", "nobody"});
+  CHECK(read_all(own.stdout_fd) == "/srv\n");
+  close(own.stderr_fd);
+  // A working directory the user may not enter is refused, naming both.
+  std::string closed = dir.file("closed");
+  REQUIRE(mkdir(closed.c_str(), 0700) == 0);
+  try {
+    sup.spawn(shell("true", closed, "", "nobody"));
+    FAIL("started in a directory nobody may enter");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::usage);
+    CHECK(std::string(e.what()) == "working directory '" + closed + "' is not usable by user 'nobody': Permission denied");
+  }
 }
 
 TEST_CASE("exec::Supervisor ends every process it started, and what they left, when its owner lets go") {
