@@ -9,7 +9,7 @@ endif()
 foreach(f bin/jobctl bin/jobctl-serve bin/jobagent share/man/man1/jobctl.1 share/man/man8/jobagent.8
           share/bash-completion/completions/jobctl share/zsh/site-functions/_jobctl
           share/fish/vendor_completions.d/jobctl.fish share/doc/jobctl/examples/jobagent.service
-          share/doc/jobctl/examples/jobctl-serve.service)
+          share/doc/jobctl/examples/jobagent-webhooks.service share/doc/jobctl/examples/jobctl-serve.service)
   if(NOT EXISTS "${PREFIX}/${f}")
     message(FATAL_ERROR "missing after install: ${f}")
   endif()
