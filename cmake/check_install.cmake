@@ -6,13 +6,26 @@ execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
-foreach(f bin/jobctl bin/jobctl-serve bin/jobagent share/man/man1/jobctl.1 share/man/man8/jobagent.8
-          share/bash-completion/completions/jobctl share/zsh/site-functions/_jobctl
-          share/fish/vendor_completions.d/jobctl.fish share/doc/jobctl/examples/jobagent.service
-          share/doc/jobctl/examples/jobagent-webhooks.service share/doc/jobctl/examples/jobctl-serve.service)
+foreach(f bin/jobctl bin/jobctl-serve bin/jobagent share/man/man1/jobctl.1.gz share/man/man1/jobctl-serve.1.gz
+          share/man/man8/jobagent.8.gz share/bash-completion/completions/jobctl share/zsh/site-functions/_jobctl
+          share/fish/vendor_completions.d/jobctl.fish share/doc/jobctl/copyright
+          lib/systemd/system/jobagent.service lib/systemd/system/jobagent-webhooks.service
+          lib/systemd/system/jobctl-serve.service)
   if(NOT EXISTS "${PREFIX}/${f}")
     message(FATAL_ERROR "missing after install: ${f}")
   endif()
 endforeach()
+# The programs are installed stripped: no symbol table, no debug information.
+foreach(f bin/jobctl bin/jobctl-serve bin/jobagent)
+  execute_process(COMMAND readelf -S "${PREFIX}/${f}" OUTPUT_VARIABLE sections RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR sections MATCHES "\\.symtab|\\.debug_")
+    message(FATAL_ERROR "not stripped after install: ${f}")
+  endif()
+endforeach()
+# The units name the programs where they were installed.
+file(READ "${PREFIX}/lib/systemd/system/jobagent.service" unit)
+if(NOT unit MATCHES "ExecStart=${PREFIX}/bin/jobagent ")
+  message(FATAL_ERROR "jobagent.service does not start ${PREFIX}/bin/jobagent")
+endif()
 file(REMOVE_RECURSE "${PREFIX}")
 message(STATUS "install layout ok")
