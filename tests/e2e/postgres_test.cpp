@@ -1,11 +1,15 @@
 // PostgreSQL as people run it: jobctl in a schema of its own beside an
-// application's tables, and the server's own refusals (read-only, a
-// statement timeout, a missing privilege) reported as such, exit 5.
+// application's tables, the server's own refusals (read-only, a statement
+// timeout, a missing privilege) reported as such, exit 5, and TLS with
+// the server's certificate verified.
 // PostgreSQL only; each test has a database of its own.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -138,4 +142,69 @@ TEST_CASE("postgres: read-only, a statement timeout and permission denied are ex
   CHECK(init.code == 5);
   CHECK(init.err.find("permission denied") != std::string::npos);
   db.sql("DROP ROLE " + role);
+}
+
+namespace {
+
+// A certificate authority of the test's own, a server certificate it
+// signed for "localhost" alone, and a second authority that signed nothing.
+void make_certificates(const test::TempDir& dir) {
+  const std::string script = R"(set -e
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+key ca.key; key other-ca.key; key server.key
+openssl req -x509 -new -key ca.key -out ca.crt -days 2 -subj "/CN=jobctl test CA"
+openssl req -x509 -new -key other-ca.key -out other-ca.crt -days 2 -subj "/CN=another CA"
+openssl req -new -key server.key -out server.csr -subj "/CN=localhost"
+printf 'subjectAltName=DNS:localhost\n' > san
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san 2>/dev/null
+)";
+  test::Process p({"/bin/sh", "-c", "cd '" + dir.path() + "' && " + script}, {}, dir, "openssl");
+  REQUIRE_MESSAGE(p.wait() == 0, p.err());
+}
+
+}  // namespace
+
+TEST_CASE("postgres: TLS with sslmode=verify-full and the server's CA; a wrong CA, a wrong host name and no TLS are refused") {
+  if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
+  test::TempDir dir;
+  make_certificates(dir);
+  test::Process start({std::string(JOBCTL_SOURCE_DIR) + "/scripts/pg-throwaway", "start", "--tls", dir.path()}, {},
+                      dir, "pg-tls");
+  REQUIRE(start.wait(std::chrono::seconds(120)) == 0);
+  std::smatch m;
+  const std::string printed = start.out();
+  REQUIRE(std::regex_search(printed, m, std::regex(R"(PG_THROWAWAY_DIR=(\S+)[\s\S]*port=(\d+))")));
+  const std::string data = m[1], port = m[2];
+  struct Stop {
+    std::string data;
+    const test::TempDir& dir;
+    ~Stop() { test::Process({std::string(JOBCTL_SOURCE_DIR) + "/scripts/pg-throwaway", "stop", data}, {}, dir, "pg-stop").wait(); }
+  } stop{data, dir};
+  auto dsn = [&](const std::string& host, const std::string& tls) {
+    return "host=" + host + " port=" + port + " user=postgres dbname=postgres " + tls;
+  };
+  const std::string verified = dsn("localhost", "sslmode=verify-full sslrootcert=" + dir.file("ca.crt"));
+
+  // Verified: every command and the agent work over it.
+  REQUIRE(run_on(verified, dir, {"init"}).code == 0);
+  auto submitted = run_on(verified, dir, {"submit", "--", "echo", "over TLS"});
+  REQUIRE(submitted.code == 0);
+  const std::string id = test::trim(submitted.out);
+  test::Process agent({JOBAGENT_BIN, "--db", verified, "--poll-interval", "100ms"}, {"XDG_RUNTIME_DIR=" + dir.path()},
+                      dir, "agent");
+  CHECK(run_on(verified, dir, {"wait", id}).code == 0);
+  CHECK(run_on(verified, dir, {"logs", id}).out == "over TLS\n");
+  agent.signal(SIGTERM);
+  CHECK(agent.wait() == 0);
+
+  // Each refusal is exit 5 with libpq's reason, and never reaches the server.
+  auto refused = [&](const std::string& target, const std::string& reason) {
+    auto r = run_on(target, dir, {"ls"}, {"JOBCTL_STORE_TIMEOUT=5s"});
+    CHECK(r.code == 5);
+    CHECK_MESSAGE(r.err.find(reason) != std::string::npos, r.err);
+  };
+  refused(dsn("localhost", "sslmode=verify-full sslrootcert=" + dir.file("other-ca.crt")), "certificate verify failed");
+  refused(dsn("127.0.0.1", "sslmode=verify-full sslrootcert=" + dir.file("ca.crt")),
+          "does not match host name \"127.0.0.1\"");
+  refused(dsn("localhost", "sslmode=disable"), "no encryption");
 }
