@@ -1,12 +1,41 @@
-// jobctl init: create or upgrade the schema.
+// jobctl init and grant: the schema, and who may do what with it. Both are
+// the schema owner's to run.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "common/store/admin.hpp"
+#include "common/store/grants.hpp"
 #include "common/store/migrations.hpp"
 
 namespace jobctl::cli {
+namespace {
+
+void register_grant(CLI::App& app, Context& ctx) {
+  struct Args {
+    std::string kind, role;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "grant", "PostgreSQL: give ROLE exactly what a reader, submitter, operator or agent needs (none: nothing)");
+  suggests(cmd->add_option("KIND", a->kind, "reader, submitter, operator, agent or none")->required(),
+           {"reader", "submitter", "operator", "agent", "none"});
+  cmd->add_option("ROLE", a->role, "An existing PostgreSQL role (CREATE ROLE … LOGIN first)")->required();
+  cmd->callback([a, &ctx] {
+    const auto kind = store::parse_grant_kind(a->kind);
+    auto statements = store::grant(ctx.store().connection(), kind, a->role);
+    if (ctx.format() == OutputFormat::json) {
+      print_json({{"role", a->role}, {"kind", std::string(store::to_string(kind))}, {"statements", statements}});
+      return;
+    }
+    for (const auto& s : statements) std::printf("%s;\n", s.c_str());
+  });
+}
+
+}  // namespace
 
 void register_init(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("init", "Create or upgrade the store's schema (idempotent)");
@@ -21,6 +50,7 @@ void register_init(CLI::App& app, Context& ctx) {
     if (applied == 0) std::printf("schema is up to date (version %d)\n", version);
     else std::printf("schema upgraded to version %d (%d migration%s applied)\n", version, applied, applied == 1 ? "" : "s");
   });
+  register_grant(app, ctx);
 }
 
 }  // namespace jobctl::cli

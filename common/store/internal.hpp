@@ -25,14 +25,23 @@ int64_t now_us(Connection& c);
 // Writes the jobs and their first runs in one transaction of its own.
 std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
                                       const std::vector<model::JobSpec>& specs);
+// What a job is besides its definition, written with it: its kind — 'job'
+// (submitted), 'node' (a DAG's node), 'dag' (the schedule that fires a
+// DAG) or 'notification' — and the DAG it belongs to.
+struct JobOrigin {
+  std::string kind = "job";
+  std::string dag_id;
+};
 // insert_jobs' work inside the caller's transaction; FirstRun::no writes
 // jobs without a first run (DAG nodes: their DAG runs make their runs).
+// Every row is written whole by its INSERT (a schedule with its first
+// fire time): a role that may only add rows (jobctl grant submitter) can.
 enum class FirstRun { yes, no };
 std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
-                                     FirstRun first_run);
-// DAG nodes' jobs. Returns their ids.
+                                     FirstRun first_run, const JobOrigin& origin = {});
+// A DAG's jobs (nodes, or the schedule that fires it). Returns their ids.
 std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor,
-                                          const std::vector<model::JobSpec>& specs);
+                                          const std::vector<model::JobSpec>& specs, const JobOrigin& origin);
 // The id and status of the job's latest run, for a command that acts on
 // it (`action` names it in errors). Throws not_found / invalid_state.
 std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std::string& job_id, const char* action);
@@ -73,7 +82,6 @@ void require_not_deleted(Connection& c, const std::string& job_id, const char* a
 void refuse_deleted(const model::Job& job, const char* action);
 
 // Submit: starts the new schedules (id, spec) from now: their anchor and first fire time.
-void start_schedules(Connection& c, const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs);
 // Resume and restore: a schedule goes on from now; what came due while it
 // was paused or deleted is skipped.
 void restart_schedule(Connection& c, const std::string& job_id);

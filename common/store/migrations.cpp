@@ -426,20 +426,6 @@ constexpr const char* kTables[] = {"schema_migrations", "jobs", "runs", "attempt
                                    "scheduler_lease", "job_events", "tenants", "dags", "dag_nodes", "dag_edges",
                                    "dag_runs"};
 
-// The schema the search_path names first ("$user" aside), to be created.
-std::string search_path_schema(Connection& conn) {
-  std::string path = conn.query("SELECT current_setting('search_path')").at(0).text(0);
-  std::string first;
-  for (std::istringstream list(path); std::getline(list, first, ',');) {
-    first.erase(0, first.find_first_not_of(' '));
-    first.erase(first.find_last_not_of(' ') + 1);
-    if (first.size() >= 2 && first.front() == '"') first = first.substr(1, first.size() - 2);
-    if (!first.empty() && first != "$user") return first;
-  }
-  throw Error(ExitCode::store, fmt::format("the search_path '{}' names no schema for jobctl's tables", path),
-              "add schema=NAME to --db (jobctl(1), DATABASE)");
-}
-
 // PostgreSQL: the schema jobctl's tables go in exists; a store made before
 // jobctl had a schema of its own (its tables in public) is moved into it.
 void prepare_schema(Connection& conn) {
@@ -457,6 +443,19 @@ void prepare_schema(Connection& conn) {
 }
 
 }  // namespace
+
+std::string search_path_schema(Connection& conn) {
+  std::string path = conn.query("SELECT current_setting('search_path')").at(0).text(0);
+  std::string first;
+  for (std::istringstream list(path); std::getline(list, first, ',');) {
+    first.erase(0, first.find_first_not_of(' '));
+    first.erase(first.find_last_not_of(' ') + 1);
+    if (first.size() >= 2 && first.front() == '"') first = first.substr(1, first.size() - 2);
+    if (!first.empty() && first != "$user") return first;
+  }
+  throw Error(ExitCode::store, fmt::format("the search_path '{}' names no schema for jobctl's tables", path),
+              "add schema=NAME to --db (jobctl(1), DATABASE)");
+}
 
 Error missing_schema(Connection& conn) {
   if (conn.dialect() == Dialect::postgres) {

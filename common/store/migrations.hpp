@@ -27,6 +27,11 @@ int migrate(Connection& conn);
 // below) into it when that schema has none.
 int migrate_to(Connection& conn, int target);
 
+// PostgreSQL: the schema jobctl's tables are in, the first the
+// connection's search_path names ("$user" aside). Throws Error(ExitCode::store)
+// when it names none.
+std::string search_path_schema(Connection& conn);
+
 // Why schema_version() found no store, as the Error to throw (exit 5): a
 // store in public made before jobctl had a schema of its own, a schema
 // this role may not use, or none at all (run `jobctl init`).

@@ -331,10 +331,7 @@ void Jobs::report_progress(const std::string& run_id, int64_t fence, double prog
 
 void write_notifications(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs) {
   if (specs.empty()) return;
-  std::vector<std::string> ids;
-  for (const auto& r : write_jobs(c, actor, specs, FirstRun::yes)) ids.push_back(r.job_id);
-  c.exec("UPDATE jobs SET kind = 'notification' WHERE " + c.in_list("id", 1),
-              {c.list(ids)});
+  write_jobs(c, actor, specs, FirstRun::yes, JobOrigin{"notification", ""});
 }
 
 void Agent::release(const std::vector<Completion>& runs) {

@@ -152,14 +152,13 @@ DagSubmitResult Dags::submit_dag(const DagSubmit& d) {
               {result.dag_id, d.definition.name, d.document, std::string(dag::to_string(d.on_failure))});
   std::vector<model::JobSpec> specs;
   for (const auto& n : d.definition.nodes) specs.push_back(n.spec);
-  auto jobs = insert_node_jobs(*conn_, actor_, specs);
+  auto jobs = insert_node_jobs(*conn_, actor_, specs, JobOrigin{"node", result.dag_id});
   std::map<std::string, std::string> job_of;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const auto& n = d.definition.nodes[i];
     job_of[n.name] = jobs[i];
     conn_->exec("INSERT INTO dag_nodes (dag_id, name, job_id, position) VALUES ($1, $2, $3, $4)",
                 {result.dag_id, n.name, jobs[i], static_cast<int64_t>(i)});
-    conn_->exec("UPDATE jobs SET dag_id = $2, kind = 'node' WHERE id = $1", {jobs[i], result.dag_id});
   }
   for (const auto& n : d.definition.nodes)
     for (const auto& p : n.depends_on)
@@ -173,8 +172,7 @@ DagSubmitResult Dags::submit_dag(const DagSubmit& d) {
     fire.command.argv = {"jobctl", "dag", "run", result.dag_id};
     fire.schedule = d.schedule;
     fire.schedule->overlap = model::Overlap::allow;
-    result.schedule_job_id = insert_node_jobs(*conn_, actor_, {fire}).at(0);
-    conn_->exec("UPDATE jobs SET dag_id = $2, kind = 'dag' WHERE id = $1", {result.schedule_job_id, result.dag_id});
+    result.schedule_job_id = insert_node_jobs(*conn_, actor_, {fire}, JobOrigin{"dag", result.dag_id}).at(0);
   } else {
     result.dag_run_id = start_dag_run(*conn_, result.dag_id, std::nullopt, std::nullopt);
   }

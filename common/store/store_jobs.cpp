@@ -42,12 +42,19 @@ struct NewRow {
   std::string job_id;
   std::string run_id;
   std::optional<int64_t> due;  // --at, unless it has passed: then now, as for no --at
+  const JobOrigin* origin = nullptr;
+  // A schedule: where its intervals count from, and its first fire time.
+  std::optional<int64_t> schedule_anchor, next_fire_at;
 };
 
 void write_job_cells(const NewRow& r, std::span<Value> out) {
-  Writes<kJobs> w{Writer::key, Writer::definition};
+  Writes<kJobs> w{Writer::key, Writer::definition, Writer::made};
   w.set("id", r.job_id);
   write_definition(w, *r.spec, *r.retry);
+  w.set("kind", r.origin->kind);
+  w.set("dag_id", nullable(r.origin->dag_id));
+  w.set("schedule_anchor", nullable(r.schedule_anchor));
+  w.set("next_fire_at", nullable(r.next_fire_at));
   std::move(w).move_to(out);
 }
 
@@ -70,7 +77,7 @@ NewRun first_run(const NewRow& row, const std::string& run_id) {
 
 // The jobs, in batches (Connection::exec_batch), and their first runs.
 void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
-  const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition});
+  const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition, Writer::made});
   std::string names;
   for (const auto& col : columns) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
   const std::string sql =
@@ -180,14 +187,14 @@ std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
 }
 
 std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor,
-                                          const std::vector<model::JobSpec>& specs) {
+                                          const std::vector<model::JobSpec>& specs, const JobOrigin& origin) {
   std::vector<std::string> ids;
-  for (const auto& r : write_jobs(c, actor, specs, FirstRun::no)) ids.push_back(r.job_id);
+  for (const auto& r : write_jobs(c, actor, specs, FirstRun::no, origin)) ids.push_back(r.job_id);
   return ids;
 }
 
 std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
-                                     FirstRun first_run) {
+                                     FirstRun first_run, const JobOrigin& origin) {
   std::set<std::string> spec_queues;
   for (const auto& s : specs) spec_queues.insert(s.queue);
   auto defaults = queue_defaults(c, spec_queues);
@@ -209,7 +216,8 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
   results.reserve(specs.size());
   fresh.reserve(specs.size());
   std::set<std::string> queues;
-  // A time in the past means now (read once, and only for --at).
+  // A time in the past means now; a schedule starts now (read once, and
+  // only for those).
   std::optional<int64_t> now;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
@@ -221,10 +229,19 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
     }
     // A schedule's runs are made by its leader, a fan-out's below.
     NewRow row{&s, &retry[i], util::new_ulid(),
-               s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid(), s.run_at_us};
-    if (row.due) {
+               s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid(), s.run_at_us,
+               &origin, std::nullopt, std::nullopt};
+    if (row.due || s.schedule) {
       if (!now) now = now_us(c);
-      if (*row.due < *now) row.due.reset();
+      if (row.due && *row.due < *now) row.due.reset();
+    }
+    if (s.schedule) {
+      model::Job job;
+      job.id = row.job_id;
+      job.spec = s;
+      job.schedule_anchor = cron::anchor_of(*s.schedule, *now);
+      row.schedule_anchor = job.schedule_anchor;
+      row.next_fire_at = cron::next_occurrence(job, *now);
     }
     if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});
@@ -232,10 +249,6 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
     fresh.push_back(std::move(row));
   }
   insert_jobs_and_runs(c, fresh, actor);
-  std::vector<std::pair<std::string, const model::JobSpec*>> schedules;
-  for (const auto& r : fresh)
-    if (r.spec->schedule) schedules.emplace_back(r.job_id, r.spec);
-  start_schedules(c, schedules);
   for (size_t i = 0, f = 0; i < results.size(); ++i) {
     if (results[i].existed) continue;
     const auto& r = fresh[f++];

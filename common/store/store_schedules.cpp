@@ -107,21 +107,6 @@ model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
 
 }  // namespace
 
-// --- submit ------------------------------------------------------------------
-
-void start_schedules(Connection& c, const std::vector<std::pair<std::string, const model::JobSpec*>>& jobs) {
-  if (jobs.empty()) return;
-  int64_t now = now_us(c);
-  for (const auto& [id, spec] : jobs) {
-    model::Job job;
-    job.id = id;
-    job.spec = *spec;
-    job.schedule_anchor = cron::anchor_of(*spec->schedule, now);
-    c.exec("UPDATE jobs SET schedule_anchor = $2, next_fire_at = $3 WHERE id = $1",
-           {id, job.schedule_anchor, nullable(cron::next_occurrence(job, now))});
-  }
-}
-
 // --- the leader ----------------------------------------------------------------
 
 std::optional<int64_t> Scheduler::lead(const std::string& worker_id, int64_t lease_us) {

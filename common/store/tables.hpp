@@ -25,6 +25,7 @@ namespace jobctl::store {
 enum class Writer {
   key,         // the row's id, written once when it is made
   definition,  // a job's definition: written together from a JobSpec, at submit and at update
+  made,        // a first value written with the row (and by state statements after)
   state,       // everything else: written by the statement that changes it
 };
 
@@ -82,16 +83,16 @@ inline constexpr Column kJobColumns[] = {
     {"ends_at", integer, Writer::definition},
     {"max_runs", integer, Writer::definition},
     {"fired", integer},
-    {"next_fire_at", integer},
-    {"schedule_anchor", integer},
+    {"next_fire_at", integer, Writer::made},
+    {"schedule_anchor", integer, Writer::made},
     {"deleted_at", integer},
     {"target", text, Writer::definition},
     {"concurrency_key", text, Writer::definition},
     {"tenant", text, Writer::definition},
     {"fan_out", text, Writer::definition},
     {"stagger_us", integer, Writer::definition},
-    {"kind", text},
-    {"dag_id", text},
+    {"kind", text, Writer::made},
+    {"dag_id", text, Writer::made},
     {"notify", text, Writer::definition},
     {"run_as", text, Writer::definition},
 };

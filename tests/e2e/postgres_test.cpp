@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/store/sql.hpp"
+#include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -164,7 +167,7 @@ openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out s
 
 }  // namespace
 
-TEST_CASE("postgres: TLS with sslmode=verify-full and the server's CA; a wrong CA, a wrong host name and no TLS are refused") {
+TEST_CASE("postgres: TLS with sslmode=verify-full and the server's CA works, and a wrong CA, a wrong host name or no TLS is refused") {
   if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
   test::TempDir dir;
   make_certificates(dir);
@@ -207,4 +210,117 @@ TEST_CASE("postgres: TLS with sslmode=verify-full and the server's CA; a wrong C
   refused(dsn("127.0.0.1", "sslmode=verify-full sslrootcert=" + dir.file("ca.crt")),
           "does not match host name \"127.0.0.1\"");
   refused(dsn("localhost", "sslmode=disable"), "no encryption");
+}
+
+TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent roles that can do their commands only") {
+  if (test::test_backend() != config::Backend::postgres) return;
+  test::TempDir dir;
+  Database db;
+  REQUIRE(run_on(db.dsn(), dir, {"init"}).code == 0);
+  const std::string suffix = db.dsn().substr(db.dsn().rfind("d_") + 2, 10);
+  std::map<std::string, std::string> as;  // kind → DSN of a role granted it
+  for (const char* kind : {"reader", "submitter", "operator", "agent"}) {
+    const std::string role = std::string(kind) + "_" + suffix;
+    db.sql("CREATE ROLE " + role + " LOGIN");
+    auto granted = run_on(db.dsn(), dir, {"grant", kind, role});
+    REQUIRE_MESSAGE(granted.code == 0, granted.err);
+    as[kind] = db.dsn("user=" + role);
+  }
+  auto ok = [&](const std::string& kind, std::vector<std::string> args) {
+    auto r = run_on(as[kind], dir, args);
+    CHECK_MESSAGE(r.code == 0, kind << " " << args[0] << ": " << r.err);
+    return test::trim(r.out);
+  };
+  auto refused = [&](const std::string& kind, std::vector<std::string> args) {
+    auto r = run_on(as[kind], dir, args);
+    CHECK_MESSAGE(r.code == 5, kind << " " << args[0] << " exited " << r.code);
+    CHECK_MESSAGE(r.err.find("permission denied") != std::string::npos, r.err);
+  };
+  auto sql_refused = [&](const std::string& kind, const std::string& statement) {
+    CAPTURE(kind);
+    CAPTURE(statement);
+    try {
+      store::open_postgres(as[kind])->exec_script(statement);
+      FAIL("the server allowed it");
+    } catch (const Error& e) {
+      const std::string why = e.what();
+      CHECK_MESSAGE((why.find("permission denied") != std::string::npos || why.find("must be owner") != std::string::npos),
+                    why);
+    }
+  };
+
+  // The submitter adds jobs, schedules, batches and DAGs, and reads them.
+  const std::string job =
+      ok("submitter", {"submit", "--", "sh", "-c", std::string(JOBCTL_BIN) + " progress 0.5 && echo done"});
+  const std::string dead = ok("submitter", {"submit", "--retries", "0", "--", "false"});
+  const std::string later = ok("submitter", {"submit", "--in", "1h", "--", "true"});
+  const std::string schedule = ok("submitter", {"submit", "--cron", "@hourly", "--", "true"});
+  std::ofstream(dir.file("batch.jsonl")) << R"({"command": "true", "idempotency_key": "k1"})" "\n";
+  ok("submitter", {"submit", "--file", dir.file("batch.jsonl")});
+  ok("submitter", {"submit", "--file", dir.file("batch.jsonl")});  // the key matches: the same job
+  std::ofstream(dir.file("dag.json"))
+      << R"({"name": "d", "jobs": {"a": {"command": "true"}, "b": {"command": "true", "depends_on": ["a"]}}})";
+  const std::string dag = ok("submitter", {"dag", "submit", dir.file("dag.json")});
+  ok("submitter", {"get", job});
+  // … and changes nothing that exists.
+  refused("submitter", {"cancel", later});
+  sql_refused("submitter", "DELETE FROM runs");
+  sql_refused("submitter", "UPDATE runs SET status = 'succeeded'");
+  sql_refused("submitter", "DELETE FROM attempts");
+  sql_refused("submitter", "DELETE FROM workers");
+  sql_refused("submitter", "DROP TABLE jobs");
+
+  // The agent runs them: claims, progress from the job (on the agent's
+  // store), completion, retries to dead, the DAG, the schedule's lead, gc.
+  test::Process agent({JOBAGENT_BIN, "--db", as["agent"], "--poll-interval", "100ms", "--gc-older-than", "30d"},
+                      {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+  CHECK(run_on(as["reader"], dir, {"wait", job}).code == 0);
+  CHECK(run_on(as["reader"], dir, {"wait", dead}).code == 1);
+  CHECK(run_on(as["reader"], dir, {"dag", "wait", dag}).code == 0);
+  CHECK(ok("reader", {"logs", job}) == "done");
+  sql_refused("agent", "DROP TABLE runs");
+  sql_refused("agent", "ALTER TABLE jobs ADD COLUMN x integer");
+  sql_refused("agent", "DELETE FROM schema_migrations");
+
+  // The operator changes what exists.
+  ok("operator", {"dlq", "replay", dead});
+  CHECK(run_on(as["reader"], dir, {"wait", dead}).code == 1);
+  ok("operator", {"cancel", later});
+  ok("operator", {"retry", later});
+  ok("operator", {"pause", schedule});
+  ok("operator", {"resume", schedule});
+  ok("operator", {"update", schedule, "--name", "hourly"});
+  ok("operator", {"schedule", "trigger", schedule});
+  ok("operator", {"queue", "set", "default", "--max-concurrent", "8"});
+  ok("operator", {"queue", "pause", "default"});
+  ok("operator", {"queue", "resume", "default"});
+  ok("operator", {"delete", job});
+  ok("operator", {"restore", job});
+  ok("operator", {"dlq", "purge", "--older-than", "30d"});
+  ok("operator", {"gc", "--older-than", "30d"});
+  sql_refused("operator", "DELETE FROM workers");
+  sql_refused("operator", "DROP TABLE jobs");
+
+  // The reader reads everything, and writes nothing.
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"ls"}, {"get", schedule}, {"runs", job}, {"history", schedule}, {"stats"},
+        {"workers"}, {"queue", "ls"}, {"schedules", "ls"}, {"schedule", "runs", schedule}, {"dag", "ls"},
+        {"dag", "status", dag}, {"dlq", "ls"}, {"check", "--max-dlq", "100"}})
+    ok("reader", args);
+  refused("reader", {"submit", "--", "true"});
+  sql_refused("reader", "INSERT INTO queues (name) VALUES ('x')");
+  agent.signal(SIGTERM);
+  CHECK(agent.wait() == 0);
+
+  // none takes it all away; grant is PostgreSQL's, for roles that exist.
+  REQUIRE(run_on(db.dsn(), dir, {"grant", "none", "reader_" + suffix}).code == 0);
+  CHECK(run_on(as["reader"], dir, {"ls"}).code == 5);
+  auto missing = run_on(db.dsn(), dir, {"grant", "reader", "nobody_" + suffix});
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("no PostgreSQL role 'nobody_" + suffix + "'") != std::string::npos);
+  auto kind = run_on(db.dsn(), dir, {"grant", "admin", "reader_" + suffix});
+  CHECK(kind.code == 2);
+  CHECK(kind.err.find("unknown kind 'admin'") != std::string::npos);
+  auto sqlite = run_on("sqlite:" + dir.file("s.db"), dir, {"grant", "reader", "x"});
+  CHECK(sqlite.code != 0);
 }
