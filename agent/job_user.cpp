@@ -1,6 +1,9 @@
 #include "agent/job_user.hpp"
 
+#include <linux/capability.h>
 #include <pwd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,6 +47,17 @@ std::string joined(const std::vector<std::string>& users) {
 
 }  // namespace
 
+void keep_capabilities_from_jobs() {
+  // Ambient capabilities survive execve, and a change between two non-root
+  // users; inheritable ones reach a program with file capabilities.
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return;
+  for (auto& d : data) d.inheritable = 0;
+  syscall(SYS_capset, &header, data);
+}
+
 void check_user_options(Options& opts) {
   opts.own_user = own_user();
   auto check = [&](const std::string& user, const char* flag) {
@@ -60,12 +74,15 @@ void check_user_options(Options& opts) {
 }
 
 std::string job_user(const model::JobSpec& spec, const Options& opts) {
-  const std::string& user = spec.user.empty() ? opts.run_as : spec.user;
-  return user == opts.own_user ? std::string() : user;
+  return spec.user.empty() ? opts.run_as : spec.user;
 }
 
 std::optional<std::string> refuse_user(const std::string& user, const Options& opts) {
-  if (user == opts.run_as || std::count(opts.allow_users.begin(), opts.allow_users.end(), user) > 0)
+  // The agent's own user is the default only without --run-as: with one,
+  // a job must not get back what --run-as keeps jobs from (root).
+  const bool own_by_default = user == opts.own_user && opts.run_as.empty();
+  if (user.empty() || own_by_default || user == opts.run_as ||
+      std::count(opts.allow_users.begin(), opts.allow_users.end(), user) > 0)
     return std::nullopt;
   return fmt::format("this agent ({}) does not run jobs as user '{}' (its --allow-users: {}); start it with "
                      "--allow-users {}, or send the job to an agent that does with --on",

@@ -15,11 +15,19 @@ namespace jobctl::agent {
 // Error(ExitCode::usage) naming the flag and the user.
 void check_user_options(Options& opts);
 
-// The user to switch to for `spec`: empty when it runs as the agent's own.
+// Clears this process's ambient and inheritable capabilities, so that no
+// job (nor the job supervisor's children) can have them back: an agent
+// given CAP_SETUID to run jobs as other users keeps it to itself. Call it
+// before the job supervisor is forked.
+void keep_capabilities_from_jobs();
+
+// The user `spec` asks to run as: its --user, else the agent's --run-as;
+// empty when neither names one (the agent's own user, no switch).
 std::string job_user(const model::JobSpec& spec, const Options& opts);
 
-// Why this agent will not run a job as `user` (not its --run-as, not in
-// its --allow-users), for the run's error; nullopt when it will.
+// Why this agent will not run a job as `user`, for the run's error; nullopt
+// when it will: no user, its --run-as, one of its --allow-users, or its own
+// user when it has no --run-as.
 std::optional<std::string> refuse_user(const std::string& user, const Options& opts);
 
 }  // namespace jobctl::agent

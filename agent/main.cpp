@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   // and this process's /proc entries (its environment, its memory) become
   // root's alone, as ssh-agent's do. A job's own exec makes it dumpable again.
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  jobctl::agent::keep_capabilities_from_jobs();
   auto environment_secrets = jobctl::agent::Secrets::take_from_environment();
   CLI::App app{"jobagent: claims and runs jobctl jobs on this host. See jobagent(8).", "jobagent"};
   app.set_version_flag("--version", std::string("jobagent ") + JOBCTL_VERSION);

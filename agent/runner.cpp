@@ -26,9 +26,9 @@ Runner::~Runner() {
 }
 
 std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
-  const std::string user = job_user(run.spec, opts_);
-  if (!user.empty())
-    if (auto refused = refuse_user(user, opts_)) return refused;
+  std::string user = job_user(run.spec, opts_);
+  if (auto refused = refuse_user(user, opts_)) return refused;
+  if (user == opts_.own_user) user.clear();  // nothing to switch
   exec::SpawnRequest req{run.spec.command.exec_argv(),
                          job_environment(run, environ, opts_.job_db, user.empty() ? OtherUser::no : OtherUser::yes),
                          run.spec.cwd, run.spec.payload.value_or(""), user};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace jobctl::agent {
 namespace {
 
@@ -35,29 +37,16 @@ std::string hex(std::string_view v, const char* digits) {
   return out;
 }
 
-// `slash`: escape / as well, as some encoders do.
-std::string json_escaped(std::string_view v, bool slash) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : v) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '/': out += slash ? "\\/" : "/"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kDigits[c >> 4];
-          out += kDigits[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
+// As a JSON string's content: as nlohmann::json writes it, with / escaped
+// too (`slash`, as some encoders do), or with everything beyond ASCII as
+// \uXXXX (`ascii`, as Python's json does by default).
+std::string json_escaped(std::string_view v, bool slash, bool ascii) {
+  std::string out = nlohmann::json(std::string(v)).dump(-1, ' ', ascii, nlohmann::json::error_handler_t::replace);
+  out = out.substr(1, out.size() - 2);
+  if (!slash) return out;
+  std::string escaped;
+  for (char c : out) escaped += c == '/' ? std::string("\\/") : std::string(1, c);
+  return escaped;
 }
 
 // The base64 characters of `v` placed `shift` bytes into a 3-byte group
@@ -97,8 +86,9 @@ std::vector<std::string> secret_forms(std::string_view value) {
   add(percent_encoded(value, kLower, false));
   add(percent_encoded(value, kUpper, true));
   add(percent_encoded(value, kLower, true));
-  add(json_escaped(value, false));
-  add(json_escaped(value, true));
+  add(json_escaped(value, false, false));
+  add(json_escaped(value, true, false));
+  add(json_escaped(value, false, true));
   for (size_t shift = 0; shift < 3; ++shift) {
     add(base64_core(value, shift, kBase64));
     add(base64_core(value, shift, kBase64Url));

@@ -1,5 +1,6 @@
 #include "agent/secrets.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,8 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,12 +23,9 @@ namespace {
 constexpr std::string_view kEnvPrefix = "JOBAGENT_SECRET_";
 
 // A file of secrets may be read by its owner, and by its group when that
-// is this process's own (root:jobagent 0640); written by its owner only.
-void check_mode(const std::string& path, const char* what) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0)
-    throw usage_error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)),
-                      "check the path; the file holds NAME=value lines and has mode 600");
+// is this process's own and the owner is this process's user or root
+// (root:jobagent 0640); written by its owner only.
+void check_mode(const struct stat& st, const std::string& path, const char* what) {
   const unsigned mode = st.st_mode & 0777;
   if ((mode & 007) != 0)
     throw usage_error(fmt::format("{} '{}' is readable or writable by others (mode {:o}): refused", what, path, mode),
@@ -40,19 +37,42 @@ void check_mode(const std::string& path, const char* what) {
     throw usage_error(fmt::format("{} '{}' is readable by group {}, which is not the agent's (group {}): refused",
                                   what, path, st.st_gid, getegid()),
                       fmt::format("chmod 600 '{}', or chgrp it to the agent's group", path));
+  if ((mode & 040) != 0 && st.st_uid != geteuid() && st.st_uid != 0)
+    throw usage_error(fmt::format("{} '{}' is readable by its group and owned by user {}, neither the agent's nor "
+                                  "root: refused",
+                                  what, path, st.st_uid),
+                      fmt::format("chown root '{}', or chmod 600 it", path));
 }
 
-std::ifstream open_checked(const std::string& path, const char* what) {
-  check_mode(path, what);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+// The file's content, its mode checked on the file opened (not on a path
+// that could change in between).
+std::string read_checked(const std::string& path, const char* what) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     throw usage_error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)),
-                      "the agent's user must be able to read it (and no other user)");
-  return in;
+                      "check the path; the agent's user must be able to read it (and no other user)");
+  std::string content;
+  try {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+      throw usage_error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)));
+    check_mode(st, path, what);
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw usage_error(fmt::format("{} '{}': {}", what, path, std::strerror(errno)));
+      content.append(buf, static_cast<size_t>(n));
+    }
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
+  return content;
 }
 
 void read_lines(const std::string& path, const char* what, Secrets::Values& out) {
-  std::ifstream in = open_checked(path, what);
+  std::istringstream in(read_checked(path, what));
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -81,14 +101,16 @@ void read_credentials(const std::string& dir, Secrets::Values& out) {
                       "systemd sets it for a unit with LoadCredential=; unset it otherwise");
   std::vector<std::string> names;
   for (; it != end; it.increment(ec)) names.push_back(it->path().filename().string());
+  if (ec)
+    throw usage_error(fmt::format("$CREDENTIALS_DIRECTORY '{}': {}", dir, ec.message()),
+                      "systemd sets it for a unit with LoadCredential=; unset it otherwise");
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     const std::string path = dir + "/" + name;
     if (name == "secrets") {
       read_lines(path, kWhat, out);
     } else if (model::is_secret_name(name)) {
-      std::ifstream in = open_checked(path, kWhat);
-      std::string value((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::string value = read_checked(path, kWhat);
       if (!value.empty() && value.back() == '\n') value.pop_back();
       if (!value.empty() && value.back() == '\r') value.pop_back();
       out[name] = std::move(value);
@@ -167,10 +189,8 @@ std::vector<std::pair<std::string, std::string>> forms_by_length(const Secrets::
 }  // namespace
 
 size_t Secrets::longest(const Values& values) {
-  size_t n = 0;
-  for (const auto& [name, value] : values)
-    for (const auto& form : secret_forms(value)) n = std::max(n, form.size());
-  return n;
+  const auto forms = forms_by_length(values);
+  return forms.empty() ? 0 : forms.front().second.size();
 }
 
 std::string Secrets::redact(std::string text, const Values& values, Cut cut) {

@@ -88,7 +88,7 @@ struct ChildFailure {
   int step = 0;  // kStep*
   int error = 0;
 };
-enum : int { kStepGroups = 1, kStepIds = 2, kStepCwd = 3, kStepExec = 4 };
+enum : int { kStepSetup = 1, kStepGroups = 2, kStepIds = 3, kStepCwd = 4, kStepExec = 5 };
 
 [[noreturn]] void child_failed(int report, int step) {
   ChildFailure f{step, errno};
@@ -101,8 +101,7 @@ enum : int { kStepGroups = 1, kStepIds = 2, kStepCwd = 3, kStepExec = 4 };
 [[noreturn]] void become(const Account& a, const std::string& cwd, char* const argv[], char* const envp[], int in,
                          int out, int err, int report) {
   auto fail = [report](int step) { child_failed(report, step); };
-  setpgid(0, 0);
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) fail(kStepExec);
+  if (setpgid(0, 0) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) fail(kStepSetup);
   for (int s : kResetSignals) signal(s, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -164,6 +163,9 @@ pid_t start_as(const Account& a, const std::vector<std::string>& args, std::vect
       throw usage_error(fmt::format("cannot run as user '{}': {}", a.name, strerror(f.error)),
                         "jobagent must run as root (or with CAP_SETUID, CAP_SETGID and CAP_KILL) to run jobs as another "
                         "user");
+    case kStepSetup:
+      throw Error(ExitCode::internal, fmt::format("cannot set up a job's process group and streams: {}",
+                                                  strerror(f.error)));
     case kStepCwd:
       throw usage_error(fmt::format("working directory '{}' is not usable by user '{}': {}", cwd, a.name,
                                     strerror(f.error)));
@@ -210,13 +212,15 @@ Stdio make_stdio(const std::string& stdin_data) {
 
 pid_t start_process(const std::vector<std::string>& args, std::vector<std::string> env, const std::string& cwd,
                     const std::string& user, int in, int out, int err) {
+  if (args.empty()) throw usage_error("cannot start a job with an empty command");
+  // Another user's job finds its directory as that user (its chdir says
+  // why it cannot): this process must not look for it on its behalf.
+  if (!user.empty()) return start_as(find_account(user), args, std::move(env), cwd, in, out, err);
   if (!cwd.empty()) {
     struct stat st {};
     if (stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw usage_error(fmt::format("working directory '{}' does not exist on this host", cwd));
   }
-  if (args.empty()) throw usage_error("cannot start a job with an empty command");
-  if (!user.empty()) return start_as(find_account(user), args, std::move(env), cwd, in, out, err);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

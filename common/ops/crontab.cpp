@@ -170,6 +170,8 @@ std::string crontab_of(const std::vector<store::ScheduleView>& schedules) {
       if (s.max_runs) bounds += fmt::format(" at most {} runs", *s.max_runs);
       out += fmt::format("# bounded in jobctl, which a crontab cannot say:{}\n", bounds);
     }
+    if (!spec.user.empty())
+      out += fmt::format("# runs as user {} in jobctl: put the line in that user's crontab\n", spec.user);
     if (s.tz != zone) {
       out += fmt::format("CRON_TZ={}\n", s.tz);
       zone = s.tz;

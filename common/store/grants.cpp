@@ -8,17 +8,18 @@
 namespace jobctl::store {
 namespace {
 
-// A name as an SQL identifier.
-std::string quoted(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // The tables a submitter adds rows to: jobs and their first runs, the
-// audit trail, DAGs and their runs, and the tenants and queues they name.
-constexpr const char* kSubmitterInserts[] = {"jobs", "runs", "job_events", "dags", "dag_nodes", "dag_edges",
-                                             "dag_runs", "tenants", "queues"};
+// audit trail, DAGs and their runs (and, by name only, the tenants jobs
+// name: tenants below).
+constexpr const char* kSubmitterInserts[] = {"jobs", "runs", "job_events", "dags", "dag_nodes", "dag_edges", "dag_runs"};
+
+// Row-level security on runs: every role sees and writes every row
+// (jobctl_rows), but the runs a submitter adds must be new ones, waiting
+// and never attempted, so it cannot add a finished one to pass for a
+// job's result. The owner, who runs init and grant, is not bound by it.
+constexpr const char* kNewRunsOnly =
+    "status IN ('pending', 'blocked') AND attempts = 0 AND started_at IS NULL AND finished_at IS NULL "
+    "AND lease_owner IS NULL";
 
 }  // namespace
 
@@ -49,8 +50,15 @@ std::vector<std::string> grant(Connection& conn, GrantKind kind, const std::stri
   Transaction tx(conn, TxMode::write);
   if (conn.query("SELECT 1 FROM pg_roles WHERE rolname = $1", {role}).empty())
     throw usage_error(fmt::format("no PostgreSQL role '{}'", role),
-                      fmt::format("create it first: CREATE ROLE {} LOGIN PASSWORD '…'", quoted(role)));
-  const std::string schema = quoted(search_path_schema(conn)), who = quoted(role);
+                      fmt::format("create it first: CREATE ROLE {} LOGIN PASSWORD '…'", quoted_identifier(role)));
+  const std::string schema_name = search_path_schema(conn);
+  if (!conn.query("SELECT 1 WHERE $2 = current_user OR EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 "
+                  "AND tablename = 'runs' AND tableowner = $2)",
+                  {schema_name, role})
+           .empty())
+    throw usage_error(fmt::format("role '{}' owns jobctl's tables, or is the role this command runs as", role),
+                      "grant gives other roles their share: create one (CREATE ROLE … LOGIN) and name it");
+  const std::string schema = quoted_identifier(schema_name), who = quoted_identifier(role);
   std::vector<std::string> statements{
       fmt::format("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}", schema, who),
       fmt::format("REVOKE ALL ON SCHEMA {} FROM {}", schema, who),
@@ -59,9 +67,22 @@ std::vector<std::string> grant(Connection& conn, GrantKind kind, const std::stri
     statements.push_back(fmt::format("GRANT USAGE ON SCHEMA {} TO {}", schema, who));
     statements.push_back(fmt::format("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}", schema, who));
   }
+  // One policy per submitter role, named by its oid (a role's name may be
+  // as long as a policy's may).
+  const std::string policy = quoted_identifier(fmt::format(
+      "jobctl_submitter_{}", conn.query("SELECT oid::text FROM pg_roles WHERE rolname = $1", {role}).at(0).text(0)));
+  statements.push_back(fmt::format("DROP POLICY IF EXISTS {} ON {}.runs", policy, schema));
   if (kind == GrantKind::submitter) {
     for (const char* table : kSubmitterInserts)
       statements.push_back(fmt::format("GRANT INSERT ON {}.{} TO {}", schema, table, who));
+    statements.push_back(fmt::format("GRANT INSERT (name) ON {}.tenants TO {}", schema, who));
+    statements.push_back(fmt::format("ALTER TABLE {}.runs ENABLE ROW LEVEL SECURITY", schema));
+    if (conn.query("SELECT 1 FROM pg_policies WHERE schemaname = $1 AND tablename = 'runs' AND policyname = 'jobctl_rows'",
+                   {schema_name})
+            .empty())
+      statements.push_back(fmt::format("CREATE POLICY jobctl_rows ON {}.runs USING (true) WITH CHECK (true)", schema));
+    statements.push_back(fmt::format("CREATE POLICY {} ON {}.runs AS RESTRICTIVE FOR INSERT TO {} WITH CHECK ({})",
+                                     policy, schema, who, kNewRunsOnly));
   }
   if (kind == GrantKind::operator_ || kind == GrantKind::agent) {
     statements.push_back(fmt::format("GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}", schema, who));

@@ -81,7 +81,6 @@ void audit(Connection& c, const std::string& actor, const std::string& job_id, c
 void require_not_deleted(Connection& c, const std::string& job_id, const char* action);
 void refuse_deleted(const model::Job& job, const char* action);
 
-// Submit: starts the new schedules (id, spec) from now: their anchor and first fire time.
 // Resume and restore: a schedule goes on from now; what came due while it
 // was paused or deleted is skipped.
 void restart_schedule(Connection& c, const std::string& job_id);

@@ -433,13 +433,13 @@ void prepare_schema(Connection& conn) {
   // Only when missing: CREATE SCHEMA checks the right to create before it
   // looks, and a role that may use a schema need not be allowed to make one.
   if (conn.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", {schema}).empty())
-    conn.exec_script(fmt::format("CREATE SCHEMA \"{}\"", schema));
+    conn.exec_script("CREATE SCHEMA " + quoted_identifier(schema));
   if (schema == "public" || !legacy_tables_in_public(conn)) return;
   if (!conn.query("SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'schema_migrations'", {schema})
            .empty())
     return;  // it has a store of its own: the one in public stays
   for (const char* table : kTables)
-    conn.exec_script(fmt::format("ALTER TABLE IF EXISTS public.{} SET SCHEMA \"{}\"", table, schema));
+    conn.exec_script(fmt::format("ALTER TABLE IF EXISTS public.{} SET SCHEMA {}", table, quoted_identifier(schema)));
 }
 
 }  // namespace

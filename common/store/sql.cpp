@@ -44,6 +44,15 @@ void append_pg_array_item(std::string& array, const std::optional<std::string_vi
   array += '"';
 }
 
+std::string quoted_identifier(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string statement_summary(std::string_view sql) {
   auto start = sql.find_first_not_of(" \n\t");
   if (start == std::string_view::npos) return {};

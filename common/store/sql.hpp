@@ -184,6 +184,9 @@ std::chrono::milliseconds store_timeout();
 // binds lists and batches, and the two PostgreSQL-only statements (the
 // claim, a batch of completions) bind theirs.
 std::string pg_array(const std::vector<std::optional<std::string>>& items);
+
+// `name` as a PostgreSQL identifier: in double quotes, its own doubled.
+std::string quoted_identifier(std::string_view name);
 // Appends one item (NULL when none) to an array literal being written
 // between its "{" and "}".
 void append_pg_array_item(std::string& array, const std::optional<std::string_view>& item);

@@ -244,7 +244,8 @@ TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent ro
       FAIL("the server allowed it");
     } catch (const Error& e) {
       const std::string why = e.what();
-      CHECK_MESSAGE((why.find("permission denied") != std::string::npos || why.find("must be owner") != std::string::npos),
+      CHECK_MESSAGE((why.find("permission denied") != std::string::npos || why.find("must be owner") != std::string::npos ||
+                     why.find("row-level security policy") != std::string::npos),
                     why);
     }
   };
@@ -269,6 +270,12 @@ TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent ro
   sql_refused("submitter", "DELETE FROM attempts");
   sql_refused("submitter", "DELETE FROM workers");
   sql_refused("submitter", "DROP TABLE jobs");
+  // It adds runs, but only new ones: never a finished run to pass for a result.
+  sql_refused("submitter",
+              "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, finished_at) "
+              "SELECT 'forged', id, queue, 1, 'succeeded', 0, 0, 0 FROM jobs LIMIT 1");
+  // Queue settings are the operator's.
+  sql_refused("submitter", "INSERT INTO queues (name, paused) VALUES ('held', 1)");
 
   // The agent runs them: claims, progress from the job (on the agent's
   // store), completion, retries to dead, the DAG, the schedule's lead, gc.
@@ -318,6 +325,9 @@ TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent ro
   auto missing = run_on(db.dsn(), dir, {"grant", "reader", "nobody_" + suffix});
   CHECK(missing.code == 2);
   CHECK(missing.err.find("no PostgreSQL role 'nobody_" + suffix + "'") != std::string::npos);
+  auto owner = run_on(db.dsn(), dir, {"grant", "reader", "postgres"});
+  CHECK(owner.code == 2);
+  CHECK(owner.err.find("role 'postgres' owns jobctl's tables") != std::string::npos);
   auto kind = run_on(db.dsn(), dir, {"grant", "admin", "reader_" + suffix});
   CHECK(kind.code == 2);
   CHECK(kind.err.find("unknown kind 'admin'") != std::string::npos);

@@ -102,6 +102,12 @@ TEST_CASE("security: --run-as runs jobs that name no user as that user") {
   auto id = submit(db, dir, {"--cwd", "/tmp", "--", "id", "-un"});
   REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
   CHECK(run_jobctl(db, dir, {"logs", id}).out == "nobody\n");
+  // The agent's own user (root) is not the default any more: naming it
+  // must not undo --run-as.
+  auto as_root = submit(db, dir, {"--user", "root", "--", "id", "-un"});
+  CHECK(run_jobctl(db, dir, {"wait", as_root}).code == 1);
+  CHECK(test::get(db, dir, as_root)["run"]["error"].get<std::string>().find("does not run jobs as user 'root'") !=
+        std::string::npos);
   agent->signal(SIGTERM);
   CHECK(agent->wait() == 0);
 }

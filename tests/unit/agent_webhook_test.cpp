@@ -108,6 +108,8 @@ TEST_CASE("secrets: redaction finds a value URL-encoded, JSON-escaped, in base64
   CHECK(Secrets::redact("hex " + hex, v) == "hex [secret:PW]");
   CHECK(Secrets::redact("HEX " + upper_hex, v) == "HEX [secret:PW]");
   CHECK(Secrets::redact(echoes.back(), v) == echoes.back());
+  // Beyond ASCII, as Python's json writes it.
+  CHECK(Secrets::redact(R"({"pw": "p\u00e4ssw\u00f6rd-1"})", {{"PW", "pässwörd-1"}}) == R"({"pw": "[secret:PW]"})");
   // A short value is redacted as sent only: its encodings are too short to tell from chance.
   CHECK(Secrets::redact("abc YWJj 616263", {{"S", "abc"}}) == "[secret:S] YWJj 616263");
 }
@@ -131,6 +133,10 @@ TEST_CASE("secrets: the file is read with comments, and refused when another use
   if (geteuid() == 0) {  // only root may give the file to another group
     REQUIRE(chown(path.c_str(), static_cast<uid_t>(-1), getegid() + 1) == 0);
     CHECK_THROWS_WITH_AS(Secrets::load({}, path), doctest::Contains("which is not the agent's"), Error);
+    // The agent's group, but another user's file: that user may loosen it.
+    REQUIRE(chown(path.c_str(), 1, getegid()) == 0);
+    CHECK_THROWS_WITH_AS(Secrets::load({}, path), doctest::Contains("owned by user 1, neither the agent's nor root"),
+                         Error);
   }
   write_file(path, "not a line with a name\n", 0600);
   CHECK_THROWS_WITH_AS(Secrets::load({}, path), doctest::Contains("line 1: expected NAME=value"), Error);
