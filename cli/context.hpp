@@ -56,9 +56,12 @@ void register_dag(CLI::App& app, Context& ctx);        // dag submit, status, ls
 void register_serve(CLI::App& app, Context& ctx);     // serve: the HTTP API
 void register_complete(CLI::App& app, Context& ctx);  // hidden: word lists for shell completions
 
-// Builds the whole jobctl command line (used by main and by the tests that
-// check the man page and completions against it).
-std::unique_ptr<CLI::App> build_app(Context& ctx);
+// Builds the jobctl command line: every command (the tests that check the
+// man page and completions against it), or only the group of the command
+// ctx.argv names (run: every group when it names none, none for a bare
+// --version).
+enum class Groups { all, named };
+std::unique_ptr<CLI::App> build_app(Context& ctx, Groups groups = Groups::all);
 
 // Parses and runs; returns the process exit code. Prints errors as
 // "jobctl: error: …" with an optional "hint: …" line.
