@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/util/strings.hpp"
+
 namespace jobctl::agent {
 namespace {
 
@@ -28,14 +30,6 @@ std::string percent_encoded(std::string_view v, const char* digits, bool plus_fo
   return out;
 }
 
-std::string hex(std::string_view v, const char* digits) {
-  std::string out;
-  for (unsigned char c : v) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
 
 // As a JSON string's content: as nlohmann::json writes it, with / escaped
 // too (`slash`, as some encoders do), or with everything beyond ASCII as
@@ -93,8 +87,8 @@ std::vector<std::string> secret_forms(std::string_view value) {
     add(base64_core(value, shift, kBase64));
     add(base64_core(value, shift, kBase64Url));
   }
-  add(hex(value, kLower));
-  add(hex(value, kUpper));
+  add(util::hex(value, util::HexCase::lower));
+  add(util::hex(value, util::HexCase::upper));
   return forms;
 }
 

@@ -4,6 +4,7 @@
 #include <openssl/hmac.h>
 
 #include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 
 namespace jobctl::agent {
 
@@ -13,14 +14,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
   if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
             reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len))
     throw Error(ExitCode::internal, "HMAC-SHA256 failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[mac[i] >> 4];
-    out += kHex[mac[i] & 15];
-  }
-  return out;
+  return util::hex(std::string_view(reinterpret_cast<const char*>(mac), len));
 }
 
 std::string signature_value(std::string_view secret, int64_t unix_seconds, std::string_view body) {

@@ -140,16 +140,7 @@ std::optional<std::string> opt_text(const std::optional<int>& v) {
   return std::to_string(*v);
 }
 
-std::string bytea_text(const std::string& bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\\x";
-  out.reserve(2 + bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
+std::string bytea_text(const std::string& bytes) { return "\\x" + util::hex(bytes); }
 
 // One completion, in the caller's transaction: the run fenced, its attempt
 // closed. False when the fence no longer holds.

@@ -6,6 +6,17 @@
 
 namespace jobctl::util {
 
+std::string hex(std::string_view bytes, HexCase hex_case) {
+  const char* digits = hex_case == HexCase::upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
   size_t start = 0;

@@ -7,6 +7,10 @@
 
 namespace jobctl::util {
 
+// Each byte of `bytes` as two hex digits, lower or upper case.
+enum class HexCase { lower, upper };
+std::string hex(std::string_view bytes, HexCase hex_case = HexCase::lower);
+
 // Splits on `sep`, keeping empty pieces ("a,,b" -> {"a", "", "b"}; "" -> {""}).
 std::vector<std::string> split(std::string_view text, char sep);
 

@@ -18,15 +18,6 @@ using test::submit;
 
 namespace {
 
-std::unique_ptr<test::Process> start_agent_env(const test::TestDb& db, const test::TempDir& dir,
-                                               const std::vector<std::string>& flags,
-                                               const std::vector<std::string>& env) {
-  std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", "agent", "--poll-interval", "100ms"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  auto with_lock_dir = env;  // as test::start_agent does
-  with_lock_dir.push_back("XDG_RUNTIME_DIR=" + dir.path());
-  return std::make_unique<test::Process>(argv, with_lock_dir, dir, "agent");
-}
 
 }  // namespace
 
@@ -34,7 +25,8 @@ TEST_CASE("security: a job finds the agent's secrets in no environment it can re
   test::TempDir dir;
   test::TestDb db(dir);
   const std::string token = "tok-9d2e71c04b";
-  auto agent = start_agent_env(db, dir, {}, {"JOBAGENT_SECRET_API_TOKEN=" + token});
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"},
+                                 "agent", {"JOBAGENT_SECRET_API_TOKEN=" + token});
   // Its parent is the job supervisor, whose parent is the agent; each
   // started with the agent's environment.
   auto id = submit(db, dir, {"--", "sh", "-ec",
@@ -59,8 +51,9 @@ TEST_CASE("security: a job runs as the user it names, when the agent allows it, 
   std::ofstream(secrets) << "DB_PASSWORD=" << password << "\n";
   chmod(secrets.c_str(), 0600);
   // The test's directory is root's: nobody's jobs work in /tmp.
-  auto agent = start_agent_env(db, dir, {"--allow-users", "nobody,daemon", "--secrets-file", secrets},
-                               {"JOBAGENT_SECRET_API_TOKEN=" + token});
+  auto agent = test::start_agent(
+      db, dir, {"--poll-interval", "100ms", "--allow-users", "nobody,daemon", "--secrets-file", secrets}, "agent",
+      {"JOBAGENT_SECRET_API_TOKEN=" + token});
   auto as_nobody = submit(db, dir, {"--user", "nobody", "--cwd", "/tmp", "--", "sh", "-c",
                                     "id -un; echo HOME=$HOME; cat /proc/$PPID/environ || echo environ-refused; "
                                     "cat " + secrets + " || echo file-refused"});
@@ -98,7 +91,7 @@ TEST_CASE("security: --run-as runs jobs that name no user as that user") {
   if (geteuid() != 0) return;
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = start_agent_env(db, dir, {"--run-as", "nobody"}, {});
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms", "--run-as", "nobody"}, "agent", {});
   auto id = submit(db, dir, {"--cwd", "/tmp", "--", "id", "-un"});
   REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
   CHECK(run_jobctl(db, dir, {"logs", id}).out == "nobody\n");

@@ -46,15 +46,6 @@ json attempts_of(const test::TestDb& db, const test::TempDir& dir, const std::st
   return json::parse(r.out);
 }
 
-std::unique_ptr<test::Process> start_agent_env(const test::TestDb& db, const test::TempDir& dir,
-                                               const std::vector<std::string>& flags,
-                                               const std::vector<std::string>& env) {
-  std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", "agent", "--poll-interval", "100ms"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  auto with_lock_dir = env;  // as test::start_agent does
-  with_lock_dir.push_back("XDG_RUNTIME_DIR=" + dir.path());
-  return std::make_unique<test::Process>(argv, with_lock_dir, dir, "agent");
-}
 
 std::string base64(const std::string& text) {
   std::string out(4 * ((text.size() + 2) / 3) + 1, '\0');
@@ -244,7 +235,8 @@ TEST_CASE("webhook: secrets are resolved in the request and appear nowhere else"
     f << "# for the tests\nDB_PASSWORD=" << password << "\n";
   }
   chmod(secrets.c_str(), 0600);
-  auto agent = start_agent_env(db, dir, {"--secrets-file", secrets}, {"JOBAGENT_SECRET_API_TOKEN=" + token});
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms", "--secrets-file", secrets},
+                                 "agent", {"JOBAGENT_SECRET_API_TOKEN=" + token});
   auto id = submit(db, dir, {"--webhook", server.url("/s"), "--header", "Authorization: Bearer {{secret:API_TOKEN}}",
                              "--data", R"({"password": "{{secret:DB_PASSWORD}}"})"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
@@ -289,7 +281,7 @@ TEST_CASE("webhook: the agent refuses a secrets file that others may read") {
     f << "TOKEN=abc\n";
   }
   chmod(secrets.c_str(), 0644);
-  auto agent = start_agent_env(db, dir, {"--secrets-file", secrets}, {});
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms", "--secrets-file", secrets}, "agent", {});
   CHECK(agent->wait() == 2);
   CHECK(agent->err().find("is readable or writable by others (mode 644): refused") != std::string::npos);
   CHECK(agent->err().find("chmod 600") != std::string::npos);
@@ -301,7 +293,7 @@ TEST_CASE("webhook: --sign-secret signs timestamp and body with HMAC-SHA256, ver
   test::TestDb db(dir);
   HttpServer server([](const HttpRequest&) { return status(204); });
   const std::string key = "whsec-0c1d2e3f";
-  auto agent = start_agent_env(db, dir, {}, {"JOBAGENT_SECRET_HOOK_KEY=" + key});
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "agent", {"JOBAGENT_SECRET_HOOK_KEY=" + key});
   auto id = submit(db, dir, {"--webhook", server.url("/signed"), "--data", "hello {{secret:HOOK_KEY}}? no: hello",
                              "--sign-secret", "HOOK_KEY"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
@@ -444,7 +436,7 @@ TEST_CASE("webhook: a secret in the URL stays out of the error a failed connecti
   test::TempDir dir;
   test::TestDb db(dir);
   const std::string port = std::to_string(test::unused_port());
-  auto agent = start_agent_env(db, dir, {}, {"JOBAGENT_SECRET_HOOK_PORT=" + port});
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "agent", {"JOBAGENT_SECRET_HOOK_PORT=" + port});
   auto id = submit(db, dir, {"--webhook", "http://127.0.0.1:{{secret:HOOK_PORT}}/x", "--retries", "0"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   auto attempts = attempts_of(db, dir, id);

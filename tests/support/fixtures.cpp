@@ -230,11 +230,13 @@ nlohmann::json get(const TestDb& db, const TempDir& dir, const std::string& id) 
 }
 
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
-                                     const std::string& label) {
+                                     const std::string& label, const std::vector<std::string>& env) {
   std::vector<std::string> argv{JOBAGENT_BIN, "--db", db.dsn(), "--name", label};
   argv.insert(argv.end(), flags.begin(), flags.end());
   // Lock files (jobagent(8)) in the test's directory, shared by its agents.
-  return std::make_unique<Process>(argv, std::vector<std::string>{"XDG_RUNTIME_DIR=" + dir.path()}, dir, label);
+  auto with_lock_dir = env;
+  with_lock_dir.push_back("XDG_RUNTIME_DIR=" + dir.path());
+  return std::make_unique<Process>(argv, with_lock_dir, dir, label);
 }
 
 void eventually(const std::function<bool()>& done, const std::string& what, std::chrono::seconds limit) {

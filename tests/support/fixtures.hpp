@@ -100,10 +100,11 @@ std::string submit(const TestDb& db, const TempDir& dir, std::vector<std::string
 // `jobctl get ID -o json` (fails the test unless exit 0).
 nlohmann::json get(const TestDb& db, const TempDir& dir, const std::string& id);
 
-// Starts a jobagent on `db` with extra flags, named `label`; its lock file
-// (jobagent(8)) goes in `dir`, which the test's agents share.
+// Starts a jobagent on `db` with extra flags, named `label`, and `env`
+// added to its environment (NAME=VALUE); its lock file (jobagent(8)) goes
+// in `dir`, which the test's agents share.
 std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const std::vector<std::string>& flags,
-                                     const std::string& label = "agent");
+                                     const std::string& label = "agent", const std::vector<std::string>& env = {});
 
 // Polls `done` every 20 ms until it holds. This is a hang guard, not a
 // timing assertion: `limit` is generous and only ends a broken test.
