@@ -1,5 +1,7 @@
 #include "common/config/dsn.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <utility>
@@ -8,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/config/dsn_parameters.hpp"
 #include "common/config/libpq.hpp"
 #include "common/util/error.hpp"
 
@@ -25,24 +28,13 @@ std::string default_path() {
   return std::string(home) + "/.local/share/jobctl/jobs.db";
 }
 
-// Where a DSN holds a password: in a URI's user info (which, as libpq
-// reads it, ends at the first @ and holds no /), in its query, or as
-// a key=value pair, whose value libpq reads quoted or not, a backslash
-// escaping the next character either way ('it\'s', a\ b). Group 2 is the
-// password; "$1***$3" hides it.
-const std::regex (&password_patterns())[3] {
-  static const std::regex patterns[3] = {
-      std::regex(R"(^(postgres(?:ql)?://[^:/@]*:)([^@/]*)(@))"), std::regex(R"(([?&]password=)([^&]*)())"),
-      std::regex(R"((password\s*=\s*)('(?:[^'\\]|\\[\s\S])*'?|(?:[^\s\\]|\\[\s\S])+)())")};
-  return patterns;
-}
-
 // `text` (libpq's message about the DSN `dsn`, which may quote it) with
-// each password `dsn` holds replaced by ***.
+// each password `dsn` holds, as written and as libpq reads it, replaced
+// by ***.
 std::string hide_passwords(const std::string& dsn, std::string text) {
-  for (const auto& re : password_patterns()) {
-    for (std::sregex_iterator m(dsn.begin(), dsn.end(), re), end; m != end; ++m) {
-      const std::string secret = (*m)[2].str();
+  for (const DsnParameter& p : dsn_parameters(dsn)) {
+    if (p.name != "password") continue;
+    for (const std::string& secret : {dsn.substr(p.value_begin, p.end - p.value_begin), parameter_value(dsn, p)}) {
       if (secret.empty()) continue;
       // Searching on past each "***": a password of stars is found in it again otherwise, for ever.
       for (size_t at = 0; (at = text.find(secret, at)) != std::string::npos; at += 3)
@@ -67,20 +59,26 @@ Error bad_postgres(const std::string& text, const std::string& why) {
 // jobctl's own `schema` option, taken out of a DSN libpq would refuse it
 // in: the DSN without it, and its value if it was there.
 std::pair<std::string, std::optional<std::string>> take_schema(const std::string& text) {
-  std::smatch m;
+  const auto parameters = dsn_parameters(text);
+  const auto schema = std::find_if(parameters.begin(), parameters.end(), [](const auto& p) { return p.name == "schema"; });
+  if (schema == parameters.end()) return {text, std::nullopt};
+  const std::string value = parameter_value(text, *schema);
   if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) {
-    static const std::regex in_query(R"(([?&])schema=([^&]*)(&?))");
-    if (!std::regex_search(text, m, in_query)) return {text, std::nullopt};
     // "?schema=x&a=b" keeps "?a=b"; "&schema=x" goes; "?schema=x" goes.
-    std::string rest = m.prefix().str() + (m[3].length() ? m[1].str() : "") + m.suffix().str();
-    return {rest, m[2].str()};
+    const char separator = text[schema->begin - 1];
+    std::string rest = text.substr(0, schema->begin - 1);
+    if (schema->end < text.size()) rest += separator + text.substr(schema->end + 1);
+    return {rest, value};
   }
-  static const std::regex keyword(R"((^|\s)schema\s*=\s*('[^']*'|\S*))");
-  if (!std::regex_search(text, m, keyword)) return {text, std::nullopt};
-  std::string value = m[2].str();
-  if (value.size() >= 2 && value.front() == '\'') value = value.substr(1, value.size() - 2);
-  std::string rest = m.prefix().str() + m.suffix().str();  // the space before it goes with it
+  // The blanks before it go with it.
+  std::string rest = text.substr(0, schema->begin) + text.substr(schema->end);
+  size_t cut = schema->begin;
+  while (cut > 0 && std::isspace(static_cast<unsigned char>(rest[cut - 1]))) --cut;
+  rest.erase(cut, schema->begin - cut);
   rest.erase(0, rest.find_first_not_of(" \t\n"));
+  // libpq reads a string that starts with postgres:// as a URI: a word that
+  // spells one and came after schema= stays in key=value form behind a blank.
+  if (starts_with(rest, "postgres://") || starts_with(rest, "postgresql://")) rest.insert(0, " ");
   return {rest, value};
 }
 
@@ -178,7 +176,9 @@ Dsn resolve_dsn(const std::optional<std::string>& flag) {
 std::string redacted(const Dsn& dsn) {
   if (dsn.backend == Backend::sqlite) return "sqlite:" + dsn.target;
   std::string out = dsn.target;
-  for (const auto& re : password_patterns()) out = std::regex_replace(out, re, "$1***$3");
+  const auto parameters = dsn_parameters(out);
+  for (auto p = parameters.rbegin(); p != parameters.rend(); ++p)
+    if (p->name == "password" && p->end > p->value_begin) out.replace(p->value_begin, p->end - p->value_begin, "***");
   return out;
 }
 

@@ -110,6 +110,43 @@ TEST_CASE("dsn: a password with backslash escapes is hidden whole, in redacted t
   }
 }
 
+TEST_CASE("dsn: passwords are found by libpq's grammar, not fooled by a password= inside another value") {
+  // Found by tests/fuzz/dsn_fuzz: a pattern took "password='" inside the
+  // host's value for a password and ran on to the real one's opening
+  // quote, so the real password showed.
+  const std::string fooled = "host=h(password='x\377host=h password='it is a secret' port=x";
+  try {
+    parse_dsn(fooled);
+    FAIL("accepted");
+  } catch (const jobctl::Error& e) {
+    CHECK(std::string(e.what()).find("secret") == std::string::npos);
+    CHECK(std::string(e.what()).find("host=h(password='x") != std::string::npos);  // not a password: it stays
+  }
+  CHECK(redacted({Backend::postgres, "application_name=a'password='b password=secret"}) ==
+        "application_name=a'password='b password=***");
+  // A keyword libpq refuses (no "=") does not hide a password after it.
+  CHECK(redacted({Backend::postgres, "junk password=secret"}) == "junk password=***");
+  // A URI's query keyword is percent-decoded by libpq, so pass%77ord is a password.
+  CHECK(redacted(parse_dsn("postgres://db/jobs?pass%77ord=secret&sslmode=disable")) ==
+        "postgres://db/jobs?pass%77ord=***&sslmode=disable");
+  // The marker itself may spell the password; the DSN still shows none of it.
+  CHECK(redacted({Backend::postgres, "host=h password=assword=*** port=1"}) == "host=h password=*** port=1");
+}
+
+TEST_CASE("dsn: schema= inside a quoted password is part of the password, not jobctl's option") {
+  auto t = jobctl::config::postgres_target("host=db password='a schema=b' dbname=app");
+  CHECK(t.conninfo == "host=db password='a schema=b' dbname=app");
+  CHECK(t.options == "-csearch_path=jobctl");
+  // Found by tests/fuzz/dsn_fuzz: a query word without "=" is no schema
+  // option; libpq refuses it, and so must parse_dsn.
+  CHECK_THROWS_AS(parse_dsn("postgres://h/db?schema"), jobctl::Error);
+  // Found by tests/fuzz/dsn_fuzz: with schema= taken out, what followed it
+  // began the string, and libpq read it as a URI with a password in it
+  // that redaction, reading key=value pairs, did not hide.
+  CHECK_THROWS_WITH_AS(parse_dsn("schema=a postgres://u=:secret@h"), doctest::Contains("invalid connection option"),
+                       jobctl::Error);
+}
+
 TEST_CASE("dsn: flag, then JOBCTL_DB, then the XDG default") {
   setenv("JOBCTL_DB", "sqlite:/from/env.db", 1);
   CHECK(resolve_dsn(std::string("sqlite:/from/flag.db")).target == "/from/flag.db");
