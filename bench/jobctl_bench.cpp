@@ -13,11 +13,14 @@
 //   latency N GAP_MS DIR -- SUBMIT…
 //                            N times: t0, then `SUBMIT… SELF stamp DIR/i`;
 //                            pickup latency = stamp − t0
-//   claim DSN N LIMIT_S [SHAPE]
-//                            the Store's claim+complete cost per run; SHAPE
-//                            plain (default), tenants (the runs spread over
-//                            100 tenants) or keys (over 1,000 concurrency
-//                            keys of limit 1)
+//   claim DSN N LIMIT_S [SHAPE [COUNT]]
+//                            the Store's claim+complete cost per run over N
+//                            runs; SHAPE plain (default), tenants (the runs
+//                            spread over 100 tenants), keys (over 1,000
+//                            concurrency keys of limit 1), history (COUNT
+//                            finished runs, each with its attempt, in the
+//                            tables first) or backlog (COUNT >= N runs
+//                            pending, of which the first N are timed)
 //   dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT…
 //                            a LAYERS x WIDTH layered DAG of `true` jobs
 //                            (each node after two of the layer before) run
@@ -407,7 +410,7 @@ void mode_latency(const Args& a) {
 // (run i gets tenant/key i mod the count, so each claim meets all of them).
 void submit_true_jobs(store::Store& s, size_t n, const std::string& shape = "plain") {
   if (shape != "plain" && shape != "tenants" && shape != "keys")
-    throw usage_error(fmt::format("unknown claim shape '{}'", shape), "use plain, tenants or keys");
+    throw usage_error(fmt::format("unknown claim shape '{}'", shape), "use plain, tenants, keys, history or backlog");
   model::JobSpec spec;
   spec.command.argv = {"true"};
   for (size_t done = 0; done < n; done += kSubmitBatch) {
@@ -420,20 +423,75 @@ void submit_true_jobs(store::Store& s, size_t n, const std::string& shape = "pla
   }
 }
 
+// `count` finished runs of one `true` job in history, each with its
+// attempt: copies of a run claimed and completed through the Store, made
+// by the database in batches (through the Store they would take hours),
+// finished one millisecond apart up to now, their ids sorting before any
+// the Store makes. Then ANALYZE, as PostgreSQL's autovacuum would run after
+// such a load.
+void add_history(store::Store& s, const std::string& worker, size_t count) {
+  submit_true_jobs(s, 1);
+  auto runs = s.agent().claim(worker, {"default"}, 1, kLeaseUs);
+  if (runs.size() != 1) throw Error(ExitCode::internal, "could not claim the run history is copied from");
+  s.agent().complete({store::completion_of(runs[0], model::RunStatus::succeeded)});
+  auto& c = s.connection();
+  const bool pg = c.dialect() == store::Dialect::postgres;
+  constexpr size_t kChunk = 500'000;
+  for (size_t from = 0; from < count; from += kChunk) {
+    const size_t to = std::min(count, from + kChunk);
+    const std::string series =
+        pg ? fmt::format("SELECT i FROM generate_series({}, {}) AS g(i)", from + 1, to)
+           : fmt::format("WITH RECURSIVE g(i) AS (SELECT {} UNION ALL SELECT i + 1 FROM g WHERE i < {}) SELECT i FROM g",
+                         from + 1, to);
+    const std::string id = pg ? "'00' || lpad(g.i::text, 24, '0')" : "'00' || printf('%024d', g.i)";
+    const std::string ago = fmt::format("({} - g.i) * 1000", count);
+    store::Transaction tx(c, store::TxMode::write);
+    c.exec(fmt::format("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, started_at, "
+                       "finished_at, attempts, deliveries, exit_code, job_version, origin, tenant) "
+                       "SELECT {0}, r.job_id, r.queue, r.priority, r.status, r.available_at - {1}, r.created_at - {1}, "
+                       "r.started_at - {1}, r.finished_at - {1}, r.attempts, r.deliveries, r.exit_code, r.job_version, "
+                       "r.origin, r.tenant FROM runs r, ({2}) g WHERE r.id = $1",
+                       id, ago, series),
+           {runs[0].run_id});
+    c.exec(fmt::format("INSERT INTO attempts (run_id, attempt, worker_id, started_at, finished_at, outcome, exit_code, "
+                       "error, stdout_tail, stderr_tail, job_version, timings, stdout_bytes, stderr_bytes) "
+                       "SELECT {0}, a.attempt, a.worker_id, a.started_at - {1}, a.finished_at - {1}, a.outcome, "
+                       "a.exit_code, a.error, a.stdout_tail, a.stderr_tail, a.job_version, a.timings, a.stdout_bytes, "
+                       "a.stderr_bytes FROM attempts a, ({2}) g WHERE a.run_id = $1",
+                       id, ago, series),
+           {runs[0].run_id});
+    tx.commit();
+  }
+  c.exec("ANALYZE");
+}
+
 void mode_claim(const Args& a) {
   auto n = static_cast<size_t>(number(a, 1, "N"));
   double limit_s = number(a, 2, "LIMIT_S");
+  const std::string shape = a.size() > 3 ? a[3] : "plain";
+  const auto extra = a.size() > 4 ? static_cast<size_t>(number(a, 4, "COUNT")) : 0;
   auto s = open_store(a.at(0));
   std::string worker =
       s->agent().register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
                           JOBCTL_VERSION, kLeaseUs, {}});
-  submit_true_jobs(*s, n, a.size() > 3 ? a[3] : "plain");
+  if (shape == "history") {
+    const int64_t t0 = monotonic_ns();
+    add_history(*s, worker, extra);
+    put("history_seconds", static_cast<double>(monotonic_ns() - t0) / 1e9);
+    submit_true_jobs(*s, n);
+  } else if (shape == "backlog") {
+    if (extra < n) throw usage_error(fmt::format("a backlog of {} is fewer than the {} runs to time", extra, n));
+    submit_true_jobs(*s, extra);
+  } else {
+    submit_true_jobs(*s, n, shape);
+  }
 
   int64_t claim_ns = 0, complete_ns = 0, start = monotonic_ns();
   size_t completed = 0;
-  for (size_t round = 0; round < n / kClaimBatch + 10 && seconds_since(start) < limit_s; ++round) {
+  for (size_t round = 0; completed < n && round < n / kClaimBatch + 10 && seconds_since(start) < limit_s; ++round) {
     int64_t t0 = monotonic_ns();
-    auto runs = s->agent().claim(worker, {"default"}, kClaimBatch, kLeaseUs);
+    auto runs = s->agent().claim(worker, {"default"}, static_cast<int>(std::min<size_t>(kClaimBatch, n - completed)),
+                                 kLeaseUs);
     int64_t t1 = monotonic_ns();
     claim_ns += t1 - t0;
     if (runs.empty()) break;

@@ -44,7 +44,10 @@ namespace {
 // paused and deleted jobs (after delete, a run that was running then and
 // came back for a retry), and of jobs whose --on labels the worker lacks.
 // One primary key lookup per candidate run; the label test only for
-// targeted jobs.
+// targeted jobs. On PostgreSQL, OFFSET 0 keeps it that: NOT EXISTS is
+// otherwise made an anti join, and with a backlog of a million runs the
+// planner chose to read every job to find the held ones first, 190 ms a
+// claim (scripts/bench, the backlog figure).
 std::string job_held(Dialect d, int worker_param, const char* r = "r") {
   const std::string lacks_labels =
       d == Dialect::postgres
@@ -55,8 +58,8 @@ std::string job_held(Dialect d, int worker_param, const char* r = "r") {
                         "workers w, json_each(w.labels) x WHERE w.id = ${}))",
                         worker_param);
   return fmt::format("(SELECT 1 FROM jobs p WHERE p.id = {}.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
-                     "(p.target IS NOT NULL AND {})))",
-                     r, lacks_labels);
+                     "(p.target IS NOT NULL AND {})){})",
+                     r, lacks_labels, d == Dialect::postgres ? " OFFSET 0" : "");
 }
 
 // A fan-out run (alias `r`) is for one agent only.
@@ -96,7 +99,7 @@ ranked AS (
          row_number() OVER (PARTITION BY group_key ORDER BY priority, available_at, id) AS grank
   FROM ranked r WHERE trank <= troom
 ), chosen AS (
-  SELECT id FROM allowed WHERE qrank <= room AND (group_key IS NULL OR grank <= groom)
+  SELECT id, tid FROM allowed WHERE qrank <= room AND (group_key IS NULL OR grank <= groom)
   ORDER BY priority, trank, served_at, available_at, id LIMIT $4
 ))SQL";
 
@@ -160,11 +163,15 @@ std::string claimable(Dialect d, const std::string& group_locked) {
       fmt::arg("e_pinned", pinned_ok(1, "e")));
 }
 
-// The candidate columns both dialects select, over qt and r.
-const std::string kCandidateColumns = fmt::format(
-    "r.id, r.priority, r.available_at, r.group_key, qt.qname, qt.tenant, qt.room, qt.troom, qt.served_at, "
-    "CASE WHEN r.group_key IS NULL THEN 0 ELSE r.group_max - {} END AS groom",
-    kGroupRunning);
+// The candidate columns both dialects select, over qt and r; `tid` is
+// where the row is (PostgreSQL's ctid, which its r selects as row_ctid;
+// SQLite's rowid).
+std::string candidate_columns(Dialect d) {
+  return fmt::format(
+      "r.id, r.{}, r.priority, r.available_at, r.group_key, qt.qname, qt.tenant, qt.room, qt.troom, qt.served_at, "
+      "CASE WHEN r.group_key IS NULL THEN 0 ELSE r.group_max - {} END AS groom",
+      d == Dialect::postgres ? "row_ctid AS tid" : "rowid AS tid", kGroupRunning);
+}
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
@@ -197,17 +204,27 @@ WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':' || kind
 // in order; the chosen runs are then locked SKIP LOCKED (a run another
 // agent took since this snapshot is skipped), leased, and their attempts
 // opened. $5: locked groups, $6: locked queues.
+//
+// The chosen runs are found again by their ctids alone, a TID scan: once
+// ANALYZE had seen few pending runs among many finished (a burst after a
+// long history), the planner looked them up through the claim index (which
+// a status = 'pending' test lets it use), walked every pending run for
+// them, and each claim cost as much as the backlog (scripts/bench, the
+// history figure). No test of status is needed: every UPDATE of a row makes
+// a new version with a new ctid, so a run changed since this snapshot (as
+// when another agent claimed it) fails the ctid test when FOR UPDATE
+// rechecks it, and is skipped; one still locked is skipped too.
 const std::string kClaimPostgres = fmt::format(R"SQL(
 WITH {queues}, cand AS (
   SELECT {columns}
   FROM qt CROSS JOIN LATERAL (
-    SELECT r.* FROM runs r
+    SELECT r.*, r.ctid AS row_ctid FROM runs r
     WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND {claimable}
     ORDER BY r.priority, r.available_at, r.id
     LIMIT qt.share
   ) r
 ), {rank}, picked AS (
-  SELECT r.id FROM runs r WHERE r.id IN (SELECT id FROM chosen) AND r.status = 'pending' FOR UPDATE SKIP LOCKED
+  SELECT r.id FROM runs r WHERE r.ctid = ANY (ARRAY(SELECT tid FROM chosen)) FOR UPDATE SKIP LOCKED
 ), claimed AS (
   UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
@@ -233,7 +250,7 @@ FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::postgres, "unnest($3::text[]) AS u (name)", "u.name = ANY ($6::text[])")),
-    fmt::arg("columns", kCandidateColumns),
+    fmt::arg("columns", candidate_columns(Dialect::postgres)),
     fmt::arg("claimable", claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])")),
     fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed)), fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres)));
 
@@ -262,7 +279,7 @@ WHERE id IN (SELECT id FROM chosen)
 RETURNING {claimed}
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
-    fmt::arg("columns", kCandidateColumns), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
+    fmt::arg("columns", candidate_columns(Dialect::sqlite)), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
     fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed, "")));
 
 // The kClaimed columns both claim statements begin with.
