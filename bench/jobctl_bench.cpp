@@ -601,7 +601,7 @@ constexpr Mode kModes[] = {
     {"spawn", 4, "spawn N C -- CMD...", mode_spawn},
     {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
-    {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys]", mode_claim},
+    {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys|history COUNT|backlog COUNT]", mode_claim},
     {"dag", 7, "dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT...", mode_dag},
     {"webhook", 6, "webhook DSN N LIMIT_S LOG -- AGENT...", mode_webhook},
     {"herd", 7, "herd DSN N FIRST AGENTS LOGDIR -- AGENT...", mode_herd},
