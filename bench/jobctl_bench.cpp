@@ -444,7 +444,7 @@ void add_history(store::Store& s, const std::string& worker, size_t count) {
            : fmt::format("WITH RECURSIVE g(i) AS (SELECT {} UNION ALL SELECT i + 1 FROM g WHERE i < {}) SELECT i FROM g",
                          from + 1, to);
     const std::string id = pg ? "'00' || lpad(g.i::text, 24, '0')" : "'00' || printf('%024d', g.i)";
-    const std::string ago = fmt::format("({} - g.i) * 1000", count);
+    const std::string ago = fmt::format("({} - g.i) * CAST(1000 AS BIGINT)", count);
     store::Transaction tx(c, store::TxMode::write);
     c.exec(fmt::format("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, started_at, "
                        "finished_at, attempts, deliveries, exit_code, job_version, origin, tenant) "
