@@ -423,6 +423,15 @@ void submit_true_jobs(store::Store& s, size_t n, const std::string& shape = "pla
   }
 }
 
+// What was just loaded, on disk before anything is timed, as months of
+// history or a backlog that built up would be: the store checkpointed,
+// the file system synced. Otherwise the first commits timed (each an
+// fsync) write gigabytes of the load, and so do the next figures'.
+void settle(store::Connection& c) {
+  c.exec(c.dialect() == store::Dialect::postgres ? "CHECKPOINT" : "PRAGMA wal_checkpoint(TRUNCATE)");
+  sync();
+}
+
 // `count` finished runs of one `true` job in history, each with its
 // attempt: copies of a run claimed and completed through the Store, made
 // by the database in batches (through the Store they would take hours),
@@ -479,9 +488,11 @@ void mode_claim(const Args& a) {
     add_history(*s, worker, extra);
     put("history_seconds", static_cast<double>(monotonic_ns() - t0) / 1e9);
     submit_true_jobs(*s, n);
+    settle(s->connection());
   } else if (shape == "backlog") {
     if (extra < n) throw usage_error(fmt::format("a backlog of {} is fewer than the {} runs to time", extra, n));
     submit_true_jobs(*s, extra);
+    settle(s->connection());
   } else {
     submit_true_jobs(*s, n, shape);
   }
