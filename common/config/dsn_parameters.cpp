@@ -67,9 +67,29 @@ std::vector<DsnParameter> keyword_value_parameters(const std::string& dsn) {
   return found;
 }
 
+// Where a URI's query begins (its "?"), past the hosts (a host in [ ] may
+// hold a "?"), their ports and the database name, as libpq reads them from
+// `at`; npos when it has none. A host whose "]" is missing (libpq refuses
+// it) is read as if it had none.
+size_t query_start(const std::string& dsn, size_t at) {
+  const size_t n = dsn.size();
+  for (;;) {
+    if (at < n && dsn[at] == '[') {
+      const size_t close = dsn.find(']', at);
+      if (close != std::string::npos) at = close + 1;
+    }
+    at = std::min(dsn.find_first_of(":/?,", at), n);
+    if (at < n && dsn[at] == ':') at = std::min(dsn.find_first_of("/?,", at), n);
+    if (at >= n || dsn[at] != ',') break;
+    ++at;
+  }
+  if (at < n && dsn[at] == '/') at = dsn.find('?', at);
+  return at < n ? at : std::string::npos;
+}
+
 // A URI: the user info ends at the first "@" or "/", and its password
-// follows the first ":" in it; then each "?" or "&" parameter (libpq
-// refuses one without "=").
+// follows the first ":" in it; then each "&"-separated parameter of the
+// query (libpq refuses one without "=").
 std::vector<DsnParameter> uri_parameters(const std::string& dsn) {
   std::vector<DsnParameter> found;
   const size_t start = dsn.find("://") + 3;
@@ -80,9 +100,10 @@ std::vector<DsnParameter> uri_parameters(const std::string& dsn) {
     if (colon < info_end) found.push_back({"password", colon + 1, colon + 1, info_end});
     rest = info_end + 1;
   }
-  for (size_t at = dsn.find_first_of("?&", rest); at != std::string::npos;) {
+  const size_t query = query_start(dsn, rest);
+  for (size_t at = query; at != std::string::npos;) {
     const size_t begin = at + 1;
-    const size_t end = std::min(dsn.find_first_of("?&", begin), dsn.size());
+    const size_t end = std::min(dsn.find('&', begin), dsn.size());
     const size_t equals = dsn.find('=', begin);
     if (equals < end) found.push_back({percent_decoded(dsn.substr(begin, equals - begin)), begin, equals + 1, end});
     at = end < dsn.size() ? end : std::string::npos;

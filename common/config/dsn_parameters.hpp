@@ -7,8 +7,8 @@
 //
 // Where libpq would stop at an error (a keyword without "="), the scan
 // goes on with the next word, so a password the person meant is hidden in
-// the error that refuses it too. In a URI the query is split at "?" as well
-// as "&" (libpq splits at "&" alone): a doubtful parameter counts.
+// the error that refuses it too. A URI's query starts where libpq's does
+// and is split at "&" alone: a "?" inside a value is part of it.
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/config/dsn.hpp"
+#include "common/config/dsn_parameters.hpp"
 #include "common/config/libpq.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
@@ -68,6 +69,15 @@ std::string unescaped(const std::string& dsn) {
   return out;
 }
 
+// What jobctl shows of `text`: its redacted form, or the error refusing it.
+std::string shown_for(const std::string& text) {
+  try {
+    return config::redacted(config::parse_dsn(text));
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 // `shown` (the redacted DSN, or the error refusing it) must not hold the
 // password (of 8 bytes or more) unless the DSN has it elsewhere too, as
 // written or as libpq reads it. Pieces of it are not checked: text that
@@ -75,10 +85,26 @@ std::string unescaped(const std::string& dsn) {
 // can match a piece by chance; a partial leak found earlier has its own
 // unit test (tests/unit/dsn_test.cpp). Nor is a match that takes in a
 // "***", so a password holding one is not checked where it shows as is.
+// Nor one that jobctl's own words spell (the password "id PostgreSQL DSN "
+// is in "invalid PostgreSQL DSN"): the same DSN with the password's letters
+// and digits swapped (quotes, escapes and blanks kept, and libpq reading
+// another password from it) shows it too.
 void check_hidden(const std::string& dsn, const std::string& password, const std::string& shown) {
   if (password.size() < 8 || count_outside_markers(shown, password) == 0) return;
-  if (count(dsn, password) <= 1 && count(unescaped(dsn), password) <= 1)
-    fuzz::fail(fmt::format("'{}' is shown as '{}', which holds its password", dsn, shown));
+  if (count(dsn, password) > 1 || count(unescaped(dsn), password) > 1) return;
+  std::string other = dsn;
+  for (const auto& p : config::dsn_parameters(dsn))
+    if (p.name == "password")
+      for (size_t i = p.value_begin; i < p.end; ++i)
+        if (std::isalnum(static_cast<unsigned char>(other[i]))) other[i] = other[i] == 'Q' ? 'R' : 'Q';
+  std::string conninfo = other;
+  try {
+    conninfo = config::postgres_target(other).conninfo;
+  } catch (const Error&) {  // a schema= jobctl refuses: libpq reads no password from it either
+  }
+  const auto swapped = password_in(conninfo);
+  if (swapped && *swapped != password && count_outside_markers(shown_for(other), password) > 0) return;
+  fuzz::fail(fmt::format("'{}' is shown as '{}', which holds its password", dsn, shown));
 }
 
 }  // namespace

@@ -129,6 +129,11 @@ TEST_CASE("dsn: passwords are found by libpq's grammar, not fooled by a password
   // A URI's query keyword is percent-decoded by libpq, so pass%77ord is a password.
   CHECK(redacted(parse_dsn("postgres://db/jobs?pass%77ord=secret&sslmode=disable")) ==
         "postgres://db/jobs?pass%77ord=***&sslmode=disable");
+  // Found by tests/fuzz/dsn_fuzz: libpq splits a URI's query at "&" alone,
+  // so a "?" is part of the password, not the start of another parameter.
+  CHECK(redacted(parse_dsn("postgres://db/x?password=?//db/jobs?pa&sslmode=disable")) ==
+        "postgres://db/x?password=***&sslmode=disable");
+  CHECK(redacted(parse_dsn("postgres://[::1]:5432/x?password=a?b")) == "postgres://[::1]:5432/x?password=***");
   // The marker itself may spell the password; the DSN still shows none of it.
   CHECK(redacted({Backend::postgres, "host=h password=assword=*** port=1"}) == "host=h password=*** port=1");
 }
