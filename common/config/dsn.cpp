@@ -63,7 +63,7 @@ std::pair<std::string, std::optional<std::string>> take_schema(const std::string
   const auto schema = std::find_if(parameters.begin(), parameters.end(), [](const auto& p) { return p.name == "schema"; });
   if (schema == parameters.end()) return {text, std::nullopt};
   const std::string value = parameter_value(text, *schema);
-  if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) {
+  if (is_postgres_uri(text)) {
     // "?schema=x&a=b" keeps "?a=b"; "&schema=x" goes; "?schema=x" goes.
     const char separator = text[schema->begin - 1];
     std::string rest = text.substr(0, schema->begin - 1);
@@ -78,7 +78,7 @@ std::pair<std::string, std::optional<std::string>> take_schema(const std::string
   rest.erase(0, rest.find_first_not_of(" \t\n"));
   // libpq reads a string that starts with postgres:// as a URI: a word that
   // spells one and came after schema= stays in key=value form behind a blank.
-  if (starts_with(rest, "postgres://") || starts_with(rest, "postgresql://")) rest.insert(0, " ");
+  if (is_postgres_uri(rest)) rest.insert(0, " ");
   return {rest, value};
 }
 
@@ -152,7 +152,7 @@ Dsn parse_dsn(const std::string& text) {
   if (text.size() > kMaxDsnLength)
     throw usage_error(fmt::format("the database DSN is {} bytes long, more than {}", text.size(), kMaxDsnLength),
                       "pass --db sqlite:PATH or --db postgres://…");
-  if (starts_with(text, "postgres://") || starts_with(text, "postgresql://")) return checked_postgres(text);
+  if (is_postgres_uri(text)) return checked_postgres(text);
   if (starts_with(text, "sqlite:")) {
     std::string path = text.substr(7);
     if (starts_with(path, "//")) path = path.substr(2);  // sqlite:///abs/path

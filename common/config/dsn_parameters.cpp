@@ -6,8 +6,6 @@
 namespace jobctl::config {
 namespace {
 
-bool is_uri(const std::string& dsn) { return dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0; }
-
 // isspace in the C locale, as libpq tests it.
 bool blank(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
@@ -113,13 +111,17 @@ std::vector<DsnParameter> uri_parameters(const std::string& dsn) {
 
 }  // namespace
 
+bool is_postgres_uri(const std::string& dsn) {
+  return dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0;
+}
+
 std::vector<DsnParameter> dsn_parameters(const std::string& dsn) {
-  return is_uri(dsn) ? uri_parameters(dsn) : keyword_value_parameters(dsn);
+  return is_postgres_uri(dsn) ? uri_parameters(dsn) : keyword_value_parameters(dsn);
 }
 
 std::string parameter_value(const std::string& dsn, const DsnParameter& parameter) {
   const std::string written = dsn.substr(parameter.value_begin, parameter.end - parameter.value_begin);
-  if (is_uri(dsn)) return percent_decoded(written);
+  if (is_postgres_uri(dsn)) return percent_decoded(written);
   const bool quoted = !written.empty() && written.front() == '\'';
   std::string value;
   for (size_t i = quoted ? 1 : 0; i < written.size(); ++i) {

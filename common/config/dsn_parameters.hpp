@@ -22,6 +22,10 @@ struct DsnParameter {
   size_t end = 0;  // just past its value as written, quotes and escapes included
 };
 
+// Whether libpq reads `dsn` as a URI: it starts with postgres:// or
+// postgresql:// (no blank before).
+bool is_postgres_uri(const std::string& dsn);
+
 // In order, not overlapping.
 std::vector<DsnParameter> dsn_parameters(const std::string& dsn);
 

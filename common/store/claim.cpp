@@ -68,6 +68,12 @@ std::string pinned_ok(int worker_param, const char* r = "r") {
                      worker_param);
 }
 
+// The queues a claim names, bound as parameter $n, as a table u (name).
+std::string queue_rows(Dialect d, int n) {
+  return d == Dialect::postgres ? fmt::format("unnest(${}::text[]) AS u (name)", n)
+                                : fmt::format("(SELECT value AS name FROM json_each(${})) u", n);
+}
+
 // Every priority a run has (model::Priority), as a table p (priority).
 constexpr const char* kPriorities =
     "SELECT 0 AS priority UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3";
@@ -111,7 +117,7 @@ ranked AS (
 // The queues to claim from, with how many runs each may still start
 // (room), and for each of their tenants when it was last served and how
 // many more runs it may start (troom).
-std::string queues_cte(Dialect d, const std::string& queue_rows, const std::string& locked) {
+std::string queues_cte(Dialect d, const std::string& rows, const std::string& locked) {
   const bool pg = d == Dialect::postgres;
   return fmt::format(R"SQL(
 q AS (
@@ -140,7 +146,7 @@ q AS (
   FROM qa WHERE best IS NOT NULL
 ))SQL",
                      fmt::arg("least", pg ? "LEAST" : "min"), fmt::arg("tokens", whole_tokens(d)),
-                     fmt::arg("rows", queue_rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
+                     fmt::arg("rows", rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
 }
 
 // The filters every candidate passes. A run of a concurrency group passes
@@ -254,7 +260,7 @@ SELECT {claimed}, {jobs}
 FROM claimed c JOIN jobs j ON j.id = c.job_id
 ORDER BY c.priority, c.available_at, c.id
 )SQL",
-    fmt::arg("queues", queues_cte(Dialect::postgres, "unnest($3::text[]) AS u (name)", "u.name = ANY ($6::text[])")),
+    fmt::arg("queues", queues_cte(Dialect::postgres, queue_rows(Dialect::postgres, 3), "u.name = ANY ($6::text[])")),
     fmt::arg("columns", candidate_columns(Dialect::postgres)),
     fmt::arg("claimable", claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])")),
     fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed)), fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres)));
@@ -263,7 +269,8 @@ ORDER BY c.priority, c.available_at, c.id
 // what serialises agents on one file. Each (queue, tenant) pair's best
 // runs come from correlated subqueries over the claim index (SQLite's LIMIT
 // cannot name a column): its fair share, $5, and those that beat another
-// tenant's best priority.
+// tenant's best priority. The chosen are updated by rowid: under the write
+// lock no row has moved since they were read.
 const std::string kClaimSqlite = fmt::format(R"SQL(
 WITH {queues}, cand AS (
   SELECT {columns}
@@ -280,10 +287,10 @@ WITH {queues}, cand AS (
 UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
        started_at = COALESCE(started_at, NOW_US), progress = NULL, progress_message = NULL, progress_at = NULL
-WHERE id IN (SELECT id FROM chosen)
+WHERE rowid IN (SELECT tid FROM chosen)
 RETURNING {claimed}
 )SQL",
-    fmt::arg("queues", queues_cte(Dialect::sqlite, "(SELECT value AS name FROM json_each($3)) u", "1")),
+    fmt::arg("queues", queues_cte(Dialect::sqlite, queue_rows(Dialect::sqlite, 3), "1")),
     fmt::arg("columns", candidate_columns(Dialect::sqlite)), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
     fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed, "")));
 
@@ -402,7 +409,6 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
   // agent asks after every empty claim, and a min() over every pending
   // run read all 100,000 of a herd's runs made ahead each time, beside the
   // leader making them (scripts/bench, the herd figure).
-  const bool pg = conn_->dialect() == Dialect::postgres;
   auto due = conn_->query(
       fmt::format("SELECT name, min(first_at) - NOW_US FROM (SELECT u.name, "
                   "(SELECT r.available_at FROM runs r WHERE r.queue = u.name AND r.tenant = tn.name "
@@ -418,7 +424,7 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
                   "WHERE first_at IS NOT NULL GROUP BY name",
                   fmt::arg("held", job_held(conn_->dialect(), 1)), fmt::arg("pinned", pinned_ok(1)),
                   fmt::arg("running", kGroupRunning),
-                  fmt::arg("queues", pg ? "unnest($2::text[]) AS u (name)" : "(SELECT value AS name FROM json_each($2)) u"),
+                  fmt::arg("queues", queue_rows(conn_->dialect(), 2)),
                   fmt::arg("priorities", kPriorities)),
       {worker_id, conn_->list(queues)});
   if (due.empty()) return std::nullopt;
