@@ -4,9 +4,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <optional>
-#include <utility>
 #include <regex>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -30,18 +31,30 @@ std::string default_path() {
 
 // `text` (libpq's message about the DSN `dsn`, which may quote it) with
 // each password `dsn` holds, as written and as libpq reads it, replaced
-// by ***.
-std::string hide_passwords(const std::string& dsn, std::string text) {
+// by ***. Every place any of them covers in `text` as given is marked
+// first, then each run of marked bytes becomes one ***: text is never
+// searched again after a replacement, which a password of stars would
+// find in its own *** (and a DSN of many such passwords would make grow
+// threefold for each).
+std::string hide_passwords(const std::string& dsn, const std::string& text) {
+  std::vector<bool> hidden(text.size(), false);
   for (const DsnParameter& p : dsn_parameters(dsn)) {
     if (p.name != "password") continue;
     for (const std::string& secret : {dsn.substr(p.value_begin, p.end - p.value_begin), parameter_value(dsn, p)}) {
       if (secret.empty()) continue;
-      // Searching on past each "***": a password of stars is found in it again otherwise, for ever.
-      for (size_t at = 0; (at = text.find(secret, at)) != std::string::npos; at += 3)
-        text.replace(at, secret.size(), "***");
+      for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 1))
+        std::fill_n(hidden.begin() + static_cast<std::ptrdiff_t>(at), secret.size(), true);
     }
   }
-  return text;
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!hidden[i]) {
+      out += text[i];
+    } else if (i == 0 || !hidden[i - 1]) {
+      out += "***";
+    }
+  }
+  return out;
 }
 
 // Whether `text` is a whole number in [min, max].
