@@ -69,6 +69,23 @@ std::string unescaped(const std::string& dsn) {
   return out;
 }
 
+// Rewrites the password written at [begin, end) of `dsn` into another of
+// the same shape: each byte becomes Q (R where it was Q), each %XX becomes
+// %51 (%52 where it spelt Q); blanks, quotes and backslashes stay, so libpq
+// splits the DSN as before.
+void swap_password_bytes(std::string& dsn, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    const auto byte = static_cast<unsigned char>(dsn[i]);
+    if (byte == '%' && i + 2 < end && std::isxdigit(static_cast<unsigned char>(dsn[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(dsn[i + 2]))) {
+      dsn.replace(i + 1, 2, std::stoi(dsn.substr(i + 1, 2), nullptr, 16) == 'Q' ? "52" : "51");
+      i += 2;
+    } else if (!std::isspace(byte) && byte != '\'' && byte != '\\') {
+      dsn[i] = byte == 'Q' ? 'R' : 'Q';
+    }
+  }
+}
+
 // What jobctl shows of `text`: its redacted form, or the error refusing it.
 std::string shown_for(const std::string& text) {
   try {
@@ -86,17 +103,16 @@ std::string shown_for(const std::string& text) {
 // unit test (tests/unit/dsn_test.cpp). Nor is a match that takes in a
 // "***", so a password holding one is not checked where it shows as is.
 // Nor one that jobctl's own words spell (the password "id PostgreSQL DSN "
-// is in "invalid PostgreSQL DSN"): the same DSN with the password's letters
-// and digits swapped (quotes, escapes and blanks kept, and libpq reading
-// another password from it) shows it too.
+// is in "invalid PostgreSQL DSN"; the password "'\377\377…" is in
+// "port '\377\377…'"): the same DSN with the password's bytes swapped
+// (quotes, escapes and blanks kept, and libpq reading another password from
+// it) shows it too.
 void check_hidden(const std::string& dsn, const std::string& password, const std::string& shown) {
   if (password.size() < 8 || count_outside_markers(shown, password) == 0) return;
   if (count(dsn, password) > 1 || count(unescaped(dsn), password) > 1) return;
   std::string other = dsn;
   for (const auto& p : config::dsn_parameters(dsn))
-    if (p.name == "password")
-      for (size_t i = p.value_begin; i < p.end; ++i)
-        if (std::isalnum(static_cast<unsigned char>(other[i]))) other[i] = other[i] == 'Q' ? 'R' : 'Q';
+    if (p.name == "password") swap_password_bytes(other, p.value_begin, p.end);
   std::string conninfo = other;
   try {
     conninfo = config::postgres_target(other).conninfo;
