@@ -216,15 +216,20 @@ WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':' || kind
 // agent took since this snapshot is skipped), leased, and their attempts
 // opened. $5: locked groups, $6: locked queues.
 //
-// The chosen runs are found again by their ctids alone, a TID scan: once
+// The chosen runs are found again by their ctids, a TID scan: once
 // ANALYZE had seen few pending runs among many finished (a burst after a
 // long history), the planner looked them up through the claim index (which
 // a status = 'pending' test lets it use), walked every pending run for
 // them, and each claim cost as much as the backlog (scripts/bench, the
-// history figure). No test of status is needed: every UPDATE of a row makes
-// a new version with a new ctid, so a run changed since this snapshot (as
-// when another agent claimed it) fails the ctid test when FOR UPDATE
-// rechecks it, and is skipped; one still locked is skipped too.
+// history figure). The lock still tests that the run is pending: a run
+// another agent claimed (or that was cancelled or skipped) since this
+// snapshot is found by FOR UPDATE in its newest version and checked again
+// there; PostgreSQL releases whose TID scan passes every row in that
+// recheck (nodeTidscan.c's TidRecheck long returned true; 15.18 checks
+// the ctid) would claim it twice on the ctid alone. The test is written
+// on COALESCE (status is NOT NULL, so it means the same) so that no
+// partial index on status = 'pending' is taken for it. A run still
+// locked is skipped.
 const std::string kClaimPostgres = fmt::format(R"SQL(
 WITH {queues}, cand AS (
   SELECT {columns}
@@ -235,7 +240,8 @@ WITH {queues}, cand AS (
     LIMIT qt.share
   ) r
 ), {rank}, picked AS (
-  SELECT r.id FROM runs r WHERE r.ctid = ANY (ARRAY(SELECT tid FROM chosen)) FOR UPDATE SKIP LOCKED
+  SELECT r.id FROM runs r WHERE r.ctid = ANY (ARRAY(SELECT tid FROM chosen)) AND COALESCE(r.status, '') = 'pending'
+  FOR UPDATE SKIP LOCKED
 ), claimed AS (
   UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,

@@ -1,5 +1,6 @@
 // The Store contract, on the backend JOBCTL_TEST_BACKEND names.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "common/model/job_json.hpp"
 #include "common/store/admin.hpp"
@@ -251,6 +252,47 @@ TEST_CASE("store: a claim after a burst reads the runs it takes, not the backlog
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].run_id == burst[0].run_id);
   if (counted) CHECK(tuples_read(c, "runs") - before < 100);
+}
+
+TEST_CASE("store: a claim locks a chosen run only if it is still pending, whatever the server's TID recheck does") {
+  // The claim finds its chosen runs again by ctid. A run another agent
+  // claimed after this claim's snapshot is locked in its newest version and
+  // checked again; servers whose TID scan passes every row in that recheck
+  // (PostgreSQL's TidRecheck long returned true) would then claim it a
+  // second time unless the lock's own scan tests the status. That race
+  // cannot be timed from here, and this server rechecks ctids itself, so
+  // the plan is what is checked: the scan that locks them tests status.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto& c = s->connection();
+  if (c.dialect() != store::Dialect::postgres) return;  // SQLite claims under its write lock
+  auto w = worker(*s);
+  s->jobs().submit(std::vector<model::JobSpec>(3, job("chosen")));
+  REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);
+  REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);  // prepared on its second use
+  const auto prepared =
+      c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%FOR UPDATE SKIP LOCKED%claimed AS%'");
+  REQUIRE(prepared.size() == 1);
+  std::string plan;
+  REQUIRE(w.find('\'') == std::string::npos);
+  for (const auto& row : c.query(fmt::format("EXPLAIN (VERBOSE, COSTS OFF) EXECUTE {} ('{}', 30000000, '{{default}}', "
+                                             "1, '{{}}', '{{}}')",
+                                             prepared.at(0).text(0), w)))
+    plan += row.text(0) + "\n";
+  CAPTURE(plan);
+  // The lock's own scan of runs: the last scan in CTE picked, after the
+  // InitPlan that ranks the candidates.
+  const size_t picked = plan.find("CTE picked"), claimed = plan.find("CTE claimed");
+  REQUIRE(picked != std::string::npos);
+  REQUIRE(claimed != std::string::npos);
+  const std::string lock = plan.substr(picked, claimed - picked);
+  const size_t scan = lock.rfind("Scan on");
+  REQUIRE(scan != std::string::npos);
+  const std::string node = lock.substr(scan);
+  CHECK(node.find("ctid") != std::string::npos);
+  CHECK(node.find("Filter:") != std::string::npos);
+  CHECK(node.find("status") != std::string::npos);
 }
 
 TEST_CASE("store: a claim reads the jobs of the runs it weighs, not every job, whatever the statistics say") {
