@@ -3,12 +3,12 @@
 #include <strings.h>
 
 #include <ctime>
-#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/job_env.hpp"
+#include "agent/libcurl.hpp"
 #include "agent/signature.hpp"
 #include "common/exec/output_tail.hpp"
 #include "common/util/error.hpp"
@@ -26,13 +26,6 @@ constexpr int64_t kConnectTimeoutUs = 10'000'000;
 // Longest Retry-After taken as given (a day); the retry policy caps it further.
 constexpr int64_t kMaxRetryAfterUs = 86'400'000'000;
 
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error(ExitCode::internal, "curl_global_init failed");
-  });
-}
-
 bool has_header(const model::Webhook& w, const char* name) {
   for (const auto& [k, v] : w.headers)
     if (strcasecmp(k.c_str(), name) == 0) return true;
@@ -48,13 +41,13 @@ const char* default_content_type(const std::string& body) {
 // Retry-After: delta-seconds or an HTTP date.
 std::optional<int64_t> retry_after(CURL* easy) {
   curl_header* h = nullptr;
-  if (curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h) return std::nullopt;
+  if (libcurl().curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h) return std::nullopt;
   std::string v = h->value;
   if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
     if (v.size() > 9) return kMaxRetryAfterUs;
     return std::min<int64_t>(kMaxRetryAfterUs, std::stoll(v) * 1000000);
   }
-  time_t at = curl_getdate(v.c_str(), nullptr);
+  time_t at = libcurl().curl_getdate(v.c_str(), nullptr);
   if (at < 0) return std::nullopt;
   int64_t in = (static_cast<int64_t>(at) - static_cast<int64_t>(std::time(nullptr))) * 1'000'000;
   return std::clamp<int64_t>(in, 0, kMaxRetryAfterUs);
@@ -63,7 +56,7 @@ std::optional<int64_t> retry_after(CURL* easy) {
 model::HttpTimings timings_of(CURL* easy) {
   auto get = [easy](CURLINFO info) {
     curl_off_t v = 0;
-    curl_easy_getinfo(easy, info, &v);
+    libcurl().curl_easy_getinfo(easy, info, &v);
     return static_cast<int64_t>(v);
   };
   return model::HttpTimings{get(CURLINFO_NAMELOOKUP_TIME_T), get(CURLINFO_CONNECT_TIME_T),
@@ -94,29 +87,28 @@ struct WebhookRunner::Transfer {
 WebhookRunner::WebhookRunner(const Options& opts, const Secrets& secrets) : opts_(opts), secrets_(secrets) {}
 
 // On the first webhook: an agent that only runs commands never loads
-// libcurl's TLS stack (it costs ~3 MB of resident memory).
+// libcurl and its TLS stacks (agent/libcurl.hpp).
 void WebhookRunner::open_multi() {
-  init_curl_once();
-  multi_ = curl_multi_init();
+  multi_ = libcurl().curl_multi_init();
   if (!multi_) throw Error(ExitCode::internal, "curl_multi_init failed");
-  curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &WebhookRunner::on_socket);
-  curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
-  curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &WebhookRunner::on_timer);
-  curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+  libcurl().curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &WebhookRunner::on_socket);
+  libcurl().curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+  libcurl().curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &WebhookRunner::on_timer);
+  libcurl().curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
   // Keep an idle connection for every slot, so a steady stream of webhooks
   // to one endpoint never reconnects.
-  curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::max(opts_.concurrency, 8)));
+  libcurl().curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::max(opts_.concurrency, 8)));
 }
 
 WebhookRunner::~WebhookRunner() {
   if (!multi_) return;
   for (auto& [easy, t] : transfers_) {
-    curl_multi_remove_handle(multi_, easy);
-    curl_slist_free_all(t->headers);
-    curl_easy_cleanup(easy);
+    libcurl().curl_multi_remove_handle(multi_, easy);
+    libcurl().curl_slist_free_all(t->headers);
+    libcurl().curl_easy_cleanup(easy);
   }
-  for (CURL* easy : idle_) curl_easy_cleanup(easy);
-  curl_multi_cleanup(multi_);
+  for (CURL* easy : idle_) libcurl().curl_easy_cleanup(easy);
+  libcurl().curl_multi_cleanup(multi_);
 }
 
 int WebhookRunner::on_socket(CURL*, curl_socket_t fd, int what, void* self, void*) {
@@ -178,49 +170,49 @@ std::optional<std::string> WebhookRunner::start(const store::ClaimedRun& run) {
   if (!has_header(w, "Content-Type"))  // no body: no type (libcurl would claim a form)
     lines.push_back(w.body ? std::string("Content-Type: ") + default_content_type(t->body) : "Content-Type:");
   lines.push_back("Expect:");  // no 100-continue round trip before the body
-  for (const auto& line : lines) t->headers = curl_slist_append(t->headers, line.c_str());
+  for (const auto& line : lines) t->headers = libcurl().curl_slist_append(t->headers, line.c_str());
 
   CURL* easy = nullptr;
   if (!idle_.empty()) {
     easy = idle_.back();
     idle_.pop_back();
-  } else if (!(easy = curl_easy_init())) {
-    curl_slist_free_all(t->headers);
+  } else if (!(easy = libcurl().curl_easy_init())) {
+    libcurl().curl_slist_free_all(t->headers);
     throw Error(ExitCode::internal, "curl_easy_init failed");
   }
   t->easy = easy;
   t->timeout_us = run.spec.timeout_us > 0 ? run.spec.timeout_us : kDefaultTimeoutUs;
-  curl_easy_setopt(easy, CURLOPT_URL, url.text.c_str());
-  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_PRIVATE, t.get());
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->error);
-  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &on_body);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t->response);
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->headers);
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, "jobagent/" JOBCTL_VERSION);
-  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(t->timeout_us / 1000));
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(t->timeout_us, kConnectTimeoutUs) / 1000));
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, w.insecure ? 0L : 1L);
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, w.insecure ? 0L : 2L);
+  libcurl().curl_easy_setopt(easy, CURLOPT_URL, url.text.c_str());
+  libcurl().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  libcurl().curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  libcurl().curl_easy_setopt(easy, CURLOPT_PRIVATE, t.get());
+  libcurl().curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->error);
+  libcurl().curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &on_body);
+  libcurl().curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t->response);
+  libcurl().curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->headers);
+  libcurl().curl_easy_setopt(easy, CURLOPT_USERAGENT, "jobagent/" JOBCTL_VERSION);
+  libcurl().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(t->timeout_us / 1000));
+  libcurl().curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(t->timeout_us, kConnectTimeoutUs) / 1000));
+  libcurl().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, w.insecure ? 0L : 1L);
+  libcurl().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, w.insecure ? 0L : 2L);
   if (w.method == "HEAD") {
-    curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    libcurl().curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
   } else if (w.method == "GET" && !w.body) {
-    curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    libcurl().curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
   } else {
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, t->body.data());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-    if (w.method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, w.method.c_str());
+    libcurl().curl_easy_setopt(easy, CURLOPT_POSTFIELDS, t->body.data());
+    libcurl().curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    if (w.method != "POST") libcurl().curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, w.method.c_str());
   }
   if (w.insecure)
     util::log_event(util::LogLevel::warn, "tls_not_verified",
                     {{"run_id", run.run_id}, {"job_id", run.job_id}, {"why", "the job was submitted with --insecure"}});
   t->started = Clock::now();
-  if (CURLMcode rc = curl_multi_add_handle(multi_, easy); rc != CURLM_OK) {
-    curl_slist_free_all(t->headers);
-    curl_easy_reset(easy);
+  if (CURLMcode rc = libcurl().curl_multi_add_handle(multi_, easy); rc != CURLM_OK) {
+    libcurl().curl_slist_free_all(t->headers);
+    libcurl().curl_easy_reset(easy);
     idle_.push_back(easy);
-    throw Error(ExitCode::internal, fmt::format("curl_multi_add_handle: {}", curl_multi_strerror(rc)));
+    throw Error(ExitCode::internal, fmt::format("curl_multi_add_handle: {}", libcurl().curl_multi_strerror(rc)));
   }
   transfers_.emplace(easy, std::move(t));
   return std::nullopt;
@@ -247,7 +239,7 @@ void WebhookRunner::handle_events(const std::vector<pollfd>& fds) {
     if (p.revents & (POLLIN | POLLHUP)) flags |= CURL_CSELECT_IN;
     if (p.revents & POLLOUT) flags |= CURL_CSELECT_OUT;
     if (p.revents & (POLLERR | POLLNVAL)) flags |= CURL_CSELECT_ERR;
-    curl_multi_socket_action(multi_, p.fd, flags, &running);
+    libcurl().curl_multi_socket_action(multi_, p.fd, flags, &running);
   }
   fds_count_ = 0;
   check_done();
@@ -257,13 +249,13 @@ void WebhookRunner::handle_timeout(Clock::time_point now) {
   if (!multi_ || !timer_ || now < *timer_) return;
   timer_.reset();
   int running = 0;
-  curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+  libcurl().curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
   check_done();
 }
 
 void WebhookRunner::check_done() {
   int left = 0;
-  while (CURLMsg* m = curl_multi_info_read(multi_, &left))
+  while (CURLMsg* m = libcurl().curl_multi_info_read(multi_, &left))
     if (m->msg == CURLMSG_DONE) finish(m->easy_handle, m->data.result, Ending::none);
 }
 
@@ -277,11 +269,11 @@ void WebhookRunner::finish(CURL* easy, CURLcode code, Ending ending) {
   h.timings = timings_of(easy);
   if (ending == Ending::none && code == CURLE_OK) {
     long status = 0;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    libcurl().curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     h.status = static_cast<int>(status);
     h.retry_after_us = retry_after(easy);
   } else if (ending == Ending::none) {
-    std::string why = t.error[0] ? t.error : curl_easy_strerror(code);
+    std::string why = t.error[0] ? t.error : libcurl().curl_easy_strerror(code);
     h.error = Secrets::redact(why, t.secrets);
   }
   // The tail was kept a secret's length longer than the limit: what a cut
@@ -299,10 +291,10 @@ void WebhookRunner::finish(CURL* easy, CURLcode code, Ending ending) {
   const auto bytes = static_cast<int64_t>(before + body.size());
   done_.push_back(Finished{std::move(t.run), ending, 0, std::move(body), "", Clock::now() - t.started, std::move(h),
                            bytes, 0});
-  curl_multi_remove_handle(multi_, easy);
-  curl_slist_free_all(t.headers);
+  libcurl().curl_multi_remove_handle(multi_, easy);
+  libcurl().curl_slist_free_all(t.headers);
   transfers_.erase(it);
-  curl_easy_reset(easy);
+  libcurl().curl_easy_reset(easy);
   idle_.push_back(easy);
 }
 

@@ -57,7 +57,9 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS adduser)
+# libcurl is loaded with the agent's first webhook (dlopen), so
+# dpkg-shlibdeps does not see it; webhooks are part of every agent.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libcurl4 (>= 7.85)")
 # libpq is loaded only for a PostgreSQL store (dlopen), so dpkg-shlibdeps
 # does not see it.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libpq5 (>= 14)")

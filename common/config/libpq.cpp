@@ -1,10 +1,6 @@
 #include "common/config/libpq.hpp"
 
-#include <dlfcn.h>
-
-#include <fmt/format.h>
-
-#include "common/util/error.hpp"
+#include "common/util/shared_library.hpp"
 
 namespace jobctl::config {
 namespace {
@@ -13,18 +9,12 @@ namespace {
 constexpr const char* kSoname = "libpq.so.5";
 
 Libpq load() {
-  void* lib = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    throw Error(ExitCode::store, fmt::format("cannot load the PostgreSQL client library: {}", dlerror()),
-                "install it (Debian: apt-get install libpq5), or use a sqlite: DSN");
+  void* lib = util::open_library(kSoname, ExitCode::store, "the PostgreSQL client library",
+                                 "install it (Debian: apt-get install libpq5), or use a sqlite: DSN");
   Libpq f;
-#define JOBCTL_LIBPQ_LOAD(name)                                                                              \
-  f.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));                                            \
-  if (!f.name) {                                                                                              \
-    dlclose(lib);                                                                                             \
-    throw Error(ExitCode::store, fmt::format("the PostgreSQL client library {} has no {}", kSoname, #name),   \
-                "install libpq 14 or later (Debian 12: libpq5)");                                              \
-  }
+#define JOBCTL_LIBPQ_LOAD(name)                                                                                  \
+  f.name = reinterpret_cast<decltype(&::name)>(                                                                  \
+      util::library_symbol(lib, kSoname, #name, ExitCode::store, "install libpq 14 or later (Debian 12: libpq5)"));
   JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_LOAD)
 #undef JOBCTL_LIBPQ_LOAD
   return f;  // the library stays loaded for the life of the process

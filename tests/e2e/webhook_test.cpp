@@ -123,6 +123,22 @@ TEST_CASE("webhook: a 200 succeeds, with the job's method, headers, body and the
   CHECK(table.out.find("HTTP 200") != std::string::npos);
 }
 
+TEST_CASE("webhook: libcurl is loaded with the agent's first webhook, not by an agent that only ran commands") {
+  // libcurl brings some twenty libraries (about 4 MB resident) that an
+  // agent of commands never needs.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  HttpServer server([](const HttpRequest&) { return status(204); });
+  auto agent = test::start_agent(db, dir, kFast);
+  const std::string maps_path = fmt::format("/proc/{}/maps", agent->pid());
+  CHECK(run_jobctl(db, dir, {"wait", submit(db, dir, {"--", "true"})}).code == 0);
+  REQUIRE(test::read_file(maps_path).find("libc.so") != std::string::npos);
+  CHECK(test::read_file(maps_path).find("libcurl") == std::string::npos);
+  CHECK(run_jobctl(db, dir, {"wait", submit(db, dir, {"--webhook", server.url("/first")})}).code == 0);
+  CHECK(server.requests().size() == 1);
+  CHECK(test::read_file(maps_path).find("libcurl.so.4") != std::string::npos);
+}
+
 TEST_CASE("webhook: 500 then 200 is retried and succeeds on the second attempt, under one idempotency key") {
   test::TempDir dir;
   test::TestDb db(dir);
