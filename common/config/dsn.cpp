@@ -83,10 +83,13 @@ std::pair<std::string, std::optional<std::string>> take_schema(const std::string
     if (schema->end < text.size()) rest += separator + text.substr(schema->end + 1);
     return {rest, value};
   }
-  // The blanks before it go with it.
+  // The blanks before it go with it, unless they are all that will part
+  // the words on either side: libpq reads "schema='x'port=1" as two
+  // parameters, and "host=db port=1" must not become "host=dbport=1".
   std::string rest = text.substr(0, schema->begin) + text.substr(schema->end);
+  const bool glued = schema->end < text.size() && !std::isspace(static_cast<unsigned char>(text[schema->end]));
   size_t cut = schema->begin;
-  while (cut > 0 && std::isspace(static_cast<unsigned char>(rest[cut - 1]))) --cut;
+  while (!glued && cut > 0 && std::isspace(static_cast<unsigned char>(rest[cut - 1]))) --cut;
   rest.erase(cut, schema->begin - cut);
   rest.erase(0, rest.find_first_not_of(" \t\n"));
   // libpq reads a string that starts with postgres:// as a URI: a word that

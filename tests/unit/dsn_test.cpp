@@ -155,6 +155,14 @@ TEST_CASE("dsn: schema= inside a quoted password is part of the password, not jo
   // Found by tests/fuzz/dsn_fuzz: a query word without "=" is no schema
   // option; libpq refuses it, and so must parse_dsn.
   CHECK_THROWS_AS(parse_dsn("postgres://h/db?schema"), jobctl::Error);
+  // A quoted schema= value may be followed at once by the next keyword:
+  // taking it out kept the blank before it, so the words either side were
+  // not joined ("host=dbpassword=secret" was a host name, its password
+  // shown in the connection error, and no password sent).
+  CHECK(jobctl::config::postgres_target("host=db schema='ops'password=secret").conninfo == "host=db password=secret");
+  CHECK(jobctl::config::postgres_target("host=db  schema='ops'port=5433").conninfo == "host=db  port=5433");
+  CHECK(jobctl::config::postgres_target("host=db schema='ops' port=5433").conninfo == "host=db port=5433");
+  CHECK(jobctl::config::postgres_target("schema='ops'port=5433").conninfo == "port=5433");
   // Found by tests/fuzz/dsn_fuzz: with schema= taken out, what followed it
   // began the string, and libpq read it as a URI with a password in it
   // that redaction, reading key=value pairs, did not hide.
