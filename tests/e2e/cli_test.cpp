@@ -235,6 +235,11 @@ TEST_CASE("cli: batch submit writes every line or none") {
   CHECK(huge.code == 2);  // was 70
   CHECK(huge.err.find("line 1: the job is not valid JSON") != std::string::npos);
   CHECK(run_jobctl(db, dir, {"submit", "--file", "-", "--queue", "x"}, good).code == 2);
+  // Blank lines hold no job, and no room is made for them: room for 32
+  // million jobs (32 GB) was asked for these 32 MB, and jobctl died (70).
+  auto blank = run_jobctl(db, dir, {"submit", "--file", "-"}, std::string(32 << 20, '\n'));
+  CHECK(blank.code == 2);
+  CHECK(blank.err.find("holds no jobs") != std::string::npos);
   CHECK(job_count(db, dir) == 3);
 }
 
