@@ -79,7 +79,8 @@ const Group* named_group(const std::vector<std::string>& args, bool& only_versio
     } else if (a.rfind('-', 0) == 0) {
       other = true;  // --help, or a mistake: the whole tree answers it
     } else {
-      if (version || other) return nullptr;
+      // An empty word is no command (the table's rows are padded with empty names).
+      if (version || other || a.empty()) return nullptr;
       for (const Group& g : kCommandGroups)
         if (std::find(g.commands.begin(), g.commands.end(), a) != g.commands.end()) return &g;
       return nullptr;

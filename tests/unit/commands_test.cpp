@@ -50,6 +50,10 @@ TEST_CASE("commands: a line naming a command builds its group alone, and every c
   // --help before the command, an unknown command, no command: the whole tree.
   CHECK(commands_for({"jobctl", "--help", "ls"}, "ls", found) == every.size());
   CHECK(commands_for({"jobctl", "lss"}, "ls", found) == every.size());
+  // An empty word names no command (the table's short rows are padded
+  // with empty names: it built init's group, and the error offered only
+  // init and grant).
+  CHECK(commands_for({"jobctl", ""}, "ls", found) == every.size());
   CHECK(commands_for({"jobctl"}, "ls", found) == every.size());
   CHECK(commands_for({"jobctl", "__complete", "--", "l"}, "ls", found) == every.size());
   // --version alone needs no command.
