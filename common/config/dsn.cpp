@@ -6,6 +6,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,26 @@ std::string hide_passwords(const std::string& dsn, const std::string& text) {
   return out;
 }
 
+// `text` (an error about a DSN) with the password of each URI's user info
+// in it ("scheme://user:PASSWORD@host") hidden, whether or not libpq
+// would read one there: a DSN it refuses ("schema=a postgres://u:pw@h",
+// where the URI is no parameter) or a scheme it does not know
+// ("POSTGRES://u:pw@h") is still a password its user meant. The user info
+// ends at the last @ before the authority does.
+std::string hide_user_info_passwords(std::string text) {
+  for (size_t at = text.find("://"); at != std::string::npos; at = text.find("://", at + 3)) {
+    const size_t start = at + 3;
+    const std::string_view authority = std::string_view(text).substr(
+        start, std::min(text.find_first_of("/?#'\" \t\n", start), text.size()) - start);
+    const size_t user_end = authority.rfind('@');
+    const size_t colon = authority.find(':');
+    if (user_end == std::string_view::npos || colon >= user_end || user_end == colon + 1) continue;
+    if (authority.substr(colon + 1, user_end - colon - 1) == "***") continue;
+    text.replace(start + colon + 1, user_end - colon - 1, "***");
+  }
+  return text;
+}
+
 // Whether `text` is a whole number in [min, max].
 bool integer_in(const std::string& text, long min, long max) {
   if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
@@ -65,7 +86,8 @@ bool integer_in(const std::string& text, long min, long max) {
 }
 
 Error bad_postgres(const std::string& text, const std::string& why) {
-  return usage_error(fmt::format("invalid PostgreSQL DSN '{}': {}", redacted({Backend::postgres, text}), why),
+  return usage_error(hide_user_info_passwords(
+                         fmt::format("invalid PostgreSQL DSN '{}': {}", redacted({Backend::postgres, text}), why)),
                      "see jobctl(1), DATABASE: postgres://USER@HOST:PORT/DBNAME or key=value pairs");
 }
 
@@ -178,7 +200,8 @@ Dsn parse_dsn(const std::string& text) {
   static const std::regex kv(R"(^\s*[A-Za-z_]+\s*=)");
   if (std::regex_search(text, kv)) return checked_postgres(text);
   if (text.find("://") != std::string::npos)
-    throw usage_error(fmt::format("unsupported DSN scheme in '{}'", redacted({Backend::postgres, text})),
+    throw usage_error(
+        hide_user_info_passwords(fmt::format("unsupported DSN scheme in '{}'", redacted({Backend::postgres, text}))),
                       "use postgres://…, postgresql://…, a libpq key=value string, sqlite:PATH or a file path");
   return {Backend::sqlite, text};
 }
