@@ -37,7 +37,7 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   // Room for every job line first: a JobSpec is a kilobyte, and a vector
   // grown by doubling moved 100,000 of them about twice over, page faults
   // and all (a quarter of jobctl's CPU in `submit --file` of that many).
-  // Blank lines hold no job: 25 MB of newlines asked for 25 GB, and died
+  // Blank lines hold no job: 32 MB of newlines asked for 32 GB, and died
   // of it. The room is a hint only: what cannot be had is grown into.
   size_t job_lines = 0;
   for (size_t at = 0; at < text.size();) {

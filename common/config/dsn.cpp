@@ -62,18 +62,19 @@ std::string hide_passwords(const std::string& dsn, const std::string& text) {
 // in it ("scheme://user:PASSWORD@host") hidden, whether or not libpq
 // would read one there: a DSN it refuses ("schema=a postgres://u:pw@h",
 // where the URI is no parameter) or a scheme it does not know
-// ("POSTGRES://u:pw@h") is still a password its user meant. The user info
-// ends at the last @ before the authority does.
+// ("POSTGRES://u:pw@h") is still a password its user meant. As libpq reads
+// a URI, the user info ends at the first @ before any /, so a password may
+// hold ?, #, quotes and blanks; where the message's own words follow, more
+// than the password may be hidden, never less.
 std::string hide_user_info_passwords(std::string text) {
   for (size_t at = text.find("://"); at != std::string::npos; at = text.find("://", at + 3)) {
     const size_t start = at + 3;
-    const std::string_view authority = std::string_view(text).substr(
-        start, std::min(text.find_first_of("/?#'\" \t\n", start), text.size()) - start);
-    const size_t user_end = authority.rfind('@');
-    const size_t colon = authority.find(':');
-    if (user_end == std::string_view::npos || colon >= user_end || user_end == colon + 1) continue;
-    if (authority.substr(colon + 1, user_end - colon - 1) == "***") continue;
-    text.replace(start + colon + 1, user_end - colon - 1, "***");
+    const size_t user_end = text.find_first_of("@/", start);
+    if (user_end == std::string::npos || text[user_end] != '@') continue;
+    const size_t colon = text.find(':', start);
+    if (colon >= user_end || user_end == colon + 1) continue;
+    if (text.compare(colon + 1, user_end - colon - 1, "***") == 0) continue;
+    text.replace(colon + 1, user_end - colon - 1, "***");
   }
   return text;
 }

@@ -58,16 +58,23 @@ TEST_CASE("dsn: a PostgreSQL DSN libpq cannot read is a usage error, not an unre
 TEST_CASE("dsn: a URI's password libpq would not read as one is still hidden in the error") {
   // Found by a reviewing helper: redaction follows libpq's grammar, and
   // these passwords are in none of its parameters, yet plainly meant.
-  for (const char* bad : {"schema=a postgres://u:hunter22@h/db", "POSTGRES://u:hunter22@h/db",
-                          "host=h nosuchkey=postgresql://u:hunter22@h/db", "mysql://u:hunter22@h/db"}) {
-    CAPTURE(bad);
-    try {
-      parse_dsn(bad);
-      FAIL("accepted");
-    } catch (const jobctl::Error& e) {
-      CHECK(e.code() == jobctl::ExitCode::usage);
-      CHECK(std::string(e.what()).find("hunter22") == std::string::npos);
-      CHECK(std::string(e.what()).find("u:***@h") != std::string::npos);
+  // libpq ends a URI's user info at its first @ before any /, so ?, # and
+  // quotes may be in the password. (A blank may too, but after a key=value
+  // pair libpq splits the URI into words there and quotes the first alone,
+  // in which no @ says where a password ends.)
+  for (const std::string password : {"hunter22", "hunter?22", "hunter#22", "hunter'22"}) {
+    for (const std::string& bad : {"schema=a postgres://u:" + password + "@h/db", "POSTGRES://u:" + password + "@h/db",
+                                   "host=h nosuchkey=postgresql://u:" + password + "@h/db",
+                                   "mysql://u:" + password + "@h/db"}) {
+      CAPTURE(bad);
+      try {
+        parse_dsn(bad);
+        FAIL("accepted");
+      } catch (const jobctl::Error& e) {
+        CHECK(e.code() == jobctl::ExitCode::usage);
+        CHECK(std::string(e.what()).find("hunter") == std::string::npos);
+        CHECK(std::string(e.what()).find("22") == std::string::npos);
+      }
     }
   }
 }
