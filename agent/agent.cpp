@@ -442,7 +442,8 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
     try {
       error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
     } catch (const Error& e) {  // the agent's own trouble, not the job's: try again later
-      error = e.what();
+      // With its hint: the run's error is where an operator reads what to do.
+      error = e.hint().empty() ? std::string(e.what()) : fmt::format("{}; {}", e.what(), e.hint());
       permanent = Permanent::no;
     }
     if (error) {

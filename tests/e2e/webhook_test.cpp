@@ -139,6 +139,31 @@ TEST_CASE("webhook: libcurl is loaded with the agent's first webhook, not by an 
   CHECK(test::read_file(maps_path).find("libcurl.so.4") != std::string::npos);
 }
 
+TEST_CASE("webhook: a libcurl that cannot be used fails the webhook with what to install, and it is retried") {
+  // jobagent(8): without libcurl a webhook fails, and is retried, with an
+  // error saying what to install. zlib under libcurl's name loads, but has
+  // none of its functions.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string fake = dir.path() + "/lib";
+  REQUIRE(::mkdir(fake.c_str(), 0755) == 0);
+  {
+    std::ifstream in("/usr/lib/x86_64-linux-gnu/libz.so.1", std::ios::binary);
+    REQUIRE(in.good());
+    std::ofstream(fake + "/libcurl.so.4", std::ios::binary) << in.rdbuf();
+  }
+  HttpServer server([](const HttpRequest&) { return status(204); });
+  auto agent = test::start_agent(db, dir, kFast, "agent", {"LD_LIBRARY_PATH=" + fake});
+  auto id = submit(db, dir, {"--retries", "1", "--retry-delay", "100ms", "--webhook", server.url("/never")});
+  test::eventually([&] { return get(db, dir, id)["status"] == "dead"; }, "the webhook to fail twice");
+  auto attempts = attempts_of(db, dir, id);
+  REQUIRE(attempts.size() == 2);
+  const std::string error = attempts[0]["error"];
+  CHECK(error.find("has no curl_global_init") != std::string::npos);
+  CHECK(error.find("install libcurl 7.85 or later (Debian 12: libcurl4)") != std::string::npos);
+  CHECK(server.requests().empty());
+}
+
 TEST_CASE("webhook: 500 then 200 is retried and succeeds on the second attempt, under one idempotency key") {
   test::TempDir dir;
   test::TestDb db(dir);
