@@ -32,6 +32,20 @@ struct SubmitFlags {
   std::unique_ptr<JobFlags> job;
 };
 
+// Calls `each(n, line)` for every non-blank line of `text`, numbered from 1
+// among all its lines.
+template <class Each>
+void for_each_job_line(const std::string& text, Each&& each) {
+  size_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line(text.data() + at, end - at);
+    at = end + 1;
+    ++n;
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) each(n, line);
+  }
+}
+
 std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   const std::string text = read_input(path, "--file");
   // Room for every job line first: a JobSpec is a kilobyte, and a vector
@@ -40,31 +54,20 @@ std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   // Blank lines hold no job: 32 MB of newlines asked for 32 GB, and died
   // of it. The room is a hint only: what cannot be had is grown into.
   size_t job_lines = 0;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const size_t first = text.find_first_not_of(" \t\r", at);
-    if (first < end) ++job_lines;
-    at = end + 1;
-  }
+  for_each_job_line(text, [&](size_t, std::string_view) { ++job_lines; });
   std::vector<model::JobSpec> specs;
   try {
     specs.reserve(job_lines);
   } catch (const std::bad_alloc&) {
   }
-  size_t n = 0;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view line(text.data() + at, end - at);
-    at = end + 1;
-    ++n;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+  for_each_job_line(text, [&](size_t n, std::string_view line) {
     try {
       specs.push_back(jobdef::job_spec_from_json(util::parse_json_input(line, "the job", "")));
     } catch (const Error& e) {
       throw usage_error(fmt::format("line {}: {}", n, e.what()),
                         e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
     }
-  }
+  });
   if (specs.empty())
     throw usage_error(fmt::format("--file '{}' holds no jobs", path),
                       "write one JSON job per line, e.g. {\"command\": [\"make\", \"test\"]}");

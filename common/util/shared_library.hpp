@@ -15,7 +15,7 @@ namespace jobctl::util {
 void* open_library(const char* soname, ExitCode code, const std::string& what, const std::string& hint);
 
 // The address of `name` in `library` (opened as `soname`), or closes it and
-// throws Error(code, "SONAME has no NAME", hint): a version too old.
+// throws Error(code, "the SONAME found has no NAME", hint): a version too old.
 void* library_symbol(void* library, const char* soname, const char* name, ExitCode code, const std::string& hint);
 
 }  // namespace jobctl::util
