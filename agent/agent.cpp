@@ -193,6 +193,9 @@ void Agent::collect_finished() {
     log_event(c.status == model::RunStatus::succeeded ? LogLevel::info : LogLevel::warn, "finished", fields);
     completions_.push_back(std::move(c));
   }
+  // Their slots are free now: claim them again without waiting for the
+  // completions to be recorded (the claim is queued after them).
+  if (!finished.empty()) claim_wanted_ = true;
   if (phase_ == Phase::stopping || !releases_.empty()) flush_reports();
 }
 
@@ -246,7 +249,7 @@ void Agent::report(const char* step, std::vector<store::Completion>& queue) {
             log_event(LogLevel::warn, "completion_fenced",
                       {{"run_id", (*batch)[i].run_id}, {"job_id", (*batch)[i].job_id},
                        {"fence", std::to_string((*batch)[i].fence)}});
-        claim_wanted_ = true;  // slots were freed
+        claim_wanted_ = true;  // the runs' places in job and group limits were freed
       },
       [batch, settle, &queue] {
         settle();
@@ -432,7 +435,18 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
                           Clock::time_point now) {
   ++metrics_.claims;
   if (claimed.empty()) ++metrics_.empty_polls;
+  // Each process is a round trip to the supervisor, so a big claim takes a
+  // while to start. Every few starts, what finished meanwhile is reported
+  // and its slots are claimed again: the store works while this loop
+  // starts processes, not after. The runs not started yet keep their
+  // slots (free_slots()).
+  unstarted_ = static_cast<int>(claimed.size());
   for (const auto& run : claimed) {
+    if (--unstarted_ % kStartsBetweenReaps == 0 && unstarted_ > 0) {
+      collect_finished();
+      flush_reports();
+      claim_if_free(Clock::now());
+    }
     ++metrics_.runs_started[run.queue];
     metrics_.scheduling_lag[run.queue].observe(static_cast<double>(std::max<int64_t>(0, run.claimed_at - run.available_at)) / 1e6);
     log_event(LogLevel::debug, "claimed",
@@ -551,7 +565,7 @@ void Agent::shut_down() {
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
 }
 
-int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(running())); }
+int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(running()) - unstarted_); }
 
 std::vector<std::string> Agent::running_ids() const {
   auto ids = runner_.run_ids();

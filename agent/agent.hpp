@@ -65,7 +65,9 @@ class Agent {
   bool drained(Clock::time_point now);
   std::optional<Clock::time_point> watch_store(Clock::time_point now);
   void shut_down();
+  // Slots neither running a job nor promised to one being started.
   int free_slots() const;
+  static constexpr int kStartsBetweenReaps = 8;
   // Over both executors: processes (runner_) and webhooks (webhooks_).
   size_t running() const { return runner_.size() + webhooks_.size(); }
   std::vector<std::string> running_ids() const;
@@ -118,6 +120,7 @@ class Agent {
   Clock::time_point last_cancel_check_{};
   Clock::time_point store_backoff_until_{};
   bool claim_wanted_ = true;
+  int unstarted_ = 0;  // runs start_claimed() has still to start: their slots are taken
   std::optional<int64_t> epoch_;          // set while this agent is the scheduler leader
   Clock::time_point next_lead_{};         // next take-or-renew of the leader lease
   Clock::time_point next_schedule_{};     // next materialisation, while leading

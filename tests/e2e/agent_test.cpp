@@ -2,7 +2,10 @@
 // timeout, output capture, drain and rescue after a crash.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -345,4 +348,47 @@ TEST_CASE("agent: a job submitted with --in runs once it is due, not before") {
   int64_t started = util::parse_time_arg(a[0]["started_at"], "started", now);
   CHECK(due - created >= 999'000);
   CHECK(started >= due - 1000);
+}
+
+TEST_CASE("agent: never runs more jobs at once than --concurrency, though it claims while it starts") {
+  // Half the jobs end at once, half take a while: slots free up while a
+  // claim is still being started, and the agent claims them again then.
+  // Each job stamps its start and end; at no instant may more than 16
+  // jobs be between the two.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string stamps = dir.file("stamps");
+  REQUIRE(mkdir(stamps.c_str(), 0700) == 0);
+  std::string file = dir.file("jobs.jsonl");
+  {
+    std::ofstream out(file);
+    for (int i = 0; i < 160; ++i) {
+      std::string body = fmt::format("date +%s%N > {0}/$JOB_RUN_ID.s; {1}date +%s%N > {0}/$JOB_RUN_ID.e", stamps,
+                                     i % 2 ? "" : "sleep 0.3; ");
+      out << json{{"command", body}}.dump() << "\n";
+    }
+  }
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", file}).code == 0);
+  auto agent = test::start_agent(db, dir, with_fast({"--concurrency", "16"}));
+  auto ended = [&] {
+    size_t n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(stamps))
+      n += entry.path().extension() == ".e" && test::read_file(entry.path().string()).ends_with("\n");
+    return n;
+  };
+  test::eventually([&] { return ended() == 160; }, "the 160 jobs to end", std::chrono::seconds(60));
+  std::vector<std::pair<int64_t, int>> edges;  // (time, +1 start / -1 end)
+  for (const auto& entry : std::filesystem::directory_iterator(stamps)) {
+    std::string path = entry.path().string();
+    int64_t at = std::stoll(test::read_file(path));
+    edges.emplace_back(at, path.back() == 's' ? 1 : -1);
+  }
+  REQUIRE(edges.size() == 320);
+  std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;  // an end before a start at the same ns
+  });
+  int now = 0, most = 0;
+  for (const auto& [at, step] : edges) most = std::max(most, now += step);
+  CHECK(most <= 16);
+  CHECK(most >= 8);  // the jobs did run side by side
 }
