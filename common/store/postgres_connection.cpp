@@ -102,6 +102,12 @@ std::string joined_lines(const std::string& text) {
   return out;
 }
 
+// The rows an INSERT, UPDATE or DELETE changed.
+int64_t rows_changed(PGresult* res) {
+  const char* n = libpq().PQcmdTuples(res);
+  return (n && *n) ? std::stoll(n) : 0;
+}
+
 struct ResultGuard {
   PGresult* res;
   ~ResultGuard() { libpq().PQclear(res); }
@@ -171,8 +177,7 @@ class PostgresConnection final : public Connection {
 
   int64_t exec(std::string_view sql, const Params& params) override {
     ResultGuard r{run(sql, params)};
-    const char* n = libpq().PQcmdTuples(r.res);
-    return (n && *n) ? std::stoll(n) : 0;
+    return rows_changed(r.res);
   }
 
   void exec_script(std::string_view sql) override {
@@ -244,23 +249,51 @@ class PostgresConnection final : public Connection {
     return fmt::format("unnest({}) AS {} ({})", arrays, alias, names);
   }
 
-  // A statement per kBatchRows rows, each column bound as one array.
+  // A statement per kBatchRows rows, each column bound as one array. The
+  // server inserts one while this process encodes the next: each is sent
+  // before the next is made, and awaited after (one in flight at most, so
+  // memory stays bounded). Should making a part throw meanwhile, rollback()
+  // finds the connection busy and drops it: the server rolls back.
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
                      const BatchFill& fill) override {
     int64_t changed = 0;
     std::vector<Value> cells(columns.size());
-    std::vector<std::string> arrays(columns.size());
     std::string digits;
-    for (size_t start = 0; start < rows; start += kBatchRows) {
-      for (auto& a : arrays) a.assign(1, '{');
+    auto make = [&](size_t start) {
+      std::vector<std::string> arrays(columns.size(), std::string(1, '{'));
       for (size_t r = start; r < std::min(rows, start + kBatchRows); ++r) {
         fill(r, cells);
         for (size_t c = 0; c < columns.size(); ++c) append_pg_array_item(arrays[c], array_item(cells[c], digits));
       }
       Params p = params;
       for (auto& a : arrays) p.emplace_back(std::move(a += '}'));
-      changed += exec(sql, p);
+      return p;
+    };
+    if (rows <= kBatchRows) return exec(sql, make(0));  // prepared on its second use, as any statement
+    bool in_flight = false;
+    auto answered = [&] {
+      ResultGuard r{await(sql)};
+      check(r.res, sql);
+      changed += rows_changed(r.res);
+      in_flight = false;
+    };
+    for (size_t start = 0; start < rows; start += kBatchRows) {
+      Params p = make(start);
+      if (in_flight) answered();
+      if (!ahead_.empty()) {  // a BEGIN to go with it: in one pipeline
+        changed += exec(sql, p);
+        continue;
+      }
+      refuse_if_lost(sql);
+      ensure_connected();
+      send(sql, nullptr, p);
+      if (!flush(sql, Clock::now() + timeout_)) {
+        ResultGuard r{await(sql)};  // the connection failed: its error
+        check(r.res, sql);
+      }
+      in_flight = true;
     }
+    if (in_flight) answered();
     return changed;
   }
 

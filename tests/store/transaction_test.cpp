@@ -98,3 +98,36 @@ TEST_CASE("transaction: after its connection is lost, the rest of a transaction 
   again.commit();
   CHECK(f.tenant("next"));
 }
+
+TEST_CASE("transaction: a batch that fails in a later part writes none of it, and the connection goes on") {
+  // PostgreSQL sends a batch in parts of a few thousand rows, each while the
+  // next is being made: what fails in any part, or in making one, fails the
+  // whole, with no answer left unread on the connection.
+  Fixture f;
+  const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
+  const std::string sql = "INSERT INTO tenants (name) SELECT name FROM " + f.c.batch(columns, 1, "u");
+  constexpr size_t kRows = 12000;
+  SUBCASE("a row the table refuses, in the last part") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    auto fill = [](size_t i, std::span<store::Value> cells) {
+      cells[0] = i == kRows - 1 ? std::string("b3") : "b" + std::to_string(i);
+    };
+    CHECK_THROWS_AS(f.c.exec_batch(sql, {}, columns, kRows, fill), store::UniqueViolation);
+  }
+  SUBCASE("a row that cannot be made, while a part is on its way") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    auto fill = [](size_t i, std::span<store::Value> cells) {
+      if (i == 7000) throw Error(ExitCode::usage, "row 7000 cannot be made");
+      cells[0] = "b" + std::to_string(i);
+    };
+    CHECK_THROWS_WITH(f.c.exec_batch(sql, {}, columns, kRows, fill), "row 7000 cannot be made");
+  }
+  CHECK_FALSE(f.tenant("before"));
+  CHECK_FALSE(f.tenant("b3"));
+  CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'b%'").at(0).i64(0) == 0);
+  // The same connection writes a whole batch next.
+  f.c.exec_batch(sql, {}, columns, kRows, [](size_t i, std::span<store::Value> cells) { cells[0] = "c" + std::to_string(i); });
+  CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'c%'").at(0).i64(0) == static_cast<int64_t>(kRows));
+}
