@@ -30,25 +30,6 @@ std::string worker(store::Store& s, const std::string& name = "w") {
   return s.agent().register_worker(reg);
 }
 
-// Whether `c` is PostgreSQL 15 or later, which flushes a session's table
-// statistics on demand: what tuples_read needs.
-bool counts_reads(store::Connection& c) {
-  return c.dialect() == store::Dialect::postgres &&
-         c.query("SELECT current_setting('server_version_num')::int").at(0).i64(0) >= 150000;
-}
-
-// The tuples of `table` PostgreSQL has read so far, by scans and through
-// indexes: this session's counts are flushed as it goes idle after
-// pg_stat_force_next_flush().
-int64_t tuples_read(store::Connection& c, const std::string& table) {
-  c.query("SELECT pg_stat_force_next_flush()");
-  c.query("SELECT pg_stat_clear_snapshot()");
-  return c.query("SELECT seq_tup_read + COALESCE(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass",
-                 {table})
-      .at(0)
-      .i64(0);
-}
-
 }  // namespace
 
 TEST_CASE("store: migrations are idempotent") {
@@ -246,12 +227,39 @@ TEST_CASE("store: a claim after a burst reads the runs it takes, not the backlog
   auto& c = s->connection();
   c.exec("ANALYZE");
   const auto burst = s->jobs().submit(std::vector<model::JobSpec>(3000, job("burst")));
-  const bool counted = counts_reads(c);
-  const int64_t before = counted ? tuples_read(c, "runs") : 0;
+  const bool counted = test::counts_reads(c);
+  const int64_t before = counted ? test::tuples_read(c, "runs") : 0;
   auto claimed = s->agent().claim(w, {"default"}, 1, 30'000'000);
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].run_id == burst[0].run_id);
-  if (counted) CHECK(tuples_read(c, "runs") - before < 100);
+  if (counted) CHECK(test::tuples_read(c, "runs") - before < 100);
+}
+
+TEST_CASE("store: a claim passes over the concurrency groups another claim holds and takes the next ones") {
+  // On PostgreSQL a claim locks the limited groups it may take from. Claims
+  // at the same moment used to try the same 256 groups, so all but one found
+  // no group and nothing to claim, however many more groups had runs due.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  if (s->connection().dialect() != store::Dialect::postgres) return;  // SQLite claims one at a time
+  auto w = worker(*s);
+  auto grouped = job("grouped");
+  grouped.max_concurrent = 1;  // a group of its own per job
+  s->jobs().submit(std::vector<model::JobSpec>(1200, grouped));
+  std::vector<std::string> order;  // the runs in claim order
+  for (const auto& row : s->connection().query("SELECT id FROM runs ORDER BY priority, available_at, id"))
+    order.push_back(row.text(0));
+  // Another claim holds the groups of the first 1,000.
+  auto other = db.connect();
+  store::Transaction held(*other, store::TxMode::write);
+  CHECK(other->query("SELECT count(pg_advisory_xact_lock(hashtextextended(current_schema() || ':g:' || group_key, "
+                     "7230652077))) FROM (SELECT group_key FROM runs ORDER BY priority, available_at, id LIMIT 1000) r")
+            .at(0)
+            .i64(0) == 1000);
+  auto claimed = s->agent().claim(w, {"default"}, 64, 30'000'000);
+  REQUIRE(claimed.size() == 64);
+  for (size_t i = 0; i < claimed.size(); ++i) CHECK(claimed[i].run_id == order[1000 + i]);
 }
 
 TEST_CASE("store: a claim locks a chosen run only if it is still pending, whatever the server's TID recheck does") {
@@ -307,17 +315,17 @@ TEST_CASE("store: a claim reads the jobs of the runs it weighs, not every job, w
   auto w = worker(*s);
   const auto backlog = s->jobs().submit(std::vector<model::JobSpec>(3000, job("backlog")));
   auto& c = s->connection();
-  const bool counted = counts_reads(c);
+  const bool counted = test::counts_reads(c);
   if (counted) {
     c.exec("ANALYZE");
     c.exec("UPDATE pg_class SET reltuples = 1000000 WHERE oid IN ('runs'::regclass, 'jobs'::regclass, "
            "'runs_claim'::regclass, 'runs_pkey'::regclass, 'jobs_pkey'::regclass)");
   }
-  const int64_t before = counted ? tuples_read(c, "jobs") : 0;
+  const int64_t before = counted ? test::tuples_read(c, "jobs") : 0;
   auto claimed = s->agent().claim(w, {"default"}, 1, 30'000'000);
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].run_id == backlog[0].run_id);
-  if (counted) CHECK(tuples_read(c, "jobs") - before < 100);
+  if (counted) CHECK(test::tuples_read(c, "jobs") - before < 100);
 }
 
 TEST_CASE("store: a claim opens an attempt and a completion closes it with output") {
@@ -412,13 +420,13 @@ TEST_CASE("store: next_due_in finds the earliest run without reading every run m
   soon.delay_us = 60'000'000;
   s->jobs().submit({soon});
   auto& c = s->connection();
-  const bool counted = counts_reads(c);
-  const int64_t before = counted ? tuples_read(c, "runs") : 0;
+  const bool counted = test::counts_reads(c);
+  const int64_t before = counted ? test::tuples_read(c, "runs") : 0;
   auto due = s->agent().next_due_in("", {"default"});
   REQUIRE(due);
   CHECK(*due > 0);
   CHECK(*due <= 60'000'000);  // the low-priority run due in a minute, not the hour's
-  if (counted) CHECK(tuples_read(c, "runs") - before < 100);
+  if (counted) CHECK(test::tuples_read(c, "runs") - before < 100);
 }
 
 TEST_CASE("store: require_schema refuses a database without the current schema") {

@@ -270,4 +270,18 @@ std::vector<std::string> lines(const std::string& s) {
   return out;
 }
 
+bool counts_reads(store::Connection& c) {
+  return c.dialect() == store::Dialect::postgres &&
+         c.query("SELECT current_setting('server_version_num')::int").at(0).i64(0) >= 150000;
+}
+
+int64_t tuples_read(store::Connection& c, const std::string& table) {
+  c.query("SELECT pg_stat_force_next_flush()");
+  c.query("SELECT pg_stat_clear_snapshot()");
+  return c.query("SELECT seq_tup_read + COALESCE(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass",
+                 {table})
+      .at(0)
+      .i64(0);
+}
+
 }  // namespace jobctl::test

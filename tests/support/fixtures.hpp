@@ -111,6 +111,14 @@ std::unique_ptr<Process> start_agent(const TestDb& db, const TempDir& dir, const
 void eventually(const std::function<bool()>& done, const std::string& what,
                 std::chrono::seconds limit = std::chrono::seconds(120));
 
+// Whether `c` is PostgreSQL 15 or later, which flushes a session's table
+// statistics on demand: what tuples_read needs.
+bool counts_reads(store::Connection& c);
+// The tuples of `table` PostgreSQL has read so far, by scans and through
+// indexes: this session's counts are flushed as it goes idle after
+// pg_stat_force_next_flush().
+int64_t tuples_read(store::Connection& c, const std::string& table);
+
 std::string read_file(const std::string& path);
 std::string trim(const std::string& s);
 std::vector<std::string> lines(const std::string& s);
