@@ -416,6 +416,7 @@ void Agent::claim_if_free(Clock::time_point now) {
   struct Claim {
     std::vector<store::ClaimedRun> runs;
     std::optional<int64_t> due_in;
+    Clock::time_point at;  // when due_in was read
   };
   auto got = std::make_shared<Claim>();
   store_step(
@@ -424,8 +425,9 @@ void Agent::claim_if_free(Clock::time_point now) {
        lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
         got->runs = s.agent().claim(id, queues, want, lease);
         if (static_cast<int>(got->runs.size()) < want) got->due_in = s.agent().next_due_in(id, queues);
+        got->at = Clock::now();
       },
-      [this, got, want, now] { start_claimed(got->runs, want, got->due_in, now); },
+      [this, got, want] { start_claimed(got->runs, want, got->due_in, got->at); },
       // The claim may have committed all the same: the next heartbeat reads
       // back what this agent leases and gives back what it does not run.
       [this] { next_heartbeat_ = Clock::now(); });
@@ -470,16 +472,28 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
   // Send the new requests now, not after the next round of store work.
   webhooks_.handle_timeout(Clock::now());
   claim_wanted_ = claim_wanted_ || (static_cast<int>(claimed.size()) == want && free_slots() > 0);
+  bool look_again = false;
   if (static_cast<int>(claimed.size()) < want) {
-    // Sleep exactly until the next known due run, if it is sooner. A run
-    // due already that this claim left is either held by another agent
-    // (no point spinning) or the next of a concurrency group that takes
-    // one per claim: claim again at once while claims make progress.
-    if (due_in && *due_in > 0)
+    // Sleep exactly until the next known due run, if it is sooner (counted
+    // from when that was read: from before the claim, the agent woke early
+    // by the claim's time, claimed nothing, and could meet the next case).
+    // A run due already that this claim left is the next of a concurrency
+    // group that takes one per claim (claim again at once while claims make
+    // progress), or it fell due between this claim and the reading (look
+    // again shortly, once: the herd's runs started a second late, at the
+    // next poll), or another agent's claim holds it, or this agent cannot
+    // take it yet (a group behind another's long backlog): those wait for
+    // a wake-up or the poll, as a claim that spun on them would not help.
+    if (due_in && *due_in > 0) {
       next_claim_ = std::min(next_claim_, now + microseconds(*due_in));
-    else if (due_in && !claimed.empty() && free_slots() > 0)
+    } else if (due_in && !claimed.empty() && free_slots() > 0) {
       claim_wanted_ = true;
+    } else if (due_in && !looked_again_) {
+      next_claim_ = std::min(next_claim_, now + kDueAgain);
+      look_again = true;
+    }
   }
+  looked_again_ = look_again;
 }
 
 void Agent::wait_for_events(Clock::time_point now) {

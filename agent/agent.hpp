@@ -68,6 +68,8 @@ class Agent {
   // Slots neither running a job nor promised to one being started.
   int free_slots() const;
   static constexpr int kStartsBetweenReaps = 8;
+  // A run due that a claim left: how soon to look again (start_claimed).
+  static constexpr std::chrono::milliseconds kDueAgain{20};
   // Over both executors: processes (runner_) and webhooks (webhooks_).
   size_t running() const { return runner_.size() + webhooks_.size(); }
   std::vector<std::string> running_ids() const;
@@ -121,6 +123,7 @@ class Agent {
   Clock::time_point store_backoff_until_{};
   bool claim_wanted_ = true;
   int unstarted_ = 0;  // runs start_claimed() has still to start: their slots are taken
+  bool looked_again_ = false;  // the last claim was the quick second look at a run due (start_claimed)
   std::optional<int64_t> epoch_;          // set while this agent is the scheduler leader
   Clock::time_point next_lead_{};         // next take-or-renew of the leader lease
   Clock::time_point next_schedule_{};     // next materialisation, while leading

@@ -392,3 +392,34 @@ TEST_CASE("agent: never runs more jobs at once than --concurrency, though it cla
   CHECK(most <= 16);
   CHECK(most >= 8);  // the jobs did run side by side
 }
+
+TEST_CASE("agent: runs due one after another each start when due, with no poll to wake the agent") {
+  // The agent sleeps until the next run falls due. It counted that from
+  // before its claim, so it woke early by the claim's time; and a run that
+  // fell due between its claim and that reading left it asleep for the whole
+  // poll interval: an hour here, which the wait below would not outlast.
+  // Claims are made slow by 20,000 runs due first that this agent may not
+  // take (they need a label it lacks); the jobs run on meanwhile, so no
+  // completion wakes the agent, and it is no leader, so no schedule does.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  std::string file = dir.file("jobs.jsonl");
+  {
+    std::ofstream out(file);
+    for (int i = 0; i < 20000; ++i) out << R"({"command": "true", "on": "role=gpu", "priority": "critical"})" << "\n";
+  }
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", file}).code == 0);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "1h", "--concurrency", "64", "--no-scheduler"});
+  constexpr int kJobs = 12;  // due further apart than a claim takes: each claim meets one due time
+  {
+    std::ofstream out(file);
+    for (int i = 0; i < kJobs; ++i)
+      out << json{{"command", "sleep 60"}, {"in", fmt::format("{}ms", 1000 + 300 * i)}}.dump() << "\n";
+  }
+  REQUIRE(test::lines(run_jobctl(db, dir, {"submit", "--file", file}).out).size() == kJobs);
+  auto running = [&] {
+    auto jobs = json::parse(run_jobctl(db, dir, {"ls", "-o", "json", "--status", "running"}).out);
+    return static_cast<int>(jobs.size());
+  };
+  test::eventually([&] { return running() == kJobs; }, "every job to start", std::chrono::seconds(60));
+}
