@@ -2,7 +2,6 @@
 // run and prints the table. Each mode measures one thing and prints its
 // results as key=value lines on stdout:
 //
-//   stamp FILE               writes CLOCK_REALTIME ns to FILE, first thing
 //   sql DSN STATEMENT        runs one statement, prints its rows tab-separated
 //   timed LIMIT_S -- CMD…    wall and CPU time of CMD (its output discarded)
 //   starts N -- CMD…         CMD N times, one at a time: start-to-exit p50/p99
@@ -11,8 +10,8 @@
 //                            starts AGENT with N pending runs waiting, and
 //                            times it until none is pending or running
 //   latency N GAP_MS DIR -- SUBMIT…
-//                            N times: t0, then `SUBMIT… SELF stamp DIR/i`;
-//                            pickup latency = stamp − t0
+//                            N times: t0, then `SUBMIT… jobctl_stamp DIR/i`
+//                            (bench/stamp.cpp); pickup latency = stamp − t0
 //   claim DSN N LIMIT_S [SHAPE [COUNT]]
 //                            the Store's claim+complete cost per run over N
 //                            runs; SHAPE plain (default), tenants (the runs
@@ -58,6 +57,7 @@
 #include <fstream>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -381,13 +381,14 @@ void mode_latency(const Args& a) {
   double gap_ms = number(a, 1, "GAP_MS");
   const std::string& dir = a.at(2);
   auto submit = command_after(a, 3);
-  std::string self = self_path();
+  // The job: jobctl_stamp, built beside this program.
+  const std::string stamp_program = std::filesystem::path(self_path()).replace_filename("jobctl_stamp").string();
   std::vector<double> latency, submit_ms, floor_ms;
   int missed = 0;
   for (int i = 0; i < n; ++i) {
     std::string file = fmt::format("{}/{}", dir, i);
     Args argv = submit;
-    argv.insert(argv.end(), {self, "stamp", file});
+    argv.insert(argv.end(), {stamp_program, file});
     int64_t t0 = realtime_ns(), m0 = monotonic_ns();
     run_to_end(argv, kProcessLimit);
     submit_ms.push_back(seconds_since(m0) * 1000);
@@ -397,11 +398,11 @@ void mode_latency(const Args& a) {
     latency.push_back(stamp ? static_cast<double>(*stamp - t0) / 1e6 : 1000.0 * kProcessLimit.count());
     sleep_ms(gap_ms);
   }
-  // The floor: the stamp helper spawned directly, no jobctl or agent between.
+  // The floor: the stamp spawned directly, no jobctl or agent between.
   for (int i = 0; i < std::min(n, 50); ++i) {
     std::string file = fmt::format("{}/floor-{}", dir, i);
     int64_t t0 = realtime_ns();
-    run_to_end({self, "stamp", file}, kProcessLimit);
+    run_to_end({stamp_program, file}, kProcessLimit);
     if (auto stamp = wait_stamp(file, kProcessLimit)) floor_ms.push_back(static_cast<double>(*stamp - t0) / 1e6);
   }
   put("samples", n);
@@ -650,24 +651,13 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench stamp|sql|timed|starts|spawn|drain|latency|claim|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
-}
-
-// Writes the time first, before any other work: it marks the moment the
-// job's process got control.
-int stamp(const char* file) {
-  auto text = std::to_string(realtime_ns()) + "\n";
-  int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return 1;
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  return close(fd) == 0 && ok ? 0 : 1;
+  throw usage_error("usage: jobctl_bench sql|timed|starts|spawn|drain|latency|claim|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
 }
 
 }  // namespace
 }  // namespace jobctl::bench
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], "stamp") == 0) return jobctl::bench::stamp(argv[2]);
   try {
     jobctl::bench::run(std::vector<std::string>(argv + 1, argv + argc));
     return 0;
