@@ -238,15 +238,17 @@ class PostgresConnection final : public Connection {
     return fmt::format("{} = ANY (${}::text[])", column, n);
   }
 
-  // unnest() of one array per column: one parameter each.
+  // One array per column, one parameter each, unnested side by side in a
+  // select list: PostgreSQL zips them row by row as the statement reads
+  // them. unnest(a, b, …) in FROM stored every row in a tuplestore first
+  // (a fifth of the server's time in a submit --file of 100,000 jobs).
   std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const override {
-    std::string arrays, names;
+    std::string cells;
     for (size_t i = 0; i < columns.size(); ++i) {
       const char* type = columns[i].type == ColumnType::integer ? "int8" : "text";
-      arrays += fmt::format("{}${}::{}[]", i ? ", " : "", n + static_cast<int>(i), type);
-      names += fmt::format("{}{}", i ? ", " : "", columns[i].name);
+      cells += fmt::format("{}unnest(${}::{}[]) AS {}", i ? ", " : "", n + static_cast<int>(i), type, columns[i].name);
     }
-    return fmt::format("unnest({}) AS {} ({})", arrays, alias, names);
+    return fmt::format("(SELECT {}) AS {}", cells, alias);
   }
 
   // A statement per kBatchRows rows, each column bound as one array. The

@@ -46,11 +46,13 @@ namespace {
 // the reason its cancel was asked for (cancel_requests.hpp): CANCEL_ERROR.
 constexpr const char* kCompletePostgresTemplate = R"SQL(
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::int8[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[],
-                       $8::bytea[], $9::bytea[], $10::text[], $11::int8[], $12::int[], $13::text[], $14::int8[],
-                       $15::int8[])
-         AS d(run_id, fence, attempt, status, exit_code, signal, error, out_tail, err_tail, outcome, delay,
-              http_status, timings, out_bytes, err_bytes)
+  -- The arrays side by side in the select list, zipped as they are read
+  -- (PostgresConnection::batch says why not unnest(a, b, …) in FROM).
+  SELECT unnest($1::text[]) AS run_id, unnest($2::int8[]) AS fence, unnest($3::int[]) AS attempt,
+         unnest($4::text[]) AS status, unnest($5::int[]) AS exit_code, unnest($6::int[]) AS signal,
+         unnest($7::text[]) AS error, unnest($8::bytea[]) AS out_tail, unnest($9::bytea[]) AS err_tail,
+         unnest($10::text[]) AS outcome, unnest($11::int8[]) AS delay, unnest($12::int[]) AS http_status,
+         unnest($13::text[]) AS timings, unnest($14::int8[]) AS out_bytes, unnest($15::int8[]) AS err_bytes
 ), done AS (
   -- A retry of a deleted job's run is cancelled instead (the job read FOR SHARE, before the run).
   SELECT d.*, CASE WHEN d.status = 'pending' THEN COALESCE((SELECT j.deleted_at IS NOT NULL FROM runs x
