@@ -442,9 +442,10 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
   // and its slots are claimed again: the store works while this loop
   // starts processes, not after. The runs not started yet keep their
   // slots (free_slots()).
-  unstarted_ = static_cast<int>(claimed.size());
+  unstarted_ = static_cast<int>(claimed.size());  // the run in hand among them until it is started
   for (const auto& run : claimed) {
-    if (--unstarted_ % kStartsBetweenReaps == 0 && unstarted_ > 0) {
+    const size_t started = claimed.size() - static_cast<size_t>(unstarted_);
+    if (started > 0 && started % kStartsBetweenReaps == 0) {
       collect_finished();
       flush_reports();
       claim_if_free(Clock::now());
@@ -468,6 +469,7 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
       ++metrics_.runs_failed[run.queue];
       if (completions_.back().status == model::RunStatus::dead) ++metrics_.runs_dead[run.queue];
     }
+    --unstarted_;  // running now, or failed to start: its slot is counted as such
   }
   // Send the new requests now, not after the next round of store work.
   webhooks_.handle_timeout(Clock::now());
