@@ -254,8 +254,7 @@ class PostgresConnection final : public Connection {
   // A statement per kBatchRows rows, each column bound as one array. The
   // server inserts one while this process encodes the next: each is sent
   // before the next is made, and awaited after (one in flight at most, so
-  // memory stays bounded). Should making a part throw meanwhile, rollback()
-  // finds the connection busy and drops it: the server rolls back.
+  // memory stays bounded).
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
                      const BatchFill& fill) override {
     int64_t changed = 0;
@@ -271,6 +270,7 @@ class PostgresConnection final : public Connection {
       for (auto& a : arrays) p.emplace_back(std::move(a += '}'));
       return p;
     };
+    if (rows == 0) return 0;
     if (rows <= kBatchRows) return exec(sql, make(0));  // prepared on its second use, as any statement
     bool in_flight = false;
     auto answered = [&] {
@@ -280,7 +280,13 @@ class PostgresConnection final : public Connection {
       in_flight = false;
     };
     for (size_t start = 0; start < rows; start += kBatchRows) {
-      Params p = make(start);
+      Params p;
+      try {
+        p = make(start);
+      } catch (...) {  // no answer is left unread on the connection
+        if (in_flight) ResultGuard{await(sql)};
+        throw;
+      }
       if (in_flight) answered();
       if (!ahead_.empty()) {  // a BEGIN to go with it: in one pipeline
         changed += exec(sql, p);
