@@ -189,37 +189,43 @@ std::string candidate_columns(Dialect d) {
 // The groups: those of the first 2,048 due grouped runs of each queue and
 // tenant in claim order (an index walk over due runs only: schedules with
 // occurrences made ahead cost nothing here), tried in the order of each
-// group's first due run until 256 are locked. A group another claim holds
-// is passed over, so claims at the same moment take different groups: when
-// all tried the same 256, the claims that lost found no group of theirs and
-// read every due run looking for one (scripts/bench, the herd: 0.5 s a
-// claim, and an agent beside the leader started few runs). A group with a
+// group's first due run, the tenants of a queue taking turns (each one's
+// first group, then each one's second, as the claim serves them), until
+// 256 are locked. A group another claim holds is passed over, so claims at
+// the same moment take different groups: when all tried the same 256, the
+// claims that lost found no group of theirs and read every due run looking
+// for one (scripts/bench, the herd: 0.5 s a claim). A group with a
 // longer backlog than the window delays the groups behind it in the same
 // queue and tenant until its backlog is shorter; it never takes their runs.
-// The locks are tried as the ordered groups are read, and reading stops at
-// the 256th: a group never locked is left to the other claims.
+// The locks are tried as the ordered groups (and the limited queues, each
+// filtered first in a CTE of its own) are read, and reading the groups
+// stops at the 256th: a group never locked is left to the other claims.
 // Returns what it got: kind 'g' (group) or 'q' (queue), and the name.
 constexpr const char* kLockLimited = R"SQL(
 WITH wanted AS MATERIALIZED (
   SELECT f.name FROM (
-    SELECT DISTINCT ON (r.group_key) r.group_key AS name, r.priority, r.available_at, r.id
+    SELECT DISTINCT ON (r.group_key) r.group_key AS name, r.queue, r.tenant, r.priority, r.available_at, r.id
     FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL (
-      SELECT r.group_key, r.priority, r.available_at, r.id FROM runs r
+      SELECT r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id FROM runs r
       WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.group_key IS NOT NULL
         AND r.available_at <= NOW_US
       ORDER BY r.priority, r.available_at, r.id LIMIT 2048) r
     ORDER BY r.group_key, r.priority, r.available_at, r.id) f
-  ORDER BY f.priority, f.available_at, f.id
+  ORDER BY f.priority,
+           row_number() OVER (PARTITION BY f.queue, f.tenant, f.priority ORDER BY f.available_at, f.id),
+           f.available_at, f.id
+), limited AS MATERIALIZED (
+  SELECT x.name FROM queues x
+  WHERE x.name = ANY ($1::text[]) AND x.paused = 0
+    AND (x.max_concurrent > 0 OR x.rate > 0 OR x.tenant_max_concurrent > 0)
 )
 -- Advisory locks are per database: the schema keeps stores that share one apart.
 (SELECT 'g' AS kind, name FROM wanted
  WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':g:' || name, 7230652077))
  LIMIT 256)
 UNION ALL
-SELECT 'q', x.name FROM queues x
-WHERE x.name = ANY ($1::text[]) AND x.paused = 0
-  AND (x.max_concurrent > 0 OR x.rate > 0 OR x.tenant_max_concurrent > 0)
-  AND pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || x.name, 7230652077))
+SELECT 'q', name FROM limited
+WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL";
 
 // PostgreSQL, statement 2. Each (queue, tenant) pair walks the claim index

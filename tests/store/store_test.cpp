@@ -1,5 +1,7 @@
 // The Store contract, on the backend JOBCTL_TEST_BACKEND names.
 #include <doctest/doctest.h>
+
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "common/model/job_json.hpp"
@@ -260,6 +262,24 @@ TEST_CASE("store: a claim passes over the concurrency groups another claim holds
   auto claimed = s->agent().claim(w, {"default"}, 64, 30'000'000);
   REQUIRE(claimed.size() == 64);
   for (size_t i = 0; i < claimed.size(); ++i) CHECK(claimed[i].run_id == order[1000 + i]);
+}
+
+TEST_CASE("store: tenants take turns at the concurrency groups a claim may lock") {
+  // A tenant with hundreds of groups due first must not fill the claim's
+  // 256 group locks alone: the other tenant's groups are tried in turn.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  auto grouped = job("grouped");
+  grouped.max_concurrent = 1;  // a group of its own per job
+  grouped.tenant = "big";
+  s->jobs().submit(std::vector<model::JobSpec>(300, grouped));
+  grouped.tenant = "small";
+  s->jobs().submit(std::vector<model::JobSpec>(10, grouped));
+  auto claimed = s->agent().claim(w, {"default"}, 20, 30'000'000);
+  REQUIRE(claimed.size() == 20);
+  CHECK(std::count_if(claimed.begin(), claimed.end(), [](const auto& c) { return c.tenant == "small"; }) == 10);
 }
 
 TEST_CASE("store: a claim locks a chosen run only if it is still pending, whatever the server's TID recheck does") {
