@@ -598,11 +598,13 @@ void mode_herd(const Args& a) {
     }
     if (!made_before && s->now() >= target) made_before = count_runs("");
     // Every run made has left pending (a cheap test through the claim
-    // index: counting the started runs read all 100,000 every time).
-    if ((made_before &&
-         c.query("SELECT 1 FROM runs WHERE status = 'pending' AND occurrence = $1 LIMIT 1", {target}).empty() &&
-         count_runs("") >= n) ||
-        seconds_since(start) > limit_s)
+    // index: counting the started runs read all 100,000 every time), and
+    // all were made; asked again after the count, which a batch the leader
+    // committed meanwhile would have passed while its runs still waited.
+    auto none_pending = [&] {
+      return c.query("SELECT 1 FROM runs WHERE status = 'pending' AND occurrence = $1 LIMIT 1", {target}).empty();
+    };
+    if ((made_before && none_pending() && count_runs("") >= n && none_pending()) || seconds_since(start) > limit_s)
       break;
     sleep_ms(made_before ? 200 : 50);
   }
