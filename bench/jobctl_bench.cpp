@@ -20,6 +20,10 @@
 //                            finished runs, each with its attempt, in the
 //                            tables first) or backlog (COUNT >= N runs
 //                            pending, of which the first N are timed)
+//   claim-pair DSN_A DSN_B N LIMIT_S SHAPE_B [COUNT_B [SHAPE_A [COUNT_A]]]
+//                            the same on two stores in turn, a batch each:
+//                            a_ and b_ figures and their ratio a/b, all
+//                            measured over the same minutes
 //   dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT…
 //                            a LAYERS x WIDTH layered DAG of `true` jobs
 //                            (each node after two of the layer before) run
@@ -482,57 +486,114 @@ void add_history(store::Store& s, const std::string& worker, size_t count) {
   c.exec("ANALYZE");
 }
 
+// A store made ready for timed claims: its worker, and `n` runs to claim
+// and complete after `shape`'s load; what the timed rounds took so far.
+struct ClaimBed {
+  std::unique_ptr<store::Store> s;
+  std::string worker;
+  size_t n = 0;
+  size_t completed = 0;
+  int64_t claim_ns = 0, complete_ns = 0;
+  double history_seconds = 0;
+
+  double us_per_job() const { return static_cast<double>(claim_ns + complete_ns) / 1e3 / static_cast<double>(n); }
+};
+
+ClaimBed claim_bed(const std::string& dsn, size_t n, const std::string& shape, size_t extra) {
+  ClaimBed b;
+  b.s = open_store(dsn);
+  b.n = n;
+  b.worker = b.s->agent().register_worker(
+      {"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch, JOBCTL_VERSION, kLeaseUs, {}});
+  if (shape == "history") {
+    const int64_t t0 = monotonic_ns();
+    add_history(*b.s, b.worker, extra);
+    b.history_seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
+    submit_true_jobs(*b.s, n);
+    settle(b.s->connection());
+  } else if (shape == "backlog") {
+    if (extra < n) throw usage_error(fmt::format("a backlog of {} is fewer than the {} runs to time", extra, n));
+    submit_true_jobs(*b.s, extra);
+    settle(b.s->connection());
+  } else {
+    submit_true_jobs(*b.s, n, shape);
+  }
+  return b;
+}
+
+// One timed round: claims up to a batch of the runs still to time and
+// completes them. False once there is nothing left to time, or a claim
+// came back empty.
+bool claim_round(ClaimBed& b) {
+  if (b.completed >= b.n) return false;
+  int64_t t0 = monotonic_ns();
+  auto runs = b.s->agent().claim(b.worker, {"default"}, static_cast<int>(std::min<size_t>(kClaimBatch, b.n - b.completed)),
+                                 kLeaseUs);
+  int64_t t1 = monotonic_ns();
+  b.claim_ns += t1 - t0;
+  if (runs.empty()) return false;
+  std::vector<store::Completion> done;
+  for (const auto& r : runs) done.push_back(store::completion_of(r, model::RunStatus::succeeded));
+  for (bool applied : b.s->agent().complete(done)) b.completed += applied ? 1 : 0;
+  b.complete_ns += monotonic_ns() - t1;
+  return true;
+}
+
+// Throws unless every run to time was claimed and completed, saying what
+// the rest became (a claim that came back short, or a completion not applied).
+void require_all_timed(ClaimBed& b, double wall) {
+  if (b.completed == b.n) return;
+  std::string left;
+  for (const auto& row : b.s->connection().query("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status"))
+    left += fmt::format(" {} {}", row.text(0), row.i64(1));
+  throw Error(ExitCode::internal, fmt::format("claimed and completed {} of {} runs in {:.1f} s; runs by status:{}",
+                                              b.completed, b.n, wall, left));
+}
+
+void put_claim(const std::string& prefix, const ClaimBed& b) {
+  put((prefix + "us_per_job").c_str(), b.us_per_job());
+  put((prefix + "claim_us_per_job").c_str(), static_cast<double>(b.claim_ns) / 1e3 / static_cast<double>(b.n));
+  put((prefix + "complete_us_per_job").c_str(), static_cast<double>(b.complete_ns) / 1e3 / static_cast<double>(b.n));
+}
+
 void mode_claim(const Args& a) {
   auto n = static_cast<size_t>(number(a, 1, "N"));
   double limit_s = number(a, 2, "LIMIT_S");
-  const std::string shape = a.size() > 3 ? a[3] : "plain";
-  const auto extra = a.size() > 4 ? static_cast<size_t>(number(a, 4, "COUNT")) : 0;
-  auto s = open_store(a.at(0));
-  std::string worker =
-      s->agent().register_worker({"jobctl_bench", "localhost", static_cast<int>(getpid()), {"default"}, kClaimBatch,
-                          JOBCTL_VERSION, kLeaseUs, {}});
-  if (shape == "history") {
-    const int64_t t0 = monotonic_ns();
-    add_history(*s, worker, extra);
-    put("history_seconds", static_cast<double>(monotonic_ns() - t0) / 1e9);
-    submit_true_jobs(*s, n);
-    settle(s->connection());
-  } else if (shape == "backlog") {
-    if (extra < n) throw usage_error(fmt::format("a backlog of {} is fewer than the {} runs to time", extra, n));
-    submit_true_jobs(*s, extra);
-    settle(s->connection());
-  } else {
-    submit_true_jobs(*s, n, shape);
+  auto b = claim_bed(a.at(0), n, a.size() > 3 ? a[3] : "plain", a.size() > 4 ? static_cast<size_t>(number(a, 4, "COUNT")) : 0);
+  const int64_t start = monotonic_ns();
+  while (seconds_since(start) < limit_s && claim_round(b)) {
   }
-
-  int64_t claim_ns = 0, complete_ns = 0, start = monotonic_ns();
-  size_t completed = 0;
-  for (size_t round = 0; completed < n && round < n / kClaimBatch + 10 && seconds_since(start) < limit_s; ++round) {
-    int64_t t0 = monotonic_ns();
-    auto runs = s->agent().claim(worker, {"default"}, static_cast<int>(std::min<size_t>(kClaimBatch, n - completed)),
-                                 kLeaseUs);
-    int64_t t1 = monotonic_ns();
-    claim_ns += t1 - t0;
-    if (runs.empty()) break;
-    std::vector<store::Completion> done;
-    for (const auto& r : runs) done.push_back(store::completion_of(r, model::RunStatus::succeeded));
-    for (bool applied : s->agent().complete(done)) completed += applied ? 1 : 0;
-    complete_ns += monotonic_ns() - t1;
-  }
-  double wall = seconds_since(start);
-  if (completed != n) {
-    // What the rest became, to tell a claim that came back short from a completion not applied.
-    std::string left;
-    for (const auto& row : s->connection().query("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status"))
-      left += fmt::format(" {} {}", row.text(0), row.i64(1));
-    throw Error(ExitCode::internal, fmt::format("claimed and completed {} of {} runs in {:.1f} s; runs by status:{}",
-                                                completed, n, wall, left));
-  }
+  require_all_timed(b, seconds_since(start));
   put("jobs", static_cast<double>(n));
-  put("seconds", wall);
-  put("us_per_job", wall * 1e6 / static_cast<double>(n));
-  put("claim_us_per_job", static_cast<double>(claim_ns) / 1e3 / static_cast<double>(n));
-  put("complete_us_per_job", static_cast<double>(complete_ns) / 1e3 / static_cast<double>(n));
+  put("seconds", seconds_since(start));
+  put("history_seconds", b.history_seconds);
+  put_claim("", b);
+}
+
+// Two stores timed in turn, a batch on one and then a batch on the other,
+// so that their ratio is measured over the same minutes of this machine:
+// timed one after the other, a ratio of two figures this close moved by a
+// third between two runs of the script on one machine on one day.
+// A: N runs after SHAPE_A's load (default plain); B: after SHAPE_B's.
+void mode_claim_pair(const Args& a) {
+  auto n = static_cast<size_t>(number(a, 2, "N"));
+  double limit_s = number(a, 3, "LIMIT_S");
+  auto count = [&](size_t i) { return a.size() > i ? static_cast<size_t>(number(a, i, "COUNT")) : 0; };
+  auto b = claim_bed(a.at(1), n, a.at(4), count(5));
+  auto base = claim_bed(a.at(0), n, a.size() > 6 ? a[6] : "plain", count(7));
+  const int64_t start = monotonic_ns();
+  bool more = true;
+  while (more && seconds_since(start) < limit_s) {
+    more = claim_round(base);
+    more = claim_round(b) || more;
+  }
+  require_all_timed(base, seconds_since(start));
+  require_all_timed(b, seconds_since(start));
+  put("jobs", static_cast<double>(n));
+  put("history_seconds", b.history_seconds);
+  put_claim("a_", base);
+  put_claim("b_", b);
+  put("ratio", base.us_per_job() / b.us_per_job());
 }
 
 // Resident set of a live process in MB (10^6 bytes), from /proc/PID/status; 0 when gone.
@@ -639,6 +700,7 @@ constexpr Mode kModes[] = {
     {"drain", 6, "drain DSN N LIMIT_S LOG -- AGENT...", mode_drain},
     {"latency", 5, "latency N GAP_MS DIR -- SUBMIT...", mode_latency},
     {"claim", 3, "claim DSN N LIMIT_S [plain|tenants|keys|history COUNT|backlog COUNT]", mode_claim},
+    {"claim-pair", 5, "claim-pair DSN_A DSN_B N LIMIT_S SHAPE_B [COUNT_B [SHAPE_A [COUNT_A]]]", mode_claim_pair},
     {"dag", 7, "dag DSN LAYERS WIDTH LIMIT_S LOG -- AGENT...", mode_dag},
     {"webhook", 6, "webhook DSN N LIMIT_S LOG -- AGENT...", mode_webhook},
     {"herd", 7, "herd DSN N FIRST AGENTS LOGDIR -- AGENT...", mode_herd},
@@ -653,7 +715,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench sql|timed|starts|spawn|drain|latency|claim|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench sql|timed|starts|spawn|drain|latency|claim|claim-pair|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
 }
 
 }  // namespace
