@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
@@ -60,6 +61,7 @@ class StoreThread {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  std::thread thread_;
 };
 
 }  // namespace jobctl::agent
