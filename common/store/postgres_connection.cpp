@@ -295,11 +295,8 @@ class PostgresConnection final : public Connection {
       refuse_if_lost(sql);
       ensure_connected();
       send(sql, nullptr, p);
-      if (!flush(sql, Clock::now() + timeout_)) {
-        ResultGuard r{await(sql)};  // the connection failed: its error
-        check(r.res, sql);
-      }
       in_flight = true;
+      if (!flush(sql, Clock::now() + timeout_)) answered();  // the connection failed: throws its error
     }
     if (in_flight) answered();
     return changed;
