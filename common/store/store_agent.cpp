@@ -66,13 +66,18 @@ WITH input AS (
          lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code,
          error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND r.status = 'running'
-  RETURNING r.id, r.queue, r.group_key, r.error
+  RETURNING r.id, r.queue, r.group_key, r.error, d.attempt, d.status, d.outcome, d.exit_code, d.signal,
+            d.error AS given_error, d.out_tail, d.err_tail, d.http_status, d.timings, d.out_bytes, d.err_bytes
 ), closed AS (
-  UPDATE attempts a SET finished_at = NOW_US, outcome = d.outcome, exit_code = d.exit_code, signal = d.signal,
-         error = CASE WHEN d.status = 'cancelled' THEN f.error ELSE d.error END, stdout_tail = d.out_tail, stderr_tail = d.err_tail, http_status = d.http_status,
-         timings = d.timings, stdout_bytes = d.out_bytes, stderr_bytes = d.err_bytes
-  FROM done d JOIN finished f ON f.id = d.run_id
-  WHERE a.run_id = d.run_id AND a.attempt = d.attempt
+  -- Each finished run's attempt, looked up by its key. Joined back to the
+  -- input instead, the plan made under a large history's statistics
+  -- rescanned the input for every attempt: quadratic in the batch.
+  UPDATE attempts a SET finished_at = NOW_US, outcome = f.outcome, exit_code = f.exit_code, signal = f.signal,
+         error = CASE WHEN f.status = 'cancelled' THEN f.error ELSE f.given_error END, stdout_tail = f.out_tail,
+         stderr_tail = f.err_tail, http_status = f.http_status, timings = f.timings, stdout_bytes = f.out_bytes,
+         stderr_bytes = f.err_bytes
+  FROM finished f
+  WHERE a.run_id = f.id AND a.attempt = f.attempt
 )
 -- A run that held a place under a limit frees it: its queue is woken.
 SELECT f.id, f.queue, f.group_key IS NOT NULL OR EXISTS (SELECT 1 FROM queues x WHERE x.name = f.queue

@@ -381,6 +381,60 @@ TEST_CASE("store: a claim opens an attempt and a completion closes it with outpu
   CHECK(att[0].finished_at.has_value());
 }
 
+TEST_CASE("store: a batch of completions closes each run's own attempt, and never rescans the batch for them") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  constexpr int kRuns = 64;
+  // Two rounds: the second runs the completion statement prepared.
+  for (int round = 0; round < 2; ++round) {
+    s->jobs().submit(std::vector<model::JobSpec>(kRuns, job("batch")));
+    auto claimed = s->agent().claim(w, {"default"}, kRuns, 30'000'000);
+    REQUIRE(claimed.size() == kRuns);
+    std::vector<store::Completion> done;
+    for (int i = 0; i < kRuns; ++i) {
+      auto d = store::completion_of(claimed[i], i % 2 ? RunStatus::failed : RunStatus::succeeded);
+      d.exit_code = i % 2 ? i : 0;
+      d.error = i % 2 ? fmt::format("exited with code {}", i) : "";
+      d.stdout_tail = fmt::format("out {}", i);
+      d.stdout_bytes = i;
+      done.push_back(d);
+    }
+    CHECK(s->agent().complete(done) == std::vector<bool>(kRuns, true));
+    for (int i = 0; i < kRuns; ++i) {
+      auto att = s->jobs().attempts(claimed[i].run_id);
+      REQUIRE(att.size() == 1);
+      CHECK(att[0].outcome == (i % 2 ? "failed" : "succeeded"));
+      CHECK(att[0].exit_code == (i % 2 ? i : 0));
+      CHECK(att[0].error == done[i].error);
+      CHECK(att[0].stdout_tail == fmt::format("out {}", i));
+      CHECK(att[0].finished_at.has_value());
+    }
+  }
+  // PostgreSQL completes a batch in one statement. Its attempts are found
+  // from the runs it finished, by key: joined back to the batch instead,
+  // the plan chosen under a history of 10 million runs rescanned the whole
+  // batch for each attempt (1.2 ms of 2 for 64, scripts/bench's history
+  // figure). No table this small gets that plan, so the kept (generic)
+  // plan's shape is what is checked: the batch is read once, by the runs.
+  auto& c = s->connection();
+  if (c.dialect() != store::Dialect::postgres) return;
+  const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%UPDATE attempts a SET%'");
+  REQUIRE(prepared.size() == 1);
+  c.exec("SET plan_cache_mode = force_generic_plan");
+  std::string plan;
+  std::string nulls = "NULL";
+  for (int i = 1; i < 15; ++i) nulls += ", NULL";
+  for (const auto& row : c.query(fmt::format("EXPLAIN (COSTS OFF) EXECUTE {} ({})", prepared.at(0).text(0), nulls)))
+    plan += row.text(0) + "\n";
+  c.exec("RESET plan_cache_mode");
+  CAPTURE(plan);
+  size_t scans = 0;
+  for (size_t at = plan.find("CTE Scan on done"); at != std::string::npos; at = plan.find("CTE Scan on done", at + 1)) ++scans;
+  CHECK(scans == 1);
+}
+
 TEST_CASE("store: cancel cancels a pending run, requests a running one, refuses a finished one") {
   test::TempDir dir;
   test::TestDb db(dir);
