@@ -131,3 +131,51 @@ TEST_CASE("transaction: a batch that fails in a later part writes none of it, an
   f.c.exec_batch(sql, {}, columns, kRows, [](size_t i, std::span<store::Value> cells) { cells[0] = "c" + std::to_string(i); });
   CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'c%'").at(0).i64(0) == static_cast<int64_t>(kRows));
 }
+
+TEST_CASE("transaction: a new PostgreSQL session's settings go out with its first statement, whichever it is") {
+  // jit off and the store timeout as statement_timeout are set once per
+  // session, sent ahead with the first statement rather than in a round
+  // trip of their own: every way a session can begin must carry them.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  if (db.connect()->dialect() != store::Dialect::postgres) return;
+  auto set = [](store::Connection& c) {
+    auto row = c.query("SELECT current_setting('jit'), current_setting('statement_timeout')").at(0);
+    return row.text(0) == "off" && row.text(1) != "0";
+  };
+  SUBCASE("a statement") {
+    auto c = db.connect();
+    CHECK(set(*c));
+  }
+  SUBCASE("a transaction") {
+    auto c = db.connect();
+    store::Transaction tx(*c, store::TxMode::write);
+    CHECK(set(*c));
+    tx.commit();
+  }
+  SUBCASE("a script") {
+    auto c = db.connect();
+    CHECK_NOTHROW(c->exec_script(
+        "DO $$ BEGIN IF current_setting('jit') <> 'off' OR current_setting('statement_timeout') = '0' THEN "
+        "RAISE EXCEPTION 'session settings missing'; END IF; END $$"));
+  }
+  SUBCASE("a statement run a second time, which is prepared") {
+    auto c = db.connect();
+    c->query("SELECT 1");
+    c->query("SELECT 1");
+    CHECK(set(*c));
+  }
+  SUBCASE("a session opened again after the server ended the first") {
+    auto c = db.connect();
+    auto other = db.connect();
+    REQUIRE(set(*c));
+    const auto pid = c->query("SELECT pg_backend_pid()").at(0).i64(0);
+    other->query("SELECT pg_terminate_backend($1::int)", {pid});
+    try {
+      c->query("SELECT 1");  // may be the one that finds the connection gone
+    } catch (const Error&) {
+    }
+    CHECK(set(*c));
+    CHECK(c->query("SELECT pg_backend_pid()").at(0).i64(0) != pid);
+  }
+}
