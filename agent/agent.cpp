@@ -371,6 +371,23 @@ void Agent::reconcile(const std::vector<store::LeaseState>& leases) {
   }
 }
 
+// A claim that comes back once the agent is draining or stopping (a signal
+// arrived while it was on its way): its runs are given back at once,
+// unspent, for another agent or this one's successor, not started to be
+// waited for, nor left leased until rescue.
+void Agent::give_back(const std::vector<store::ClaimedRun>& claimed) {
+  for (const auto& run : claimed) {
+    log_event(LogLevel::info, "released",
+              {{"run_id", run.run_id}, {"job_id", run.job_id}, {"attempt", std::to_string(run.attempt)},
+               {"why", "claimed as the agent began to stop"}});
+    store::Completion c = store::completion_of(run, model::RunStatus::pending);
+    c.outcome = model::AttemptOutcome::released;
+    c.error = "not run: the agent was stopping when its claim came back; given back";
+    releases_.push_back(std::move(c));
+  }
+  flush_reports();
+}
+
 // The store's clock (SQLite's is this host's wall clock) moved unlike the
 // steady clock: leases may look expired that are not, so rescue waits a
 // lease, and doctor is told.
@@ -437,6 +454,10 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
                           Clock::time_point now) {
   ++metrics_.claims;
   if (claimed.empty()) ++metrics_.empty_polls;
+  if (phase_ != Phase::running) {
+    give_back(claimed);
+    return;
+  }
   // Each process is a round trip to the supervisor, so a big claim takes a
   // while to start. Every few starts, what finished meanwhile is reported
   // and its slots are claimed again: the store works while this loop
@@ -568,7 +589,7 @@ void Agent::shut_down() {
   do {
     flush_reports();
     store_->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
-  } while ((!completions_.empty() || !releases_.empty()) && Clock::now() < settle_by);
+  } while ((!completions_.empty() || !releases_.empty() || busy("claim")) && Clock::now() < settle_by);
   if (epoch_) store_step("resign", [id = worker_id_](store::Store& s) { s.scheduler().resign(id); }, {});
   store_step("stop", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::gone); }, {});
   bool recorded = store_->settle(std::max(settle_by, Clock::now() + std::chrono::seconds(1)));

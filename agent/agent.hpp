@@ -54,6 +54,7 @@ class Agent {
   void rescue_if_safe(Clock::time_point now);
   void reopen_wakeups();
   void claim_if_free(Clock::time_point now);
+  void give_back(const std::vector<store::ClaimedRun>& claimed);
   void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, std::optional<int64_t> due_in,
                      Clock::time_point now);
   // The scheduler leader's duties (agent/scheduling.cpp).

@@ -8,6 +8,7 @@
 // with its write lock held by another connection.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -121,6 +122,41 @@ TEST_CASE("fault: every jobctl command gives up on a frozen store with exit 5 an
   CHECK(err[0].rfind("jobctl: error: ", 0) == 0);
   store.thaw();
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).empty());  // nothing was written
+}
+
+TEST_CASE("fault: a claim that comes back after SIGTERM starts nothing, and its runs are given back unspent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  // One slot, no scheduler duties, and a long lease (heartbeats 20 s
+  // apart): while its one job runs the agent claims nothing.
+  auto agent = agent_on(store.dsn(), dir, "agent", {"--lease", "60s", "--no-scheduler", "--concurrency", "1"}, "120s");
+  const std::string pid_file = dir.file("pid"), marker = dir.file("started");
+  submit(db, dir, {"--retries", "0", "--", "echo $$ > " + pid_file + "; exec sleep 300"});
+  test::eventually([&] { return !test::read_file(pid_file).empty(); }, "the first job to start");
+  auto id = submit(db, dir, {"--", "touch " + marker});
+  store.freeze();
+  // The first job ends: its slot is free, and the agent sends its result
+  // and then a claim, both held by the frozen store, in the same turn of
+  // its loop as it logs the end; a signal is read at the next turn.
+  kill(std::stoi(test::read_file(pid_file)), SIGKILL);
+  test::eventually([&] { return logged(*agent, "status=dead"); }, "the first job's end to be seen");
+  agent->signal(SIGTERM);
+  test::eventually([&] { return logged(*agent, "draining"); }, "SIGTERM to be handled with the claim on its way");
+  store.thaw();  // the claim commits, and comes back to an agent that is stopping
+  CHECK(agent->wait() == 0);
+  CHECK(access(marker.c_str(), F_OK) != 0);
+  auto job = get(db, dir, id);
+  CHECK(job["status"] == "pending");
+  auto s = db.open();
+  auto run = s->jobs().get_run(job["run"]["id"].get<std::string>());
+  REQUIRE(run);
+  CHECK(run->status == model::RunStatus::pending);
+  CHECK(run->deliveries == 0);
+  auto attempts = s->jobs().attempts(run->id);
+  REQUIRE(attempts.size() == 1);
+  CHECK(attempts[0].outcome == "released");
+  CHECK(logged(*agent, "claimed as the agent began to stop"));
 }
 
 TEST_CASE("fault: a job that finished during an outage longer than the lease is recorded, not run again") {
