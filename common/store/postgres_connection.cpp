@@ -289,12 +289,12 @@ class PostgresConnection final : public Connection {
         throw;
       }
       if (in_flight) answered();
+      refuse_if_lost(sql);
+      ensure_connected();  // a session opened anew has its settings to send
       if (anything_ahead()) {  // a BEGIN or settings to go with it: in one pipeline
         changed += exec(sql, p);
         continue;
       }
-      refuse_if_lost(sql);
-      ensure_connected();
       send(sql, nullptr, p);
       in_flight = true;
       if (!flush(sql, Clock::now() + timeout_)) answered();  // the connection failed: throws its error
@@ -513,19 +513,30 @@ class PostgresConnection final : public Connection {
     return res;
   }
 
-  // Sends what waits in ahead_, then `last` (prepared as `name`, if it is),
-  // in one pipeline, and reads every answer: the last one's result, or the
-  // first error, which ends the pipeline (the server skips what follows).
+  // Sends a new session's settings, what waits in ahead_, then `last`
+  // (prepared as `name`, if it is), in one pipeline, and reads every
+  // answer: the last one's result, or the first error, which ends the
+  // pipeline (the server skips what follows, up to the next sync).
+  //
+  // The settings have a sync of their own, so they commit by themselves:
+  // in the same implicit transaction as what follows (or in its BEGIN's),
+  // an error or a rollback there would undo them, and they are not sent
+  // again. A setting the server refuses (it takes both since 11) drops the
+  // session, which ends whatever of the rest is still open; a statement
+  // outside a transaction may have been applied, as after a lost answer.
   PGresult* run_pipeline(std::optional<Statement> last, const std::string* name = nullptr) {
     std::vector<Statement> items = std::move(settings_);
     settings_.clear();
+    const size_t settings = items.size();
     items.insert(items.end(), std::make_move_iterator(ahead_.begin()), std::make_move_iterator(ahead_.end()));
     ahead_.clear();
     if (last) items.push_back(std::move(*last));
     if (in_transaction_) begun_ = true;  // its BEGIN is among them, if not sent before: ROLLBACK from now on
     if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(items.back().sql);
+    const int syncs = settings > 0 && settings < items.size() ? 2 : 1;
     for (size_t i = 0; i < items.size(); ++i) {
       send(items[i].sql, last && i + 1 == items.size() ? name : nullptr, items[i].params);
+      if (syncs == 2 && i + 1 == settings && !libpq().PQpipelineSync(conn_)) fail_to_send(items[i].sql);
     }
     if (!libpq().PQpipelineSync(conn_)) fail_to_send(items.back().sql);
 
@@ -534,16 +545,22 @@ class PostgresConnection final : public Connection {
     PGresult* keep = nullptr;
     size_t item = 0, kept = items.size() - 1;
     auto waited_on = [&] { return std::min(item, items.size() - 1); };  // the statement whose answer is next
-    bool synced = false;
-    while (!synced && item <= items.size() && libpq().PQstatus(conn_) == CONNECTION_OK) {
+    int synced = 0;
+    bool after_sync = false;
+    while (synced < syncs && item <= items.size() && libpq().PQstatus(conn_) == CONNECTION_OK) {
       await_readable(items[waited_on()].sql, deadline, keep);
       PGresult* r = libpq().PQgetResult(conn_);
-      if (!r) {  // the end of one statement's results
-        ++item;
+      if (!r) {  // the end of one statement's results (a sync's ends no statement)
+        if (!after_sync) ++item;
+        after_sync = false;
         continue;
       }
+      after_sync = false;
       ExecStatusType st = libpq().PQresultStatus(r);
-      if (st == PGRES_PIPELINE_SYNC) synced = true;
+      if (st == PGRES_PIPELINE_SYNC) {
+        ++synced;
+        after_sync = true;
+      }
       if (st == PGRES_PIPELINE_SYNC || st == PGRES_PIPELINE_ABORTED || (keep && failed(keep)) ||
           (!failed(r) && item + 1 != items.size())) {
         libpq().PQclear(r);
@@ -553,9 +570,16 @@ class PostgresConnection final : public Connection {
       keep = r;
       kept = waited_on();
     }
-    if (!synced || !libpq().PQexitPipelineMode(conn_)) {
+    if (synced < syncs || !libpq().PQexitPipelineMode(conn_)) {
       libpq().PQclear(keep);
       fail_to_send(items[keep ? kept : waited_on()].sql);
+    }
+    if (kept < settings && failed(keep)) {
+      std::string msg = joined_lines(libpq().PQresultErrorMessage(keep));
+      libpq().PQclear(keep);
+      drop();
+      throw Error(ExitCode::store, fmt::format("PostgreSQL at {} refused a session setting: {} (in: {})", where(), msg,
+                                               statement_summary(items[kept].sql)));
     }
     try {
       check(keep, items[kept].sql);
@@ -581,8 +605,7 @@ class PostgresConnection final : public Connection {
     std::string key(sql);
     auto it = prepared_.find(key);
     if (it != prepared_.end()) return &it->second;
-    if (seen_.insert(key).second) return nullptr;
-    if (!settings_.empty()) ResultGuard{run_pipeline(std::nullopt)};  // a PREPARE cannot join a pipeline here
+    if (seen_.insert(key).second) return nullptr;  // its first use on this session sent the session's settings
     std::string name = fmt::format("s{}", prepared_.size() + 1);
     std::string text = translate(sql, clock_offset_us_);
     if (!libpq().PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr)) fail_to_send(sql);

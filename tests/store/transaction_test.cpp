@@ -1,7 +1,9 @@
 // A Connection's transactions: on PostgreSQL, BEGIN and NOTIFYs wait to go
 // out with the transaction's next statement (one pipeline); what fails in
-// that pipeline fails the transaction, and nothing of it stays written.
+// that pipeline fails the transaction, and nothing of it stays written. A
+// new session's settings go out with its first statement, and stay.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -159,10 +161,34 @@ TEST_CASE("transaction: a new PostgreSQL session's settings go out with its firs
         "DO $$ BEGIN IF current_setting('jit') <> 'off' OR current_setting('statement_timeout') = '0' THEN "
         "RAISE EXCEPTION 'session settings missing'; END IF; END $$"));
   }
-  SUBCASE("a statement run a second time, which is prepared") {
+  SUBCASE("a statement that must run by itself, outside any transaction") {
     auto c = db.connect();
-    c->query("SELECT 1");
-    c->query("SELECT 1");
+    const std::string name = "jobctl_settings_" + std::to_string(getpid());
+    CHECK_NOTHROW(c->exec("CREATE DATABASE " + name));
+    CHECK(set(*c));
+    c->exec("DROP DATABASE " + name);
+  }
+  // Sent with what fails or is rolled back, they stay: they are not sent
+  // again on the same session.
+  SUBCASE("a statement that fails") {
+    auto c = db.connect();
+    CHECK_THROWS_AS(c->query("SELECT 1 / 0"), Error);
+    CHECK(set(*c));
+  }
+  SUBCASE("a transaction rolled back") {
+    auto c = db.connect();
+    {
+      store::Transaction tx(*c, store::TxMode::write);
+      c->query("SELECT 1");
+    }
+    CHECK(set(*c));
+  }
+  SUBCASE("a transaction that fails") {
+    auto c = db.connect();
+    {
+      store::Transaction tx(*c, store::TxMode::write);
+      CHECK_THROWS_AS(c->query("SELECT 1 / 0"), Error);
+    }
     CHECK(set(*c));
   }
   SUBCASE("a session opened again after the server ended the first") {
