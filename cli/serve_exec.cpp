@@ -4,20 +4,19 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "cli/serve_start.hpp"
 #include "common/util/error.hpp"
+#include "common/util/program_directory.hpp"
 
 namespace jobctl::cli {
 
 void start_server(const std::vector<std::string>& argv, const config::Dsn&, const server::ServeOptions&) {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto directory = util::program_directory();
   // Without /proc (a chroot, say), the one on PATH.
-  const std::string path = ec ? "jobctl-serve" : (self.parent_path() / "jobctl-serve").string();
+  const std::string path = directory.empty() ? "jobctl-serve" : (directory / "jobctl-serve").string();
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

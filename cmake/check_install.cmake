@@ -8,7 +8,7 @@ if(NOT rc EQUAL 0)
 endif()
 foreach(f bin/jobctl bin/jobctl-serve bin/jobagent share/man/man1/jobctl.1.gz share/man/man1/jobctl-serve.1.gz
           share/man/man8/jobagent.8.gz share/bash-completion/completions/jobctl share/zsh/site-functions/_jobctl
-          share/fish/vendor_completions.d/jobctl.fish share/doc/jobctl/copyright
+          share/fish/vendor_completions.d/jobctl.fish share/doc/jobctl/copyright lib/jobctl/libjobctl-postgres.so
           lib/systemd/system/jobagent.service lib/systemd/system/jobagent-webhooks.service
           lib/systemd/system/jobctl-serve.service)
   if(NOT EXISTS "${PREFIX}/${f}")
@@ -22,6 +22,13 @@ foreach(f bin/jobctl bin/jobctl-serve bin/jobagent)
     message(FATAL_ERROR "not stripped after install: ${f}")
   endif()
 endforeach()
+# The installed jobctl finds its PostgreSQL client module: a server that
+# refuses the connection (nothing listens on port 1) is what it reports.
+execute_process(COMMAND "${PREFIX}/bin/jobctl" --db "host=127.0.0.1 port=1 user=jobctl dbname=jobctl" ls
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 5 OR NOT err MATCHES "Connection refused")
+  message(FATAL_ERROR "the installed jobctl did not reach PostgreSQL through its module (exit ${rc}): ${err}")
+endif()
 # The units name the programs where they were installed.
 file(READ "${PREFIX}/lib/systemd/system/jobagent.service" unit)
 if(NOT unit MATCHES "ExecStart=${PREFIX}/bin/jobagent ")

@@ -60,9 +60,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libcurl is loaded with the agent's first webhook (dlopen), so
 # dpkg-shlibdeps does not see it; webhooks are part of every agent.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libcurl4 (>= 7.85)")
-# libpq is loaded only for a PostgreSQL store (dlopen), so dpkg-shlibdeps
-# does not see it.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libpq5 (>= 14)")
+# The PostgreSQL client is jobctl's own module (lib/jobctl/), whose
+# libraries (OpenSSL's) dpkg-shlibdeps finds.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS postgresql)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/deb/postinst
                                        ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)

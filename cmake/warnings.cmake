@@ -1,12 +1,16 @@
 # Warnings and sanitizers as INTERFACE targets: every target of ours links
-# jobctl_build_flags, so one switch changes the whole tree.
-add_library(jobctl_build_flags INTERFACE)
-target_compile_options(jobctl_build_flags INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+# jobctl_build_flags, so one switch changes the whole tree. The warnings
+# alone are jobctl_warnings, for the PostgreSQL client module, which is
+# loaded into programs of either kind and so takes no sanitizer of its own.
+add_library(jobctl_warnings INTERFACE)
+target_compile_options(jobctl_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow
   -Wnon-virtual-dtor -Wcast-align -Wunused -Woverloaded-virtual
   -Wimplicit-fallthrough)
 if(JOBCTL_WERROR)
-  target_compile_options(jobctl_build_flags INTERFACE -Werror)
+  target_compile_options(jobctl_warnings INTERFACE -Werror)
 endif()
+add_library(jobctl_build_flags INTERFACE)
+target_link_libraries(jobctl_build_flags INTERFACE jobctl_warnings)
 if(JOBCTL_SANITIZE)
   target_compile_options(jobctl_build_flags INTERFACE -fsanitize=address,undefined
     -fno-sanitize-recover=undefined -fno-omit-frame-pointer)

@@ -1,20 +1,24 @@
 #include "common/config/libpq.hpp"
 
+#include <string>
+
+#include "common/util/program_directory.hpp"
 #include "common/util/shared_library.hpp"
 
 namespace jobctl::config {
 namespace {
 
-// The soname of every libpq since PostgreSQL 8.0: its ABI only grows.
-constexpr const char* kSoname = "libpq.so.5";
+constexpr const char* kModule = "libjobctl-postgres.so";
+constexpr const char* kHint = "it is installed with jobctl, in lib/jobctl/ beside its bin/: reinstall jobctl, "
+                              "or use a sqlite: DSN";
 
 Libpq load() {
-  void* lib = util::open_library(kSoname, ExitCode::store, "the PostgreSQL client library",
-                                 "install it (Debian: apt-get install libpq5), or use a sqlite: DSN");
+  const auto directory = util::program_directory();
+  const std::string path = directory.empty() ? kModule : (directory.parent_path() / "lib/jobctl" / kModule).string();
+  void* lib = util::open_library(path.c_str(), ExitCode::store, "the PostgreSQL client module", kHint);
   Libpq f;
 #define JOBCTL_LIBPQ_LOAD(name)                                                                                  \
-  f.name = reinterpret_cast<decltype(&::name)>(                                                                  \
-      util::library_symbol(lib, kSoname, #name, ExitCode::store, "install libpq 14 or later (Debian 12: libpq5)"));
+  f.name = reinterpret_cast<decltype(&::name)>(util::library_symbol(lib, kModule, #name, ExitCode::store, kHint));
   JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_LOAD)
 #undef JOBCTL_LIBPQ_LOAD
   return f;  // the library stays loaded for the life of the process

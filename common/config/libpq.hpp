@@ -1,10 +1,12 @@
 #pragma once
-// The PostgreSQL client library, loaded when a PostgreSQL DSN first needs
-// it rather than linked: libpq and what it brings (Kerberos, LDAP, GnuTLS,
-// OpenSSL: some twenty libraries) cost a command about 12 ms of start-up,
+// The PostgreSQL client, loaded when a PostgreSQL DSN first needs it rather
+// than linked: libpq and OpenSSL cost a command about 2 ms of start-up,
 // which a command on SQLite, or one that never opens a store (--version,
-// --help, completions), should not pay. Call its functions as
-// libpq().PQexec(...); the types and constants are libpq-fe.h's own.
+// --help, completions), should not pay. It is jobctl's own module,
+// libjobctl-postgres.so in lib/jobctl/ beside the programs' bin/: libpq
+// with Kerberos and LDAP opened only when first called (built in
+// common/CMakeLists.txt). Call its functions as libpq().PQexec(...); the
+// types and constants are libpq-fe.h's own.
 #include <libpq-fe.h>
 
 namespace jobctl::config {
@@ -23,8 +25,8 @@ struct Libpq {
 #undef JOBCTL_LIBPQ_MEMBER
 };
 
-// libpq.so.5, loaded on the first call (from any thread). Throws a store
-// Error (exit 5) saying how to install it when it cannot be loaded.
+// The module, loaded on the first call (from any thread). Throws a store
+// Error (exit 5) saying how to reinstall it when it cannot be loaded.
 const Libpq& libpq();
 
 }  // namespace jobctl::config

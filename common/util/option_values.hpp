@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 namespace jobctl::util {
@@ -14,21 +15,20 @@ namespace jobctl::util {
 // option takes decimal digits only, where CLI11 would read `-n 010` as 8
 // and `0x10` as 16. Each is "--flag: …", exit 2. Call once the tree of
 // commands is built.
-inline constexpr const char* kEmptyMeansNone = "empty-means-none";
+// The options marked with empty_means_none(). A set rather than a marker
+// validator: CLI11 answers "no such validator" with an exception, and one
+// thrown for every option of every command cost each jobctl process about
+// a millisecond.
+inline std::set<const CLI::Option*>& options_taking_empty() {
+  static std::set<const CLI::Option*> marked;
+  return marked;
+}
 
 // Marks an option whose empty value means something of its own
 // (`update --name ""` removes the name): check_option_values lets it be.
 inline CLI::Option* empty_means_none(CLI::Option* option) {
-  return option->check(CLI::Validator([](std::string&) { return std::string(); }, "", kEmptyMeansNone));
-}
-
-inline bool takes_empty(CLI::Option& option) {
-  try {
-    option.get_validator(kEmptyMeansNone);
-    return true;
-  } catch (const CLI::OptionNotFound&) {
-    return false;
-  }
+  options_taking_empty().insert(option);
+  return option;
 }
 
 inline void check_option_values(CLI::App& app) {
@@ -53,7 +53,7 @@ inline void check_option_values(CLI::App& app) {
     // list of choices, a range), so these are what an empty or octal value hears.
     const std::string type = option->get_type_name();
     if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) option->transform(decimal);
-    if (!takes_empty(*option)) option->transform(non_empty);
+    if (!options_taking_empty().contains(option)) option->transform(non_empty);
   }
   for (CLI::App* sub : app.get_subcommands({})) check_option_values(*sub);
 }

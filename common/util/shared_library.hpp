@@ -1,16 +1,17 @@
 #pragma once
 // Libraries opened with dlopen when first needed rather than linked, so
 // that the programs and commands that never use them do not pay for
-// loading them (and what they bring): libpq (common/config/libpq.hpp) and
-// the agent's libcurl (agent/libcurl.hpp). Each keeps its own table of the
-// functions it uses; these open the library and find them.
+// loading them (and what they bring): the PostgreSQL client module
+// (common/config/libpq.hpp) and the agent's libcurl (agent/libcurl.hpp).
+// Each keeps its own table of the functions it uses; these open the
+// library and find them.
 #include <string>
 
 #include "common/util/error.hpp"
 
 namespace jobctl::util {
 
-// `soname`, opened RTLD_NOW | RTLD_LOCAL for the life of the process, or
+// `soname` (or a path), opened RTLD_NOW | RTLD_LOCAL for the life of the process, or
 // Error(code, "cannot load WHAT: <dlerror>", hint).
 void* open_library(const char* soname, ExitCode code, const std::string& what, const std::string& hint);
 

@@ -69,9 +69,11 @@ TEST_CASE("agent: runs a job with its payload, environment and identifiers, and 
   CHECK(a[0]["worker"] == "agent");
 }
 
-TEST_CASE("agent: the PostgreSQL client library is loaded only for a PostgreSQL store") {
-  // libpq and what it brings cost a process about 12 ms to start: an
-  // agent, or a jobctl command, on SQLite never loads it.
+TEST_CASE("agent: the PostgreSQL client is loaded only for a PostgreSQL store, without LDAP") {
+  // libpq and OpenSSL cost a process about 2 ms to start: an agent, or a
+  // jobctl command, on SQLite never loads them. jobctl's own libpq
+  // module does not map LDAP and GnuTLS (and their ten libraries), which
+  // it opens only for an ldap:// service lookup; libpq.so.5 maps them.
   test::TempDir dir;
   test::TestDb db(dir);
   auto agent = test::start_agent(db, dir, kFast);
@@ -79,7 +81,15 @@ TEST_CASE("agent: the PostgreSQL client library is loaded only for a PostgreSQL 
   test::eventually([&] { return status_of(db, dir, id) == "succeeded"; }, "the job to run");
   const std::string maps = test::read_file(fmt::format("/proc/{}/maps", agent->pid()));
   REQUIRE(maps.find("libc.so") != std::string::npos);
-  CHECK((maps.find("libpq.so") != std::string::npos) == (test::test_backend() == config::Backend::postgres));
+  const bool postgres = test::test_backend() == config::Backend::postgres;
+  CHECK((maps.find("/lib/jobctl/libjobctl-postgres.so") != std::string::npos) == postgres);
+  CHECK((maps.find("libssl.so") != std::string::npos) == postgres);
+  CHECK(maps.find("libpq.so") == std::string::npos);
+  CHECK(maps.find("libldap") == std::string::npos);
+  CHECK(maps.find("libgnutls") == std::string::npos);
+  // Over TCP, libpq asks GSSAPI for a ticket (gssencmode=prefer): the
+  // module's forwarding function opened the real library for it.
+  CHECK((maps.find("libgssapi_krb5") != std::string::npos) == postgres);
 }
 
 TEST_CASE("agent: a payload too large for the environment reaches the job on standard input only") {

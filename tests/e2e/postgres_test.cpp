@@ -5,7 +5,12 @@
 // PostgreSQL only; each test has a database of its own.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -112,6 +117,45 @@ TEST_CASE("postgres: a store made in public before jobctl had its own schema is 
   REQUIRE(json::parse(after.out).size() == 1);
   CHECK(json::parse(after.out)[0]["id"] == id);
   CHECK(db.count("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0);
+}
+
+TEST_CASE("postgres: the client module opens LDAP for an ldap:// service line, and asks the LDAP server") {
+  // libjobctl-postgres.so maps no LDAP library at start (agent_test.cpp);
+  // libpq's LDAP calls open it then. An LDAP server on loopback sees the
+  // bind request that the real library sends (a BER SEQUENCE, 0x30).
+  if (test::test_backend() != config::Backend::postgres) return;
+  test::TempDir dir;
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(listen(listener, 1) == 0);
+  REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  std::ofstream(dir.file("pg_service.conf")) << "[viaLdap]\nldap://127.0.0.1:" << ntohs(address.sin_port)
+                                             << "/dc=jobctl,dc=test?pgconn?one?(cn=jobs)\n";
+  std::string first_bytes;
+  std::thread ldap_server([&] {
+    pollfd ready{listener, POLLIN, 0};
+    if (poll(&ready, 1, 60'000) != 1) return;  // a hang guard: the CHECK below reports it
+    const int peer = accept(listener, nullptr, nullptr);
+    if (peer < 0) return;
+    pollfd readable{peer, POLLIN, 0};
+    char buffer[64];
+    if (poll(&readable, 1, 60'000) == 1) {
+      const ssize_t n = read(peer, buffer, sizeof buffer);
+      if (n > 0) first_bytes.assign(buffer, static_cast<size_t>(n));
+    }
+    close(peer);  // no answer: libpq gives up on the line
+  });
+  auto r = run_on("service=viaLdap connect_timeout=5", dir, {"ls"}, {"PGSERVICEFILE=" + dir.file("pg_service.conf")});
+  ldap_server.join();
+  close(listener);
+  CHECK(r.code == 5);
+  REQUIRE_MESSAGE(!first_bytes.empty(), r.err);
+  CHECK(static_cast<unsigned char>(first_bytes[0]) == 0x30);
 }
 
 TEST_CASE("postgres: read-only, a statement timeout and permission denied are exit 5 with the server's reason") {
