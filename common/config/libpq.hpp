@@ -25,8 +25,9 @@ struct Libpq {
 #undef JOBCTL_LIBPQ_MEMBER
 };
 
-// The module, loaded on the first call (from any thread). Throws a store
-// Error (exit 5) saying how to reinstall it when it cannot be loaded.
+// The module, loaded on the first call (from any thread); libpq.so.5 for
+// a program away from its installation. Throws a store Error (exit 5)
+// saying what to install when neither can be loaded.
 const Libpq& libpq();
 
 }  // namespace jobctl::config

@@ -6,10 +6,14 @@
 
 namespace jobctl::util {
 
-void* open_library(const char* soname, ExitCode code, const std::string& what, const std::string& hint) {
-  void* library = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  if (!library) throw Error(code, fmt::format("cannot load {}: {}", what, dlerror()), hint);
-  return library;
+void* open_library(const std::vector<std::string>& names, ExitCode code, const std::string& what,
+                   const std::string& hint) {
+  std::string first_reason;
+  for (const auto& name : names) {
+    if (void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return library;
+    if (first_reason.empty()) first_reason = dlerror();
+  }
+  throw Error(code, fmt::format("cannot load {}: {}", what, first_reason), hint);
 }
 
 void* library_symbol(void* library, const char* soname, const char* name, ExitCode code, const std::string& hint) {

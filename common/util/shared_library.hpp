@@ -6,14 +6,17 @@
 // Each keeps its own table of the functions it uses; these open the
 // library and find them.
 #include <string>
+#include <vector>
 
 #include "common/util/error.hpp"
 
 namespace jobctl::util {
 
-// `soname` (or a path), opened RTLD_NOW | RTLD_LOCAL for the life of the process, or
-// Error(code, "cannot load WHAT: <dlerror>", hint).
-void* open_library(const char* soname, ExitCode code, const std::string& what, const std::string& hint);
+// The first of `names` (sonames or paths) that opens, opened RTLD_NOW |
+// RTLD_LOCAL for the life of the process, or Error(code, "cannot load
+// WHAT: <dlerror of the first>", hint).
+void* open_library(const std::vector<std::string>& names, ExitCode code, const std::string& what,
+                   const std::string& hint);
 
 // The address of `name` in `library` (opened as `soname`), or closes it and
 // throws Error(code, "the SONAME found has no NAME", hint): a version too old.

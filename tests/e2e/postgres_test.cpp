@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -156,6 +157,17 @@ TEST_CASE("postgres: the client module opens LDAP for an ldap:// service line, a
   CHECK(r.code == 5);
   REQUIRE_MESSAGE(!first_bytes.empty(), r.err);
   CHECK(static_cast<unsigned char>(first_bytes[0]) == 0x30);
+}
+
+TEST_CASE("postgres: a jobctl copied away from its lib/jobctl/ uses the system's libpq") {
+  if (test::test_backend() != config::Backend::postgres) return;
+  test::TempDir dir;
+  Database db;
+  std::filesystem::create_directories(dir.file("elsewhere/bin"));
+  std::filesystem::copy_file(JOBCTL_BIN, dir.file("elsewhere/bin/jobctl"));
+  test::Process copied({dir.file("elsewhere/bin/jobctl"), "--db", db.dsn(), "init"}, {}, dir, "copied");
+  CHECK_MESSAGE(copied.wait() == 0, copied.err());
+  CHECK(db.count("SELECT count(*) FROM jobctl.schema_migrations") > 0);
 }
 
 TEST_CASE("postgres: read-only, a statement timeout and permission denied are exit 5 with the server's reason") {
