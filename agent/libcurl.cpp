@@ -14,7 +14,8 @@ constexpr const char* kSoname = "libcurl.so.4";
 
 Libcurl load() {
   void* lib = util::open_library({kSoname}, ExitCode::store, "libcurl, which webhook jobs need",
-                                 "install it (Debian: apt-get install libcurl4)");
+                                 "install it (Debian: apt-get install libcurl4)")
+                  .handle;
   Libcurl f;
 #define JOBCTL_LIBCURL_LOAD(name)                                                                                \
   f.name = reinterpret_cast<decltype(&::name)>(                                                                  \

@@ -22,11 +22,14 @@ foreach(f bin/jobctl bin/jobctl-serve bin/jobagent)
     message(FATAL_ERROR "not stripped after install: ${f}")
   endif()
 endforeach()
-# The installed jobctl finds its PostgreSQL client module: a server that
-# refuses the connection (nothing listens on port 1) is what it reports.
-execute_process(COMMAND "${PREFIX}/bin/jobctl" --db "host=127.0.0.1 port=1 user=jobctl dbname=jobctl" ls
+# The installed jobctl loads its PostgreSQL client module, not the
+# system's libpq.so.5 (the loader's LD_DEBUG=files names each file it
+# opens), and reports what the server does: nothing listens on port 1.
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env LD_DEBUG=files
+                        "${PREFIX}/bin/jobctl" --db "host=127.0.0.1 port=1 user=jobctl dbname=jobctl" ls
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
-if(NOT rc EQUAL 5 OR NOT err MATCHES "Connection refused")
+if(NOT rc EQUAL 5 OR NOT err MATCHES "Connection refused" OR NOT err MATCHES "file=${PREFIX}/lib/jobctl/libjobctl-postgres.so"
+   OR err MATCHES "file=[^ ]*libpq.so.5")
   message(FATAL_ERROR "the installed jobctl did not reach PostgreSQL through its module (exit ${rc}): ${err}")
 endif()
 # The units name the programs where they were installed.

@@ -10,8 +10,6 @@ namespace jobctl::config {
 namespace {
 
 constexpr const char* kModule = "libjobctl-postgres.so";
-constexpr const char* kHint = "it is installed with jobctl, in lib/jobctl/ beside its bin/: reinstall jobctl "
-                              "(or install libpq5), or use a sqlite: DSN";
 
 Libpq load() {
   const auto directory = util::program_directory();
@@ -20,10 +18,15 @@ Libpq load() {
   // A program run away from its installation (copied elsewhere) uses the
   // system's libpq: the same functions, 2.5 ms slower to load.
   names.push_back("libpq.so.5");
-  void* lib = util::open_library(names, ExitCode::store, "the PostgreSQL client module", kHint);
+  const auto lib = util::open_library(names, ExitCode::store, "the PostgreSQL client",
+                                      "reinstall jobctl (the module is lib/jobctl/" + std::string(kModule) +
+                                          " beside its bin/), install libpq5 (14 or later), or use a sqlite: DSN");
+  const char* found = lib.name.c_str();
   Libpq f;
-#define JOBCTL_LIBPQ_LOAD(name)                                                                                  \
-  f.name = reinterpret_cast<decltype(&::name)>(util::library_symbol(lib, kModule, #name, ExitCode::store, kHint));
+  // Only the system's libpq can be too old (14 brought pipeline mode).
+#define JOBCTL_LIBPQ_LOAD(name)                                                                   \
+  f.name = reinterpret_cast<decltype(&::name)>(util::library_symbol(                              \
+      lib.handle, found, #name, ExitCode::store, "install libpq5 14 or later, or reinstall jobctl"));
   JOBCTL_LIBPQ_FUNCTIONS(JOBCTL_LIBPQ_LOAD)
 #undef JOBCTL_LIBPQ_LOAD
   return f;  // the library stays loaded for the life of the process

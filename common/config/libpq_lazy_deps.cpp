@@ -9,8 +9,8 @@
 // for an ldap:// line in a service file, and GSSAPI only over TCP (to ask
 // for a ticket with gssencmode=prefer) or for Kerberos authentication.
 // Each function here forwards to the real one; where its library cannot
-// be loaded it fails as the library would (GSS_S_FAILURE, no LDAP
-// handle), and libpq reports that in its own words.
+// be loaded it fails as the library would (GSS_S_FAILURE with a minor
+// status of 0, no LDAP handle), and libpq reports that in its own words.
 #define LDAP_DEPRECATED 1  // libpq calls ldap_init, ldap_simple_bind, ldap_search_st, ldap_unbind
 #include <dlfcn.h>
 #include <gssapi/gssapi.h>
@@ -42,38 +42,38 @@ constexpr char kLdap[] = "libldap-2.5.so.0";
     return real args;                                                   \
   }
 
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_acquire_cred,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_acquire_cred,
                (OM_uint32 * minor, gss_name_t name, OM_uint32 time, gss_OID_set mechs, gss_cred_usage_t usage,
                 gss_cred_id_t* cred, gss_OID_set* actual_mechs, OM_uint32* actual_time),
                (minor, name, time, mechs, usage, cred, actual_mechs, actual_time))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_delete_sec_context,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_delete_sec_context,
                (OM_uint32 * minor, gss_ctx_id_t* context, gss_buffer_t token), (minor, context, token))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_display_status,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_display_status,
                (OM_uint32 * minor, OM_uint32 status, int type, gss_OID mech, OM_uint32* more, gss_buffer_t text),
                (minor, status, type, mech, more, text))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_import_name,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_import_name,
                (OM_uint32 * minor, gss_buffer_t text, gss_OID type, gss_name_t* name), (minor, text, type, name))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_init_sec_context,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_init_sec_context,
                (OM_uint32 * minor, gss_cred_id_t cred, gss_ctx_id_t* context, gss_name_t target, gss_OID mech,
                 OM_uint32 flags, OM_uint32 time, gss_channel_bindings_t bindings, gss_buffer_t input,
                 gss_OID* actual_mech, gss_buffer_t output, OM_uint32* actual_flags, OM_uint32* actual_time),
                (minor, cred, context, target, mech, flags, time, bindings, input, actual_mech, output, actual_flags,
                 actual_time))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_release_buffer, (OM_uint32 * minor, gss_buffer_t buffer),
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_release_buffer, (OM_uint32 * minor, gss_buffer_t buffer),
                (minor, buffer))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_release_cred, (OM_uint32 * minor, gss_cred_id_t* cred),
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_release_cred, (OM_uint32 * minor, gss_cred_id_t* cred),
                (minor, cred))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_release_name, (OM_uint32 * minor, gss_name_t* name),
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_release_name, (OM_uint32 * minor, gss_name_t* name),
                (minor, name))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_unwrap,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_unwrap,
                (OM_uint32 * minor, gss_ctx_id_t context, gss_buffer_t input, gss_buffer_t output, int* confidential,
                 gss_qop_t* qop),
                (minor, context, input, output, confidential, qop))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_wrap,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_wrap,
                (OM_uint32 * minor, gss_ctx_id_t context, int confidential, gss_qop_t qop, gss_buffer_t input,
                 int* done_confidential, gss_buffer_t output),
                (minor, context, confidential, qop, input, done_confidential, output))
-JOBCTL_FORWARD(kGssapi, OM_uint32, GSS_S_FAILURE, gss_wrap_size_limit,
+JOBCTL_FORWARD(kGssapi, OM_uint32, (*minor = 0, GSS_S_FAILURE), gss_wrap_size_limit,
                (OM_uint32 * minor, gss_ctx_id_t context, int confidential, gss_qop_t qop, OM_uint32 output_size,
                 OM_uint32* input_size),
                (minor, context, confidential, qop, output_size, input_size))

@@ -18,7 +18,9 @@ namespace jobctl::util {
 // The options marked with empty_means_none(). A set rather than a marker
 // validator: CLI11 answers "no such validator" with an exception, and one
 // thrown for every option of every command cost each jobctl process about
-// a millisecond.
+// a third of a millisecond. The marks last from building a tree of
+// commands to its check, so that an option of a tree built later, at the
+// address of a marked one freed since, is not taken for it.
 inline std::set<const CLI::Option*>& options_taking_empty() {
   static std::set<const CLI::Option*> marked;
   return marked;
@@ -31,7 +33,7 @@ inline CLI::Option* empty_means_none(CLI::Option* option) {
   return option;
 }
 
-inline void check_option_values(CLI::App& app) {
+inline void check_option_values_below(CLI::App& app) {
   const CLI::Validator non_empty(
       [](const std::string& value) {
         return value.empty() ? std::string("the value is empty; give one, or leave the option out") : std::string();
@@ -55,7 +57,12 @@ inline void check_option_values(CLI::App& app) {
     if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) option->transform(decimal);
     if (!options_taking_empty().contains(option)) option->transform(non_empty);
   }
-  for (CLI::App* sub : app.get_subcommands({})) check_option_values(*sub);
+  for (CLI::App* sub : app.get_subcommands({})) check_option_values_below(*sub);
+}
+
+inline void check_option_values(CLI::App& app) {
+  check_option_values_below(app);
+  options_taking_empty().clear();
 }
 
 }  // namespace jobctl::util

@@ -3,17 +3,18 @@
 #include <dlfcn.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace jobctl::util {
 
-void* open_library(const std::vector<std::string>& names, ExitCode code, const std::string& what,
-                   const std::string& hint) {
-  std::string first_reason;
+OpenedLibrary open_library(const std::vector<std::string>& names, ExitCode code, const std::string& what,
+                           const std::string& hint) {
+  std::vector<std::string> reasons;
   for (const auto& name : names) {
-    if (void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return library;
-    if (first_reason.empty()) first_reason = dlerror();
+    if (void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return {library, name};
+    reasons.emplace_back(dlerror());
   }
-  throw Error(code, fmt::format("cannot load {}: {}", what, first_reason), hint);
+  throw Error(code, fmt::format("cannot load {}: {}", what, fmt::join(reasons, "; ")), hint);
 }
 
 void* library_symbol(void* library, const char* soname, const char* name, ExitCode code, const std::string& hint) {

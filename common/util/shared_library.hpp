@@ -12,11 +12,16 @@
 
 namespace jobctl::util {
 
+struct OpenedLibrary {
+  void* handle;
+  std::string name;  // which of the names it is
+};
+
 // The first of `names` (sonames or paths) that opens, opened RTLD_NOW |
 // RTLD_LOCAL for the life of the process, or Error(code, "cannot load
-// WHAT: <dlerror of the first>", hint).
-void* open_library(const std::vector<std::string>& names, ExitCode code, const std::string& what,
-                   const std::string& hint);
+// WHAT: <each one's dlerror>", hint).
+OpenedLibrary open_library(const std::vector<std::string>& names, ExitCode code, const std::string& what,
+                           const std::string& hint);
 
 // The address of `name` in `library` (opened as `soname`), or closes it and
 // throws Error(code, "the SONAME found has no NAME", hint): a version too old.

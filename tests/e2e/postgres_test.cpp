@@ -138,7 +138,7 @@ TEST_CASE("postgres: the client module opens LDAP for an ldap:// service line, a
   std::ofstream(dir.file("pg_service.conf")) << "[viaLdap]\nldap://127.0.0.1:" << ntohs(address.sin_port)
                                              << "/dc=jobctl,dc=test?pgconn?one?(cn=jobs)\n";
   std::string first_bytes;
-  std::thread ldap_server([&] {
+  std::jthread ldap_server([&] {
     pollfd ready{listener, POLLIN, 0};
     if (poll(&ready, 1, 60'000) != 1) return;  // a hang guard: the CHECK below reports it
     const int peer = accept(listener, nullptr, nullptr);
