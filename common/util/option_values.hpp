@@ -8,31 +8,19 @@
 
 namespace jobctl::util {
 
-// Every option below `app` that takes a value refuses an empty one, unless
-// marked with empty_means_none()
-// (`--cron ''`, most often an unset shell variable), where taking it as
-// "not given" would run the job now or wait for ever; and a whole-number
-// option takes decimal digits only, where CLI11 would read `-n 010` as 8
-// and `0x10` as 16. Each is "--flag: …", exit 2. Call once the tree of
-// commands is built.
 // The options marked with empty_means_none(). A set rather than a marker
 // validator: CLI11 answers "no such validator" with an exception, and one
 // thrown for every option of every command cost each jobctl process about
 // a third of a millisecond. The marks last from building a tree of
 // commands to its check, so that an option of a tree built later, at the
 // address of a marked one freed since, is not taken for it.
+namespace detail {
 inline std::set<const CLI::Option*>& options_taking_empty() {
   static std::set<const CLI::Option*> marked;
   return marked;
 }
 
-// Marks an option whose empty value means something of its own
-// (`update --name ""` removes the name): check_option_values lets it be.
-inline CLI::Option* empty_means_none(CLI::Option* option) {
-  options_taking_empty().insert(option);
-  return option;
-}
-
+// check_option_values for `app` and every command below it.
 inline void check_option_values_below(CLI::App& app) {
   const CLI::Validator non_empty(
       [](const std::string& value) {
@@ -59,10 +47,25 @@ inline void check_option_values_below(CLI::App& app) {
   }
   for (CLI::App* sub : app.get_subcommands({})) check_option_values_below(*sub);
 }
+}  // namespace detail
 
+// Marks an option whose empty value means something of its own
+// (`update --name ""` removes the name): check_option_values lets it be.
+inline CLI::Option* empty_means_none(CLI::Option* option) {
+  detail::options_taking_empty().insert(option);
+  return option;
+}
+
+// Every option below `app` that takes a value refuses an empty one, unless
+// marked with empty_means_none()
+// (`--cron ''`, most often an unset shell variable), where taking it as
+// "not given" would run the job now or wait for ever; and a whole-number
+// option takes decimal digits only, where CLI11 would read `-n 010` as 8
+// and `0x10` as 16. Each is "--flag: …", exit 2. Call once the tree of
+// commands is built.
 inline void check_option_values(CLI::App& app) {
-  check_option_values_below(app);
-  options_taking_empty().clear();
+  detail::check_option_values_below(app);
+  detail::options_taking_empty().clear();
 }
 
 }  // namespace jobctl::util
