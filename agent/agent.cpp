@@ -170,6 +170,7 @@ void Agent::handle_signals() {
 void Agent::collect_finished() {
   runner_.read_output();
   auto finished = runner_.reap();
+  record_start_failures();
   for (auto& f : webhooks_.collect()) finished.push_back(std::move(f));
   for (auto& f : finished) {
     std::vector<std::pair<std::string, std::string>> fields{{"run_id", f.run.run_id}, {"job_id", f.run.job_id}};
@@ -458,8 +459,8 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
     give_back(claimed);
     return;
   }
-  // Each process is a round trip to the supervisor, so a big claim takes a
-  // while to start. Every few starts, what finished meanwhile is reported
+  // The supervisor starts the processes one after another (a few requests
+  // ahead of it), so a big claim takes a while to start. Every few starts, what finished meanwhile is reported
   // and its slots are claimed again: the store works while this loop
   // starts processes, not after. The runs not started yet keep their
   // slots (free_slots()).
@@ -484,14 +485,11 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
       error = e.hint().empty() ? std::string(e.what()) : fmt::format("{}; {}", e.what(), e.hint());
       permanent = Permanent::no;
     }
-    if (error) {
-      log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", *error}});
-      completions_.push_back(start_failure(run, *error, rng_, permanent));
-      ++metrics_.runs_failed[run.queue];
-      if (completions_.back().status == model::RunStatus::dead) ++metrics_.runs_dead[run.queue];
-    }
-    --unstarted_;  // running now, or failed to start: its slot is counted as such
+    if (error) fail_start(run, *error, permanent);
+    --unstarted_;  // starting, running or failed to start: its slot is counted as such
   }
+  runner_.settle_starts();
+  record_start_failures();
   // Send the new requests now, not after the next round of store work.
   webhooks_.handle_timeout(Clock::now());
   claim_wanted_ = claim_wanted_ || (static_cast<int>(claimed.size()) == want && free_slots() > 0);
@@ -517,6 +515,17 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
     }
   }
   looked_again_ = look_again;
+}
+
+void Agent::fail_start(const store::ClaimedRun& run, const std::string& error, Permanent permanent) {
+  log_event(LogLevel::warn, "start_failed", {{"run_id", run.run_id}, {"job_id", run.job_id}, {"error", error}});
+  completions_.push_back(start_failure(run, error, rng_, permanent));
+  ++metrics_.runs_failed[run.queue];
+  if (completions_.back().status == model::RunStatus::dead) ++metrics_.runs_dead[run.queue];
+}
+
+void Agent::record_start_failures() {
+  for (const auto& f : runner_.start_failures()) fail_start(f.run, f.error, f.permanent);
 }
 
 void Agent::wait_for_events(Clock::time_point now) {

@@ -55,6 +55,9 @@ class Agent {
   void reopen_wakeups();
   void claim_if_free(Clock::time_point now);
   void give_back(const std::vector<store::ClaimedRun>& claimed);
+  // A run that could not start: its completion, failed for good or retried.
+  void fail_start(const store::ClaimedRun& run, const std::string& error, Permanent permanent);
+  void record_start_failures();  // those the supervisor refused (Runner::start_failures)
   void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, std::optional<int64_t> due_in,
                      Clock::time_point now);
   // The scheduler leader's duties (agent/scheduling.cpp).

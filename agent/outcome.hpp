@@ -14,10 +14,7 @@ namespace jobctl::agent {
 store::Completion outcome_of(const Finished& f, std::mt19937_64& rng);
 
 // The completion for a run that could not start at all: a permanent
-// failure for what will not change (command not found, missing working
-// directory, a secret this agent lacks), else retried (the agent itself
-// failed, e.g. out of memory).
-enum class Permanent { yes, no };
+// failure, or retried (see Permanent).
 store::Completion start_failure(const store::ClaimedRun& run, const std::string& error, std::mt19937_64& rng,
                                 Permanent permanent = Permanent::yes);
 

@@ -32,20 +32,38 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
   exec::SpawnRequest req{run.spec.command.exec_argv(),
                          job_environment(run, environ, opts_.job_db, user.empty() ? OtherUser::no : OtherUser::yes),
                          run.spec.cwd, run.spec.payload.value_or(""), user};
-  exec::Spawned sp;
-  try {
-    sp = supervisor_.spawn(req);
-  } catch (const Error& e) {
-    if (e.code() != ExitCode::usage) throw;
-    return std::string(e.what());
-  }
-  const auto started = Clock::now();
-  Job job{run, sp.pid, sp.stdout_fd, sp.stderr_fd, exec::OutputTail(opts_.output_limit),
-          exec::OutputTail(opts_.output_limit), started, std::nullopt, std::nullopt, Ending::none, 0, 0,
-          started + kShipOutputEvery, false};
-  if (run.spec.timeout_us > 0) job.deadline = job.started + std::chrono::microseconds(run.spec.timeout_us);
-  jobs_.emplace(sp.pid, std::move(job));
+  // A full window: the oldest request's answer first.
+  if (supervisor_.unanswered() >= exec::Supervisor::kWindow) take_answers(exec::Supervisor::kWindow - 1);
+  Starting s{run, exec::Fd(), exec::Fd()};
+  const uint32_t ticket = supervisor_.request_spawn(req, s.out, s.err);
+  starting_.emplace(ticket, std::move(s));
   return std::nullopt;
+}
+
+void Runner::settle_starts() {
+  if (!starting_.empty()) take_answers(0);
+}
+
+std::vector<StartFailure> Runner::start_failures() { return std::exchange(failed_starts_, {}); }
+
+void Runner::take_answers(size_t leave) {
+  for (auto& a : supervisor_.answers(leave)) {
+    auto it = starting_.find(a.ticket);
+    if (it == starting_.end()) continue;
+    Starting s = std::move(it->second);
+    starting_.erase(it);
+    if (a.pid < 0) {
+      failed_starts_.push_back(StartFailure{std::move(s.run), std::move(a.error),
+                                            a.code == ExitCode::usage ? Permanent::yes : Permanent::no});
+      continue;
+    }
+    const auto started = Clock::now();
+    Job job{std::move(s.run), a.pid, s.out.release(), s.err.release(), exec::OutputTail(opts_.output_limit),
+            exec::OutputTail(opts_.output_limit), started, std::nullopt, std::nullopt, Ending::none, 0, 0,
+            started + kShipOutputEvery, false};
+    if (job.run.spec.timeout_us > 0) job.deadline = job.started + std::chrono::microseconds(job.run.spec.timeout_us);
+    jobs_.emplace(a.pid, std::move(job));
+  }
 }
 
 void Runner::poll_fds(std::vector<pollfd>& fds) const {
@@ -82,8 +100,15 @@ void Runner::read_output() {
 }
 
 std::vector<Finished> Runner::reap() {
+  // Answers first: an exit comes after the answer naming its process, and
+  // exits() holds it back while that answer waits (it may read both).
+  std::vector<exec::Supervisor::Exit> exits;
+  do {
+    take_answers(supervisor_.unanswered());
+    for (const auto& e : supervisor_.exits()) exits.push_back(e);
+  } while (supervisor_.answered());
   std::vector<Finished> done;
-  for (const auto& [pid, status] : supervisor_.exits()) {
+  for (const auto& [pid, status] : exits) {
     auto it = jobs_.find(pid);
     if (it == jobs_.end()) continue;
     Job& job = it->second;
@@ -121,10 +146,12 @@ Runner::Job* Runner::find(const std::string& run_id) {
 }
 
 void Runner::stop(const std::string& run_id, Ending why, Now immediately) {
+  settle_starts();
   if (Job* job = find(run_id)) terminate(*job, why, why == Ending::lost ? Now::yes : immediately);
 }
 
 void Runner::stop_all(Ending why, Now immediately) {
+  settle_starts();
   for (auto& [pid, job] : jobs_) terminate(job, why, immediately);
 }
 
@@ -186,6 +213,7 @@ std::string Runner::job_of(const std::string& run_id) const {
 std::vector<std::string> Runner::run_ids() const {
   std::vector<std::string> ids;
   for (const auto& [pid, job] : jobs_) ids.push_back(job.run.run_id);
+  for (const auto& [ticket, s] : starting_) ids.push_back(s.run.run_id);
   return ids;
 }
 

@@ -55,6 +55,18 @@ struct Finished {
   int64_t stderr_bytes = 0;
 };
 
+// Whether a run that could not start fails for good (what will not change:
+// command not found, missing working directory, a secret this agent lacks)
+// or is retried (the agent itself failed, e.g. out of memory).
+enum class Permanent { yes, no };
+
+// A run whose process could not start, and why.
+struct StartFailure {
+  store::ClaimedRun run;
+  std::string error;
+  Permanent permanent = Permanent::yes;
+};
+
 // How often a running process's new output is shipped to the store, at
 // most (jobctl logs --follow); a process that ends sooner ships none.
 inline constexpr std::chrono::milliseconds kShipOutputEvery{500};
@@ -65,10 +77,18 @@ class Runner {
   explicit Runner(const Options& opts) : opts_(opts), supervisor_(opts.kill_grace) {}
   ~Runner();  // kills whatever still runs, then ends the supervisor
 
-  // Starts the run's command. Returns why when it cannot start (command
-  // not found, bad cwd); the run is then not tracked. Throws Error when the
-  // agent cannot start anything (its supervisor is gone).
+  // Starts the run's command: asks the supervisor and returns before it
+  // answers (a few starts are under way at a time). Returns why when it
+  // cannot start for a reason known at once (a user it may not run as);
+  // the run is then not tracked. A start the supervisor refuses (command
+  // not found, bad cwd) comes back from start_failures(). Throws Error when
+  // the agent cannot start anything (its supervisor is gone).
   std::optional<std::string> start(const store::ClaimedRun& run);
+  // Waits for the answer to every start under way: each is running, or
+  // among start_failures().
+  void settle_starts();
+  // The runs whose start the supervisor refused since the last call.
+  std::vector<StartFailure> start_failures();
 
   // Descriptors to poll (the supervisor's, stdout and stderr of each process).
   void poll_fds(std::vector<pollfd>& fds) const;
@@ -101,7 +121,7 @@ class Runner {
   // (exec::Supervisor::lock).
   void lock(const std::string& path) { supervisor_.lock(path); }
 
-  size_t size() const { return jobs_.size(); }
+  size_t size() const { return jobs_.size() + starting_.size(); }
   std::string job_of(const std::string& run_id) const;  // "" when not running
   std::vector<std::string> run_ids() const;
 
@@ -124,6 +144,14 @@ class Runner {
     bool unshipped() const { return ship_failed || out.total() != shipped_out || err.total() != shipped_err; }
   };
 
+  // A start the supervisor has still to answer.
+  struct Starting {
+    store::ClaimedRun run;
+    exec::Fd out, err;  // the read ends of its stdout and stderr
+  };
+
+  // Takes the supervisor's answers once no more than `leave` starts wait.
+  void take_answers(size_t leave);
   void drain_fd(int& fd, exec::OutputTail& tail);
   void terminate(Job& job, Ending why, Now immediately);
   Job* find(const std::string& run_id);
@@ -132,6 +160,8 @@ class Runner {
   const Options& opts_;
   exec::Supervisor supervisor_;
   std::map<pid_t, Job> jobs_;
+  std::map<uint32_t, Starting> starting_;  // by the supervisor's ticket
+  std::vector<StartFailure> failed_starts_;
 };
 
 }  // namespace jobctl::agent

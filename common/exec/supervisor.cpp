@@ -1,16 +1,20 @@
 // The job supervisor (see supervisor.hpp for why and what).
 //
 // The wire: every message is one SOCK_SEQPACKET datagram, a Header, then
-// (for `failed`) the error text, with descriptors as SCM_RIGHTS.
-//   agent → S  spawn(seq)          fds: the request, stdin, stdout, stderr
-//              lock                fds: the agent's lock file
+// text, with descriptors as SCM_RIGHTS.
+//   agent → S  spawn(seq) + the request   fds: stdin, stdout, stderr
+//              spawn(seq)                 fds: the request, stdin, stdout, stderr
+//              lock                       fds: the agent's lock file
 //   S → agent  spawned(seq, pid)
 //              failed(seq, status = ExitCode) + the error's text
 //              exited(pid, status = the wait status)
 // S answers the requests in order, and a process's exit is reported after
-// the answer that named it. A request is a memfd (no size limit, unlike a
-// datagram): argc and envc as two uint32, then cwd, the user, argv and the
-// environment, each NUL-terminated.
+// the answer that named it. The agent sends a few requests before it reads
+// their answers (Supervisor::kWindow); it never waits for room to send
+// without reading what S sent meanwhile, so neither waits on the other.
+// A request is argc and envc as two uint32, then cwd, the user, argv and
+// the environment, each NUL-terminated: in the datagram up to kMaxText
+// bytes, else in a memfd (no size limit).
 #include "common/exec/supervisor.hpp"
 
 #include <dirent.h>
@@ -30,6 +34,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -71,13 +76,14 @@ namespace {
 
 using namespace detail;
 
-constexpr size_t kMaxText = 4096;  // an error's text
+constexpr size_t kMaxText = 16384;  // an error's text, or a request in the datagram
 constexpr size_t kMaxFds = 4;      // descriptors in one message
 constexpr auto kReplyLimit = std::chrono::seconds(10);  // the agent's wait for an answer
 constexpr auto kKillLimit = std::chrono::seconds(10);   // S's wait after the first SIGKILL
 
-// Sends one message; false (errno set) when the peer is gone.
-bool send_message(int sock, const Header& h, std::string_view text, const std::vector<int>& fds) {
+// Sends one message; false (errno set) when the peer is gone, or with
+// MSG_DONTWAIT in `flags`, when there is no room for it now (EAGAIN).
+bool send_message(int sock, const Header& h, std::string_view text, const std::vector<int>& fds, int flags = 0) {
   iovec iov[2] = {{const_cast<Header*>(&h), sizeof h}, {const_cast<char*>(text.data()), text.size()}};
   msghdr msg{};
   msg.msg_iov = iov;
@@ -93,7 +99,7 @@ bool send_message(int sock, const Header& h, std::string_view text, const std::v
     memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
   }
   for (;;) {
-    if (sendmsg(sock, &msg, MSG_NOSIGNAL) >= 0) return true;
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL | flags) >= 0) return true;
     if (errno != EINTR) return false;
   }
 }
@@ -146,7 +152,7 @@ Error internal_error(const std::string& what) {
   return Error(ExitCode::internal, fmt::format("{}: {}", what, strerror(errno)));
 }
 
-Fd encode_request(const SpawnRequest& req) {
+std::string encode_request(const SpawnRequest& req) {
   std::string buf;
   const uint32_t counts[2] = {static_cast<uint32_t>(req.argv.size()), static_cast<uint32_t>(req.env.size())};
   buf.append(reinterpret_cast<const char*>(counts), sizeof counts);
@@ -156,8 +162,12 @@ Fd encode_request(const SpawnRequest& req) {
   put(req.user);
   for (const auto& a : req.argv) put(a);
   for (const auto& e : req.env) put(e);
+  return buf;
+}
+
+Fd request_file(const std::string& request) {
   Fd fd(memfd_create("jobctl-spawn", MFD_CLOEXEC));
-  if (fd.get() < 0 || !write_all(fd.get(), buf)) throw internal_error("cannot write a job's spawn request");
+  if (fd.get() < 0 || !write_all(fd.get(), request)) throw internal_error("cannot write a job's spawn request");
   return fd;
 }
 
@@ -166,10 +176,9 @@ struct Request {
   std::string cwd, user;
 };
 
-Request decode_request(int fd) {
+std::string read_request_file(int fd) {
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < 8 || st.st_size > (1 << 30))
-    throw Error(ExitCode::internal, "a malformed spawn request");
+  if (fstat(fd, &st) != 0 || st.st_size > (1 << 30)) throw Error(ExitCode::internal, "a malformed spawn request");
   std::string buf(static_cast<size_t>(st.st_size), '\0');
   size_t off = 0;
   while (off < buf.size()) {
@@ -178,6 +187,11 @@ Request decode_request(int fd) {
     if (n <= 0) throw Error(ExitCode::internal, "a truncated spawn request");
     off += static_cast<size_t>(n);
   }
+  return buf;
+}
+
+Request decode_request(const std::string& buf) {
+  if (buf.size() < 8) throw Error(ExitCode::internal, "a malformed spawn request");
   uint32_t counts[2];
   memcpy(counts, buf.data(), sizeof counts);
   std::vector<std::string> strings;
@@ -297,9 +311,12 @@ class Supervising {
     Header h{kSpawned, m.header.seq, -1, 0};
     std::string error;
     try {
-      if (m.fds.size() != 4) throw Error(ExitCode::internal, "a spawn request without its 4 descriptors");
-      Request r = decode_request(m.fds[0].get());
-      h.pid = start_process(r.argv, std::move(r.env), r.cwd, r.user, m.fds[1].get(), m.fds[2].get(), m.fds[3].get());
+      // The request in the datagram and the 3 streams, or in a memfd before them.
+      const size_t streams = m.fds.size() == 4 ? 1 : 0;
+      if (m.fds.size() != 3 + streams) throw Error(ExitCode::internal, "a spawn request without its descriptors");
+      Request r = decode_request(streams ? read_request_file(m.fds[0].get()) : m.text);
+      h.pid = start_process(r.argv, std::move(r.env), r.cwd, r.user, m.fds[streams].get(), m.fds[streams + 1].get(),
+                            m.fds[streams + 2].get());
       jobs_.insert(h.pid);
     } catch (const Error& e) {
       h = Header{kFailed, m.header.seq, -1, static_cast<int32_t>(e.code())};
@@ -423,21 +440,55 @@ Supervisor::~Supervisor() {
   }
 }
 
-Spawned Supervisor::spawn(const SpawnRequest& req) {
+uint32_t Supervisor::request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& stderr_r) {
+  if (lost_) throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) died", pid_));
   Stdio io = make_stdio(req.stdin_data);
-  Fd request = encode_request(req);
+  std::string request = encode_request(req);
   const uint32_t seq = ++seq_;
-  send(kSpawn, seq, {request.get(), io.in.get(), io.out_w.get(), io.err_w.get()});
-  // S has its own copies now; the pipes must end when the job's do.
-  io.in = Fd();
-  io.out_w = Fd();
-  io.err_w = Fd();
-  Message reply = await_reply(seq);
-  if (reply.header.kind == kFailed) {
-    auto code = static_cast<ExitCode>(reply.header.status);
-    throw Error(code == ExitCode::usage ? code : ExitCode::internal, reply.text);
+  // In the message if the socket takes one that big, else in a memfd.
+  if (request.size() > kMaxText || !send(kSpawn, seq, request, {io.in.get(), io.out_w.get(), io.err_w.get()})) {
+    Fd file = request_file(request);
+    send(kSpawn, seq, {}, {file.get(), io.in.get(), io.out_w.get(), io.err_w.get()});
   }
-  return Spawned{reply.header.pid, io.out_r.release(), io.err_r.release()};
+  // S has its own copies now; the pipes must end when the job's do.
+  waiting_.push_back(seq);
+  stdout_r = std::move(io.out_r);
+  stderr_r = std::move(io.err_r);
+  return seq;
+}
+
+std::vector<Supervisor::Answer> Supervisor::answers(size_t leave) {
+  const auto give_up = Clock::now() + kReplyLimit;
+  Message m;
+  for (;;) {
+    while (receive(m)) handle_report(m);
+    if (waiting_.size() <= leave || lost_) break;
+    auto left = std::chrono::duration_cast<milliseconds>(give_up - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{sock_.get(), POLLIN, 0};
+    poll(&p, 1, static_cast<int>(left) + 1);
+  }
+  // The requests S will not answer now: given up (a late answer's process
+  // is killed, see handle_report).
+  while (waiting_.size() > (lost_ ? 0 : leave)) {
+    answers_.push_back(Answer{waiting_.front(), -1, ExitCode::internal,
+                              lost_ ? fmt::format("the job supervisor (pid {}) died", pid_)
+                                    : fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
+                                                  std::chrono::seconds(kReplyLimit).count())});
+    waiting_.pop_front();
+  }
+  return std::exchange(answers_, {});
+}
+
+Spawned Supervisor::spawn(const SpawnRequest& req) {
+  Fd out, err;
+  const uint32_t ticket = request_spawn(req, out, err);
+  for (auto& a : answers(0)) {
+    if (a.ticket != ticket) continue;
+    if (a.pid < 0) throw Error(a.code == ExitCode::usage ? a.code : ExitCode::internal, a.error);
+    return Spawned{a.pid, out.release(), err.release()};
+  }
+  throw Error(ExitCode::internal, "the job supervisor's answer went missing");
 }
 
 std::vector<Supervisor::Exit> Supervisor::exits() {
@@ -451,7 +502,15 @@ std::vector<Supervisor::Exit> Supervisor::exits() {
                             pid, killed),
                 "start jobagent again: its runs are given back at once");
   }
-  return std::exchange(exits_, {});
+  // An exit comes after the answer that named its process: held back while
+  // that answer waits in answers(), whose caller learns the pid first.
+  std::vector<Exit> out, held;
+  for (const auto& e : exits_) {
+    bool unseen = std::any_of(answers_.begin(), answers_.end(), [&](const Answer& a) { return a.pid == e.pid; });
+    (unseen ? held : out).push_back(e);
+  }
+  exits_ = std::move(held);
+  return out;
 }
 
 void Supervisor::lock(const std::string& path) {
@@ -460,7 +519,7 @@ void Supervisor::lock(const std::string& path) {
   // For people who look: the agent's pid and its supervisor's.
   std::string pids = fmt::format("{} {}\n", getpid(), pid_);
   if (ftruncate(fd.get(), 0) != 0 || !write_all(fd.get(), pids)) throw internal_error("cannot write " + path);
-  send(kLock, 0, {fd.get()});
+  send(kLock, 0, {}, {fd.get()});
   lock_ = std::move(fd);
   lock_path_ = path;
 }
@@ -474,32 +533,42 @@ bool Supervisor::receive(Message& m) {
 
 void Supervisor::handle_report(const Message& m) {
   if (m.header.kind == kExited) exits_.push_back(Exit{m.header.pid, m.header.status});
-  // The answer to a request given up on (await_reply timed out): nobody
-  // tracks that process, so it must not run.
-  if (m.header.kind == kSpawned) signal_group(m.header.pid, SIGKILL);
+  if (m.header.kind != kSpawned && m.header.kind != kFailed) return;
+  auto it = std::find(waiting_.begin(), waiting_.end(), m.header.seq);
+  if (it == waiting_.end()) {
+    // The answer to a request given up on (answers() timed out): nobody
+    // tracks that process, so it must not run.
+    if (m.header.kind == kSpawned) signal_group(m.header.pid, SIGKILL);
+    return;
+  }
+  waiting_.erase(it);
+  if (m.header.kind == kSpawned)
+    answers_.push_back(Answer{m.header.seq, m.header.pid, ExitCode::ok, {}});
+  else
+    answers_.push_back(Answer{m.header.seq, -1, static_cast<ExitCode>(m.header.status), m.text});
 }
 
-Message Supervisor::await_reply(uint32_t seq) {
+// While S's end has no room, reads what S sent: S may be waiting for room
+// to send it. False when the message is bigger than the socket's buffer
+// (net.core.wmem_default, or SO_SNDBUF) lets it be.
+bool Supervisor::send(uint32_t kind, uint32_t seq, std::string_view text, const std::vector<int>& fds) {
   const auto give_up = Clock::now() + kReplyLimit;
-  for (;;) {
-    Message m;
-    while (receive(m)) {
-      if ((m.header.kind == kSpawned || m.header.kind == kFailed) && m.header.seq == seq) return m;
-      handle_report(m);
+  while (!lost_) {
+    if (send_message(sock_.get(), Header{kind, seq, -1, 0}, text, fds, MSG_DONTWAIT)) return true;
+    if (errno == EMSGSIZE && !text.empty()) return false;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      lost_ = true;
+      break;
     }
-    if (lost_) throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) died", pid_));
+    Message m;
+    while (receive(m)) handle_report(m);
     auto left = std::chrono::duration_cast<milliseconds>(give_up - Clock::now()).count();
     if (left <= 0)
-      throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
+      throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) took no request within {}s", pid_,
                                                   std::chrono::seconds(kReplyLimit).count()));
-    pollfd p{sock_.get(), POLLIN, 0};
+    pollfd p{sock_.get(), POLLIN | POLLOUT, 0};
     poll(&p, 1, static_cast<int>(left) + 1);
   }
-}
-
-void Supervisor::send(uint32_t kind, uint32_t seq, const std::vector<int>& fds) {
-  if (!lost_ && send_message(sock_.get(), Header{kind, seq, -1, 0}, {}, fds)) return;
-  lost_ = true;
   throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) died", pid_));
 }
 

@@ -10,8 +10,10 @@
 // * The agent and S talk over a SOCK_SEQPACKET socket pair, which is also
 //   the lifeline: however the agent ends (kill -9, the OOM killer, a clean
 //   exit), the kernel closes its end and S reads end-of-file.
-// * The agent asks S to start each job: argv, environment and cwd in a
-//   memfd, the job's stdin, stdout and stderr as descriptors (SCM_RIGHTS).
+// * The agent asks S to start each job: argv, environment and cwd in the
+//   message (a memfd when large), the job's stdin, stdout and stderr as
+//   descriptors (SCM_RIGHTS). It sends a few requests before it reads
+//   their answers, so S starts one job while the agent prepares the next.
 //   S starts it with exec::start_process and answers with the pid or the
 //   error. S reaps its children and reports each job's wait status;
 //   orphans it only reaps. The agent signals its jobs' process groups
@@ -30,10 +32,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/exec/process.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::exec {
 
@@ -57,10 +62,35 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  // Starts a process through S (see process.hpp for what it gets). Throws
-  // Error(ExitCode::usage) with the user-facing reason when it cannot start
-  // (command not found, bad cwd), and Error(ExitCode::internal) when S is
-  // gone or does not answer within 10 s.
+  // Asks S to start a process (see process.hpp for what it gets) and
+  // returns the request's ticket without waiting: S starts one while this
+  // process makes the next request. Its answer comes from answers();
+  // `stdout_r` and `stderr_r` get the read ends of its streams
+  // (non-blocking, close-on-exec). The agent lets at most kWindow
+  // requests wait for an answer at a time. Throws Error(ExitCode::internal)
+  // when S is gone, takes no request for 10 s, or the streams cannot be
+  // made.
+  static constexpr size_t kWindow = 8;
+  uint32_t request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& stderr_r);
+
+  struct Answer {
+    uint32_t ticket = 0;
+    pid_t pid = -1;                // the process started (also its group), or -1
+    ExitCode code = ExitCode::ok;  // when not: usage with a user-facing reason
+    std::string error;             // (command not found, bad cwd), else internal
+  };
+  // The answers that came, in request order, once no more than `leave`
+  // requests wait for one (each wait bounded by 10 s). A request S did not
+  // answer in time, or that it never will (it died), is answered here with
+  // an internal error; S's late answer is then ignored, its process killed.
+  std::vector<Answer> answers(size_t leave);
+  size_t unanswered() const { return waiting_.size(); }
+  bool answered() const { return !answers_.empty(); }  // answers() has some to return
+
+  // request_spawn() and its answer, with no other request waiting. Throws
+  // Error(ExitCode::usage) with the user-facing reason when the process
+  // cannot start, and Error(ExitCode::internal) when S is gone or does not
+  // answer within 10 s.
   Spawned spawn(const SpawnRequest& req);
 
   // Readable when S has reported something (or is gone): poll it.
@@ -70,7 +100,8 @@ class Supervisor {
     pid_t pid = -1;
     int status = 0;  // as from waitpid
   };
-  // The processes spawn() started that ended since the last call. Once S is
+  // The processes started that ended since the last call (not one whose
+  // start answers() has still to return). Once S is
   // gone (and every exit it reported was returned), kills every process it
   // left behind (they were reparented here) and throws
   // Error(ExitCode::internal): the agent can start nothing more.
@@ -88,8 +119,7 @@ class Supervisor {
  private:
   bool receive(detail::Message& m);  // false: nothing waiting (or S is gone: lost_)
   void handle_report(const detail::Message& m);
-  detail::Message await_reply(uint32_t seq);
-  void send(uint32_t kind, uint32_t seq, const std::vector<int>& fds);
+  bool send(uint32_t kind, uint32_t seq, std::string_view text, const std::vector<int>& fds);
   size_t end_orphans();
 
   std::chrono::milliseconds kill_grace_;
@@ -100,6 +130,8 @@ class Supervisor {
   uint32_t seq_ = 0;
   bool lost_ = false;         // S closed the socket: it died
   std::vector<Exit> exits_;   // reported, not yet collected
+  std::deque<uint32_t> waiting_;  // requests S has not answered, oldest first
+  std::vector<Answer> answers_;   // answered, not yet collected
 };
 
 // Takes the lock on a lock file another agent made (Supervisor::lock),

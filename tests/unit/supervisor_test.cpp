@@ -5,12 +5,15 @@
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <memory>
+#include <thread>
 
 #include "common/exec/supervisor.hpp"
 #include "common/util/error.hpp"
@@ -153,4 +156,84 @@ TEST_CASE("exec::Supervisor ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: those a
   CHECK_FALSE(ended(sp.pid));  // and its jobs run on
   close(sp.stdout_fd);
   close(sp.stderr_fd);
+}
+
+TEST_CASE("exec::Supervisor takes several requests before answering, answers each in order, and holds an exit back "
+          "until its start is answered") {
+  exec::Supervisor sup(milliseconds(300));
+  // A request too big for one message goes in a memfd: its environment
+  // arrives whole.
+  std::string big(100000, 'x');
+  std::vector<exec::SpawnRequest> reqs{shell("echo zero"), shell("true", "/no/such/dir"),
+                                       exec::SpawnRequest{{"/bin/sh", "-c", "echo ${#BIG}"}, {"BIG=" + big}, "", "", ""},
+                                       shell("exit 7")};
+  std::vector<uint32_t> tickets;
+  std::vector<exec::Fd> outs, errs;
+  for (const auto& r : reqs) {
+    exec::Fd out, err;
+    tickets.push_back(sup.request_spawn(r, out, err));
+    outs.push_back(std::move(out));
+    errs.push_back(std::move(err));
+  }
+  CHECK(sup.unanswered() == reqs.size());
+  // Until their starts are answered, no exit is returned: the caller
+  // could not tell whose it is.
+  test::eventually([&] {
+    pollfd p{sup.fd(), POLLIN, 0};
+    return poll(&p, 1, 0) == 1;
+  }, "S to answer");
+  std::this_thread::sleep_for(milliseconds(300));  // the quick ones exit meanwhile
+  CHECK(sup.exits().empty());
+  CHECK(sup.answered());
+  auto answers = sup.answers(0);
+  CHECK(sup.unanswered() == 0);
+  REQUIRE(answers.size() == reqs.size());
+  for (size_t i = 0; i < answers.size(); ++i) CHECK(answers[i].ticket == tickets[i]);
+  CHECK(answers[0].pid > 0);
+  CHECK(answers[1].pid == -1);
+  CHECK(answers[1].code == ExitCode::usage);
+  CHECK(answers[1].error == "working directory '/no/such/dir' does not exist on this host");
+  CHECK(answers[2].pid > 0);
+  CHECK(answers[3].pid > 0);
+  CHECK(read_all(outs[0].release()) == "zero\n");
+  CHECK(read_all(outs[2].release()) == "100000\n");
+  std::map<pid_t, int> exits;
+  test::eventually([&] {
+    for (auto e : sup.exits()) exits[e.pid] = e.status;
+    return exits.size() == 3;
+  }, "the three exits");
+  CHECK(WEXITSTATUS(exits[answers[0].pid]) == 0);
+  CHECK(WEXITSTATUS(exits[answers[2].pid]) == 0);
+  CHECK(WEXITSTATUS(exits[answers[3].pid]) == 7);
+}
+
+TEST_CASE("exec::Supervisor goes on sending when S's end is full, reading what S sent meanwhile") {
+  exec::Supervisor sup(milliseconds(300));
+  // A small send buffer (the kernel doubles it: 8 KB). Requests of 3 KB
+  // fill it after two, and S answers (and reports exits) while this side
+  // waits for room; one of 12 KB does not fit at all, and goes in a memfd.
+  int small = 4096;
+  REQUIRE(setsockopt(sup.fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small) == 0);
+  size_t started = 0, exited = 0, succeeded = 0;
+  for (int i = 0; i < 60; ++i) {
+    exec::SpawnRequest req{{"sh", "-c", "test ${#PAD} = " + std::to_string(i < 30 ? 3000 : 12000)},
+                           {"PATH=/usr/bin:/bin", "PAD=" + std::string(i < 30 ? 3000 : 12000, 'p')}, "", "", ""};
+    exec::Fd out, err;
+    sup.request_spawn(req, out, err);
+    for (const auto& a : sup.answers(exec::Supervisor::kWindow - 1)) started += a.pid > 0;
+    for (auto e : sup.exits()) {
+      ++exited;
+      succeeded += WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0;
+    }
+  }
+  for (const auto& a : sup.answers(0)) started += a.pid > 0;
+  CHECK(started == 60);
+  test::eventually([&] {
+    for (auto e : sup.exits()) {
+      ++exited;
+      succeeded += WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0;
+    }
+    return exited == 60;
+  }, "every exit");
+  CHECK(succeeded == 60);  // each had its whole environment
 }
