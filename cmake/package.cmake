@@ -60,8 +60,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libcurl is loaded with the agent's first webhook (dlopen), so
 # dpkg-shlibdeps does not see it; webhooks are part of every agent.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libcurl4 (>= 7.85)")
-# The PostgreSQL client is jobctl's own module (lib/jobctl/), whose
-# libraries (OpenSSL's) dpkg-shlibdeps finds.
+# The PostgreSQL client is jobctl's own module (lib/jobctl/). On x86-64 it
+# opens libssl.so.3 at its first call (dlopen); libssl3 is in Depends all
+# the same, through jobagent's libcrypto.so.3, which dpkg-shlibdeps finds.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS postgresql)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/deb/postinst
                                        ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)

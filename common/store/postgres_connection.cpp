@@ -184,7 +184,7 @@ class PostgresConnection final : public Connection {
   void exec_script(std::string_view sql) override {
     refuse_if_lost(sql);
     ensure_connected();
-    if (anything_ahead()) ResultGuard{run_pipeline(std::nullopt)};  // a script cannot join a pipeline
+    if (anything_ahead()) libpq().PQclear(run_pipeline(std::nullopt));  // a script cannot join a pipeline
     script(sql);
   }
 
@@ -228,7 +228,7 @@ class PostgresConnection final : public Connection {
     if (in_transaction_)
       ahead_.push_back({"SELECT pg_notify($1, $2)", std::move(params)});
     else
-      ResultGuard{run("SELECT pg_notify($1, $2)", params)};
+      libpq().PQclear(run("SELECT pg_notify($1, $2)", params));
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
@@ -285,7 +285,7 @@ class PostgresConnection final : public Connection {
       try {
         p = make(start);
       } catch (...) {  // no answer is left unread on the connection
-        if (in_flight) ResultGuard{await(sql)};
+        if (in_flight) libpq().PQclear(await(sql));
         throw;
       }
       if (in_flight) answered();

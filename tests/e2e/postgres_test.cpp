@@ -253,8 +253,25 @@ TEST_CASE("postgres: TLS with sslmode=verify-full and the server's CA works, and
                       dir, "agent");
   CHECK(run_on(verified, dir, {"wait", id}).code == 0);
   CHECK(run_on(verified, dir, {"logs", id}).out == "over TLS\n");
+  // The module opened OpenSSL for it (on x86-64 only at the first call).
+  CHECK(test::read_file("/proc/" + std::to_string(agent.pid()) + "/maps").find("libssl.so") != std::string::npos);
   agent.signal(SIGTERM);
   CHECK(agent.wait() == 0);
+
+  // A password over TLS: SCRAM with channel binding (OpenSSL hashes the
+  // password and the server's certificate). A wrong one is exit 5.
+  store::open_postgres(dsn("127.0.0.1", "sslmode=require"))
+      ->exec_script("CREATE ROLE jobctl_scram LOGIN SUPERUSER PASSWORD 'pass-7f3'");
+  auto as_scram = [&](const std::string& password) {
+    std::string target = dsn("localhost", "sslmode=verify-full sslrootcert=" + dir.file("ca.crt") +
+                                              " channel_binding=require");
+    target.replace(target.find("user=postgres"), 13, "user=jobctl_scram password=" + password);
+    return run_on(target, dir, {"ls"});
+  };
+  CHECK(as_scram("pass-7f3").code == 0);
+  auto wrong = as_scram("wrong");
+  CHECK(wrong.code == 5);
+  CHECK_MESSAGE(wrong.err.find("password authentication failed") != std::string::npos, wrong.err);
 
   // Each refusal is exit 5 with libpq's reason, and never reaches the server.
   auto refused = [&](const std::string& target, const std::string& reason) {
