@@ -53,7 +53,7 @@ std::optional<std::string> group_of(const model::JobSpec& s, const std::string& 
   return s.concurrency_key.empty() ? job_id : s.concurrency_key;
 }
 
-int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run) {
+int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run, Connection::Send when) {
   const std::string sql = fmt::format(
       "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
       "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, "
@@ -61,7 +61,8 @@ int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size
       "CASE WHEN u.status = 'skipped' THEN NOW_US END, u.tenant, u.group_key, u.group_max, u.pinned FROM {} "
       "WHERE true ON CONFLICT DO NOTHING",
       c.batch(kColumns, 1, "u"));
-  return c.exec_batch(sql, {}, kColumns, count, [&](size_t i, std::span<Value> out) { write_cells(run(i), out); });
+  return c.exec_batch(
+      sql, {}, kColumns, count, [&](size_t i, std::span<Value> out) { write_cells(run(i), out); }, when);
 }
 
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {

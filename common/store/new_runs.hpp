@@ -51,8 +51,9 @@ inline constexpr RunFromJob kRunFromJob{
 
 // Inserts `count` runs, the i-th made by run(i) as it is written, in
 // batches (Connection::exec_batch). A run whose occurrence already has one
-// is left out. Returns how many were inserted.
-int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run);
+// is left out. Returns how many were inserted (0 if `when` let them wait).
+int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run,
+                    Connection::Send when = Connection::Send::now);
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs);
 
 }  // namespace jobctl::store

@@ -10,11 +10,12 @@
 // statement whose answer never came may or may not have been applied; the
 // connection is dropped, never reused half-way through a reply.
 //
-// A new session's settings, a transaction's BEGIN, and its NOTIFYs
-// (delivered at COMMIT wherever they stand in it) wait to go out with the
-// next statement in one pipeline (libpq's pipeline mode): a transaction of
-// n statements costs n round trips (COMMIT included), not n + 1 + its
-// NOTIFYs, and a connection's first statement brings its settings along.
+// A new session's settings, a transaction's BEGIN, its NOTIFYs (delivered
+// at COMMIT wherever they stand in it) and the writes it lets wait
+// (exec_batch's Send::with_next) go out with the next statement in one
+// pipeline (libpq's pipeline mode): a transaction of n statements costs n
+// round trips (COMMIT included), not n + 1 + its NOTIFYs, less those
+// writes, and a connection's first statement brings its settings along.
 // A transaction that ran no statement sends nothing.
 #include <poll.h>
 
@@ -257,7 +258,7 @@ class PostgresConnection final : public Connection {
   // before the next is made, and awaited after (one in flight at most, so
   // memory stays bounded).
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
-                     const BatchFill& fill) override {
+                     const BatchFill& fill, Send when) override {
     int64_t changed = 0;
     std::vector<Value> cells(columns.size());
     std::string digits;
@@ -272,6 +273,11 @@ class PostgresConnection final : public Connection {
       return p;
     };
     if (rows == 0) return 0;
+    if (rows <= kBatchRows && when == Send::with_next && in_transaction_) {
+      refuse_if_lost(sql);
+      ahead_.push_back({std::string(sql), make(0)});
+      return 0;
+    }
     if (rows <= kBatchRows) return exec(sql, make(0));  // prepared on its second use, as any statement
     bool in_flight = false;
     auto answered = [&] {

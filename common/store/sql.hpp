@@ -138,9 +138,19 @@ class Connection {
   // `rows` rows that `fill` makes, as one statement would: one reading of
   // the clock for all of them. PostgreSQL binds thousands of rows at once
   // as arrays (unnest); SQLite runs the prepared statement once per row,
-  // which is what it is fastest at. Returns the rows changed.
+  // which is what it is fastest at. Returns the rows changed, unless
+  // `when` let it wait (then 0).
+  //
+  // Send::with_next, for a write whose count nobody reads: in a
+  // transaction on PostgreSQL, a batch that is one statement waits to go
+  // out with the transaction's next statement (or its COMMIT), in one
+  // pipeline, as a NOTIFY does: a round trip less. Its error, a unique
+  // violation too, then fails that statement, which ends the transaction
+  // all the same. Outside a transaction, a larger batch, and SQLite's run
+  // at once.
+  enum class Send { now, with_next };
   virtual int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
-                             size_t rows, const BatchFill& fill) = 0;
+                             size_t rows, const BatchFill& fill, Send when = Send::now) = 0;
   // The store's clock (NOW_US) runs `us` ahead of the database's from now
   // on: a test's fake clock. Statements already prepared are prepared anew.
   virtual void shift_clock(int64_t us) = 0;

@@ -173,7 +173,7 @@ class SqliteConnection final : public Connection {
   }
 
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
-                     const BatchFill& fill) override {
+                     const BatchFill& fill, Send) override {
     clock_.now_us.reset();  // one reading for the whole batch, as one statement
     int64_t changed = 0;
     std::vector<Value> cells(columns.size());

@@ -75,7 +75,8 @@ NewRun first_run(const NewRow& row, const std::string& run_id) {
   return r;
 }
 
-// The jobs, in batches (Connection::exec_batch), and their first runs.
+// The jobs, in batches (Connection::exec_batch), and their first runs:
+// sent with the transaction's next statement (its COMMIT, for a submit).
 void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
   const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition, Writer::made});
   std::string names;
@@ -83,15 +84,19 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
   const std::string sql =
       fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, NOW_US, NOW_US FROM {1}",
                   names, c.batch(columns, 2, "u"));
-  c.exec_batch(sql, {actor}, columns, rows.size(),
-               [&](size_t i, std::span<Value> out) { write_job_cells(rows[i], out); });
+  c.exec_batch(
+      sql, {actor}, columns, rows.size(), [&](size_t i, std::span<Value> out) { write_job_cells(rows[i], out); },
+      Connection::Send::with_next);
   std::vector<const NewRow*> first;  // a schedule's runs are made by its leader, a fan-out's by insert_fan_out
   for (const auto& r : rows)
     if (!r.run_id.empty()) first.push_back(&r);
-  insert_runs(c, first.size(), [&](size_t i) {
-    const NewRow& r = *first[i];
-    return first_run(r, r.run_id);
-  });
+  insert_runs(
+      c, first.size(),
+      [&](size_t i) {
+        const NewRow& r = *first[i];
+        return first_run(r, r.run_id);
+      },
+      Connection::Send::with_next);
 }
 
 // A fan-out job's runs: one per matching agent, each --stagger after the

@@ -1,7 +1,8 @@
-// A Connection's transactions: on PostgreSQL, BEGIN and NOTIFYs wait to go
-// out with the transaction's next statement (one pipeline); what fails in
-// that pipeline fails the transaction, and nothing of it stays written. A
-// new session's settings go out with its first statement, and stay.
+// A Connection's transactions: on PostgreSQL, BEGIN, NOTIFYs and batches
+// sent with the next statement wait to go out with the transaction's next
+// statement (one pipeline); what fails in that pipeline fails the
+// transaction, and nothing of it stays written. A new session's settings
+// go out with its first statement, and stay.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -204,4 +205,40 @@ TEST_CASE("transaction: a new PostgreSQL session's settings go out with its firs
     CHECK(set(*c));
     CHECK(c->query("SELECT pg_backend_pid()").at(0).i64(0) != pid);
   }
+}
+
+TEST_CASE("transaction: a batch sent with the next statement is seen by it, and its error fails that one, writing nothing") {
+  Fixture f;
+  using Send = store::Connection::Send;
+  const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
+  const std::string sql = "INSERT INTO tenants (name) SELECT name FROM " + f.c.batch(columns, 1, "u");
+  auto names = [](std::vector<std::string> list) {
+    return [list](size_t i, std::span<store::Value> cells) { cells[0] = list[i]; };
+  };
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec_batch(sql, {}, columns, 2, names({"w1", "w2"}), Send::with_next);
+    // The next statement sees it: it went out first, in the same pipeline.
+    CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'w%'").at(0).i64(0) == 2);
+    f.c.exec_batch(sql, {}, columns, 1, names({"w3"}), Send::with_next);
+    tx.commit();  // with the COMMIT
+  }
+  CHECK(f.tenant("w2"));
+  CHECK(f.tenant("w3"));
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec_batch(sql, {}, columns, 1, names({"x1"}), Send::with_next);
+    if (f.c.dialect() == store::Dialect::postgres) {
+      // A duplicate the server has not seen yet: the COMMIT it went out
+      // with fails with its error.
+      CHECK_NOTHROW(f.c.exec_batch(sql, {}, columns, 1, names({"w1"}), Send::with_next));
+      CHECK_THROWS_AS(tx.commit(), store::UniqueViolation);
+    } else {
+      CHECK_THROWS_AS(f.c.exec_batch(sql, {}, columns, 1, names({"w1"}), Send::with_next), store::UniqueViolation);
+    }
+  }
+  CHECK_FALSE(f.tenant("x1"));
+  // Outside a transaction it runs at once, and the connection goes on.
+  CHECK(f.c.exec_batch(sql, {}, columns, 1, names({"y1"}), Send::with_next) == 1);
+  CHECK(f.tenant("y1"));
 }

@@ -56,8 +56,8 @@ int64_t FaultyConnection::exec(std::string_view sql, const store::Params& params
 
 int64_t FaultyConnection::exec_batch(std::string_view sql, const store::Params& params,
                                     std::span<const store::BatchColumn> columns, size_t rows,
-                                    const store::BatchFill& fill) {
-  auto n = step([&] { return inner_->exec_batch(sql, params, columns, rows, fill); });
+                                    const store::BatchFill& fill, Send when) {
+  auto n = step([&] { return inner_->exec_batch(sql, params, columns, rows, fill, when); });
   if (lose_answer_ && !in_transaction_) answer_lost();
   return n;
 }

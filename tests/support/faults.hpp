@@ -59,7 +59,7 @@ class FaultyConnection final : public store::Connection {
     return inner_->batch(columns, n, alias);
   }
   int64_t exec_batch(std::string_view sql, const store::Params& params, std::span<const store::BatchColumn> columns,
-                     size_t rows, const store::BatchFill& fill) override;
+                     size_t rows, const store::BatchFill& fill, Send when) override;
   void shift_clock(int64_t us) override { inner_->shift_clock(us); }
 
  private:
