@@ -33,7 +33,7 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
                          job_environment(run, environ, opts_.job_db, user.empty() ? OtherUser::no : OtherUser::yes),
                          run.spec.cwd, run.spec.payload.value_or(""), user};
   // A full window: the oldest request's answer first.
-  if (supervisor_.unanswered() >= exec::Supervisor::kWindow) take_answers(exec::Supervisor::kWindow - 1);
+  if (supervisor_.unanswered() >= exec::Supervisor::kWindow) take_reports(exec::Supervisor::kWindow - 1);
   Starting s{run, exec::Fd(), exec::Fd()};
   const uint32_t ticket = supervisor_.request_spawn(req, s.out, s.err);
   starting_.emplace(ticket, std::move(s));
@@ -41,28 +41,34 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
 }
 
 void Runner::settle_starts() {
-  if (!starting_.empty()) take_answers(0);
+  if (!starting_.empty()) take_reports(0);
 }
 
 std::vector<StartFailure> Runner::start_failures() { return std::exchange(failed_starts_, {}); }
 
-void Runner::take_answers(size_t leave) {
-  for (auto& a : supervisor_.answers(leave)) {
-    auto it = starting_.find(a.ticket);
+// In the order the supervisor reported them: a pid may be reused, and an
+// earlier process's exit must end that one, not the next.
+void Runner::take_reports(size_t leave) {
+  for (auto& r : supervisor_.reports(leave)) {
+    if (r.kind == exec::Supervisor::Report::Kind::exit) {
+      finish(r.pid, r.status);
+      continue;
+    }
+    auto it = starting_.find(r.ticket);
     if (it == starting_.end()) continue;
     Starting s = std::move(it->second);
     starting_.erase(it);
-    if (a.pid < 0) {
-      failed_starts_.push_back(StartFailure{std::move(s.run), std::move(a.error),
-                                            a.code == ExitCode::usage ? Permanent::yes : Permanent::no});
+    if (r.pid < 0) {
+      failed_starts_.push_back(StartFailure{std::move(s.run), std::move(r.error),
+                                            r.code == ExitCode::usage ? Permanent::yes : Permanent::no});
       continue;
     }
     const auto started = Clock::now();
-    Job job{std::move(s.run), a.pid, s.out.release(), s.err.release(), exec::OutputTail(opts_.output_limit),
+    Job job{std::move(s.run), r.pid, s.out.release(), s.err.release(), exec::OutputTail(opts_.output_limit),
             exec::OutputTail(opts_.output_limit), started, std::nullopt, std::nullopt, Ending::none, 0, 0,
             started + kShipOutputEvery, false};
     if (job.run.spec.timeout_us > 0) job.deadline = job.started + std::chrono::microseconds(job.run.spec.timeout_us);
-    jobs_.emplace(a.pid, std::move(job));
+    jobs_.emplace(r.pid, std::move(job));
   }
 }
 
@@ -100,31 +106,25 @@ void Runner::read_output() {
 }
 
 std::vector<Finished> Runner::reap() {
-  // Answers first: an exit comes after the answer naming its process, and
-  // exits() holds it back while that answer waits (it may read both).
-  std::vector<exec::Supervisor::Exit> exits;
-  do {
-    take_answers(supervisor_.unanswered());
-    for (const auto& e : supervisor_.exits()) exits.push_back(e);
-  } while (supervisor_.answered());
-  std::vector<Finished> done;
-  for (const auto& [pid, status] : exits) {
-    auto it = jobs_.find(pid);
-    if (it == jobs_.end()) continue;
-    Job& job = it->second;
-    // The command is over: take the output it left in the pipes, then end
-    // anything it left behind in its process group.
-    drain_fd(job.out_fd, job.out);
-    drain_fd(job.err_fd, job.err);
-    exec::signal_group(pid, SIGKILL);
-    if (job.out_fd >= 0) close(job.out_fd);
-    if (job.err_fd >= 0) close(job.err_fd);
-    done.push_back(Finished{std::move(job.run), job.ending, status, job.out.str(), job.err.str(),
-                            Clock::now() - job.started, std::nullopt, static_cast<int64_t>(job.out.total()),
-                            static_cast<int64_t>(job.err.total())});
-    jobs_.erase(it);
-  }
-  return done;
+  take_reports(supervisor_.unanswered());
+  return std::exchange(finished_, {});
+}
+
+void Runner::finish(pid_t pid, int status) {
+  auto it = jobs_.find(pid);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  // The command is over: take the output it left in the pipes, then end
+  // anything it left behind in its process group.
+  drain_fd(job.out_fd, job.out);
+  drain_fd(job.err_fd, job.err);
+  exec::signal_group(pid, SIGKILL);
+  if (job.out_fd >= 0) close(job.out_fd);
+  if (job.err_fd >= 0) close(job.err_fd);
+  finished_.push_back(Finished{std::move(job.run), job.ending, status, job.out.str(), job.err.str(),
+                               Clock::now() - job.started, std::nullopt, static_cast<int64_t>(job.out.total()),
+                               static_cast<int64_t>(job.err.total())});
+  jobs_.erase(it);
 }
 
 void Runner::terminate(Job& job, Ending why, Now immediately) {

@@ -150,8 +150,11 @@ class Runner {
     exec::Fd out, err;  // the read ends of its stdout and stderr
   };
 
-  // Takes the supervisor's answers once no more than `leave` starts wait.
-  void take_answers(size_t leave);
+  // Takes what the supervisor reported (starts answered, processes ended)
+  // once no more than `leave` starts wait.
+  void take_reports(size_t leave);
+  // A process ended: its run among finished_.
+  void finish(pid_t pid, int status);
   void drain_fd(int& fd, exec::OutputTail& tail);
   void terminate(Job& job, Ending why, Now immediately);
   Job* find(const std::string& run_id);
@@ -162,6 +165,7 @@ class Runner {
   std::map<pid_t, Job> jobs_;
   std::map<uint32_t, Starting> starting_;  // by the supervisor's ticket
   std::vector<StartFailure> failed_starts_;
+  std::vector<Finished> finished_;  // ended, for the next reap()
 };
 
 }  // namespace jobctl::agent

@@ -5,23 +5,27 @@
 cmake_minimum_required(VERSION 3.21)  # file(COPY_FILE), IN_LIST
 string(REPLACE "|" ";" ARCHIVES "${ARCHIVES}")
 string(REPLACE "|" ";" LIBRARIES "${LIBRARIES}")
-execute_process(
-  COMMAND sh -c "nm -u --format=posix \"$@\" 2>/dev/null | awk '{ print $1 }' | sort -u" sh ${ARCHIVES}
-  OUTPUT_VARIABLE called RESULT_VARIABLE rc1)
-execute_process(
-  COMMAND sh -c "nm -D --defined-only --format=posix \"$@\" | awk '$2 ~ /^[TtWi]$/ { sub(/@.*/, \"\", $1); print $1 }' | sort -u" sh ${LIBRARIES}
-  OUTPUT_VARIABLE defined RESULT_VARIABLE rc2)
-if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0 OR called STREQUAL "" OR defined STREQUAL "")
-  message(FATAL_ERROR "openssl_stubs: nm found no symbols in ${ARCHIVES} or ${LIBRARIES}")
+# nm itself, so that its failure is seen (a pipe would hide it); NM is
+# CMake's CMAKE_NM.
+execute_process(COMMAND ${NM} -u --format=posix ${ARCHIVES} OUTPUT_VARIABLE called_out RESULT_VARIABLE rc1)
+execute_process(COMMAND ${NM} -D --defined-only --format=posix ${LIBRARIES} OUTPUT_VARIABLE defined_out
+                RESULT_VARIABLE rc2)
+if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "openssl_stubs: ${NM} failed on ${ARCHIVES} or ${LIBRARIES}")
 endif()
-string(REPLACE "\n" ";" called "${called}")
-string(REPLACE "\n" ";" defined "${defined}")
+# "NAME U" lines; "NAME@@VERSION T value size" for a defined function.
+string(REGEX MATCHALL "[^\n]+ U" called "${called_out}")
+list(TRANSFORM called REPLACE " U$" "")
+list(REMOVE_DUPLICATES called)
+string(REGEX MATCHALL "[^\n@ ]+(@[^ ]*)? [TtWi]" defined "${defined_out}")
+list(TRANSFORM defined REPLACE "(@[^ ]*)? [TtWi]$" "")
 set(names "")
 foreach(symbol IN LISTS called)
   if(NOT symbol STREQUAL "" AND symbol IN_LIST defined)
     list(APPEND names ${symbol})
   endif()
 endforeach()
+list(SORT names)
 list(LENGTH names count)
 if(count EQUAL 0)
   message(FATAL_ERROR "openssl_stubs: libpq calls no OpenSSL function: is it built with OpenSSL?")

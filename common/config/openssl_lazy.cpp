@@ -3,7 +3,8 @@
 // into it, not with the module.
 //
 // Loading libssl.so.3 and libcrypto.so.3 and binding their 4,900 symbols
-// was about 0.9 ms of every jobctl command on PostgreSQL, and libpq calls
+// was about 2.5 ms of every jobctl command on PostgreSQL (jobctl submit:
+// 12.9 ms with them, 10.4 without, measured in turn), and libpq calls
 // OpenSSL only for a TLS connection (once the server agrees to TLS) or a
 // password's hashing (md5, SCRAM). A connection without either (a Unix
 // socket, a server without TLS, trust or peer authentication) never loads

@@ -21,10 +21,11 @@
 namespace jobctl::exec {
 namespace {
 
-// /dev/null is opened once: each job's empty stdin is a copy of it (a
-// dup, not a path lookup per job).
+// /dev/null is opened once (again after a failure, such as EMFILE): each
+// job's empty stdin is a copy of it (a dup, not a path lookup per job).
 int stdin_fd(const std::string& data) {
-  static const int dev_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  static int dev_null = -1;
+  if (data.empty() && dev_null < 0) dev_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (data.empty()) return dev_null < 0 ? -1 : fcntl(dev_null, F_DUPFD_CLOEXEC, 0);
   int fd = memfd_create("jobctl-payload", MFD_CLOEXEC);
   if (fd < 0) return -1;

@@ -457,13 +457,14 @@ uint32_t Supervisor::request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& st
   return seq;
 }
 
-std::vector<Supervisor::Answer> Supervisor::answers(size_t leave) {
-  const auto give_up = Clock::now() + kReplyLimit;
+std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
+  std::optional<Clock::time_point> give_up;  // read only when there is a wait
   Message m;
   for (;;) {
     while (receive(m)) handle_report(m);
     if (waiting_.size() <= leave || lost_) break;
-    auto left = std::chrono::duration_cast<milliseconds>(give_up - Clock::now()).count();
+    if (!give_up) give_up = Clock::now() + kReplyLimit;
+    auto left = std::chrono::duration_cast<milliseconds>(*give_up - Clock::now()).count();
     if (left <= 0) break;
     pollfd p{sock_.get(), POLLIN, 0};
     poll(&p, 1, static_cast<int>(left) + 1);
@@ -471,30 +472,13 @@ std::vector<Supervisor::Answer> Supervisor::answers(size_t leave) {
   // The requests S will not answer now: given up (a late answer's process
   // is killed, see handle_report).
   while (waiting_.size() > (lost_ ? 0 : leave)) {
-    answers_.push_back(Answer{waiting_.front(), -1, ExitCode::internal,
+    reports_.push_back(Report{Report::Kind::answer, waiting_.front(), -1, 0, ExitCode::internal,
                               lost_ ? fmt::format("the job supervisor (pid {}) died", pid_)
                                     : fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
                                                   std::chrono::seconds(kReplyLimit).count())});
     waiting_.pop_front();
   }
-  return std::exchange(answers_, {});
-}
-
-Spawned Supervisor::spawn(const SpawnRequest& req) {
-  Fd out, err;
-  const uint32_t ticket = request_spawn(req, out, err);
-  for (auto& a : answers(0)) {
-    if (a.ticket != ticket) continue;
-    if (a.pid < 0) throw Error(a.code == ExitCode::usage ? a.code : ExitCode::internal, a.error);
-    return Spawned{a.pid, out.release(), err.release()};
-  }
-  throw Error(ExitCode::internal, "the job supervisor's answer went missing");
-}
-
-std::vector<Supervisor::Exit> Supervisor::exits() {
-  Message m;
-  while (receive(m)) handle_report(m);
-  if (lost_ && exits_.empty()) {
+  if (lost_ && reports_.empty()) {
     const pid_t pid = pid_;
     size_t killed = end_orphans();
     throw Error(ExitCode::internal,
@@ -502,15 +486,7 @@ std::vector<Supervisor::Exit> Supervisor::exits() {
                             pid, killed),
                 "start jobagent again: its runs are given back at once");
   }
-  // An exit comes after the answer that named its process: held back while
-  // that answer waits in answers(), whose caller learns the pid first.
-  std::vector<Exit> out, held;
-  for (const auto& e : exits_) {
-    bool unseen = std::any_of(answers_.begin(), answers_.end(), [&](const Answer& a) { return a.pid == e.pid; });
-    (unseen ? held : out).push_back(e);
-  }
-  exits_ = std::move(held);
-  return out;
+  return std::exchange(reports_, {});
 }
 
 void Supervisor::lock(const std::string& path) {
@@ -532,20 +508,20 @@ bool Supervisor::receive(Message& m) {
 }
 
 void Supervisor::handle_report(const Message& m) {
-  if (m.header.kind == kExited) exits_.push_back(Exit{m.header.pid, m.header.status});
+  if (m.header.kind == kExited) reports_.push_back(Report{Report::Kind::exit, 0, m.header.pid, m.header.status, {}, {}});
   if (m.header.kind != kSpawned && m.header.kind != kFailed) return;
   auto it = std::find(waiting_.begin(), waiting_.end(), m.header.seq);
   if (it == waiting_.end()) {
-    // The answer to a request given up on (answers() timed out): nobody
+    // The answer to a request given up on (reports() timed out): nobody
     // tracks that process, so it must not run.
     if (m.header.kind == kSpawned) signal_group(m.header.pid, SIGKILL);
     return;
   }
   waiting_.erase(it);
   if (m.header.kind == kSpawned)
-    answers_.push_back(Answer{m.header.seq, m.header.pid, ExitCode::ok, {}});
+    reports_.push_back(Report{Report::Kind::answer, m.header.seq, m.header.pid, 0, ExitCode::ok, {}});
   else
-    answers_.push_back(Answer{m.header.seq, -1, static_cast<ExitCode>(m.header.status), m.text});
+    reports_.push_back(Report{Report::Kind::answer, m.header.seq, -1, 0, static_cast<ExitCode>(m.header.status), m.text});
 }
 
 // While S's end has no room, reads what S sent: S may be waiting for room

@@ -64,7 +64,7 @@ class Supervisor {
 
   // Asks S to start a process (see process.hpp for what it gets) and
   // returns the request's ticket without waiting: S starts one while this
-  // process makes the next request. Its answer comes from answers();
+  // process makes the next request. Its answer comes from reports();
   // `stdout_r` and `stderr_r` get the read ends of its streams
   // (non-blocking, close-on-exec). The agent lets at most kWindow
   // requests wait for an answer at a time. Throws Error(ExitCode::internal)
@@ -73,39 +73,29 @@ class Supervisor {
   static constexpr size_t kWindow = 8;
   uint32_t request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& stderr_r);
 
-  struct Answer {
-    uint32_t ticket = 0;
-    pid_t pid = -1;                // the process started (also its group), or -1
-    ExitCode code = ExitCode::ok;  // when not: usage with a user-facing reason
-    std::string error;             // (command not found, bad cwd), else internal
+  // What S reported: the answer to a request (the process started, or
+  // why not), or the end of a process it started.
+  struct Report {
+    enum class Kind { answer, exit } kind = Kind::answer;
+    uint32_t ticket = 0;           // answer: the request's
+    pid_t pid = -1;                // the process (also its group); -1: an answer without one
+    int status = 0;                // exit: as from waitpid
+    ExitCode code = ExitCode::ok;  // an answer without a process: usage with a
+    std::string error;             // user-facing reason (command not found, bad cwd), else internal
   };
-  // The answers that came, in request order, once no more than `leave`
-  // requests wait for one (each wait bounded by 10 s). A request S did not
-  // answer in time, or that it never will (it died), is answered here with
+  // What S reported since the last call, in the order it did (an exit
+  // always after the answer naming its process), once no more than `leave`
+  // requests wait for an answer (each wait bounded by 10 s). A request S
+  // did not answer in time, or never will (it died), is answered here with
   // an internal error; S's late answer is then ignored, its process killed.
-  std::vector<Answer> answers(size_t leave);
+  // Once S is gone and all it reported was returned, kills every process
+  // it left behind (they were reparented here) and throws
+  // Error(ExitCode::internal): the agent can start nothing more.
+  std::vector<Report> reports(size_t leave);
   size_t unanswered() const { return waiting_.size(); }
-  bool answered() const { return !answers_.empty(); }  // answers() has some to return
-
-  // request_spawn() and its answer, with no other request waiting. Throws
-  // Error(ExitCode::usage) with the user-facing reason when the process
-  // cannot start, and Error(ExitCode::internal) when S is gone or does not
-  // answer within 10 s.
-  Spawned spawn(const SpawnRequest& req);
 
   // Readable when S has reported something (or is gone): poll it.
   int fd() const { return sock_.get(); }
-
-  struct Exit {
-    pid_t pid = -1;
-    int status = 0;  // as from waitpid
-  };
-  // The processes started that ended since the last call (not one whose
-  // start answers() has still to return). Once S is
-  // gone (and every exit it reported was returned), kills every process it
-  // left behind (they were reparented here) and throws
-  // Error(ExitCode::internal): the agent can start nothing more.
-  std::vector<Exit> exits();
 
   // Creates the lock file `path` (mode 0600) and takes a flock on it,
   // held by this process and by S until both are gone: while anyone holds
@@ -129,9 +119,8 @@ class Supervisor {
   std::string lock_path_;
   uint32_t seq_ = 0;
   bool lost_ = false;         // S closed the socket: it died
-  std::vector<Exit> exits_;   // reported, not yet collected
   std::deque<uint32_t> waiting_;  // requests S has not answered, oldest first
-  std::vector<Answer> answers_;   // answered, not yet collected
+  std::vector<Report> reports_;   // not yet collected
 };
 
 // Takes the lock on a lock file another agent made (Supervisor::lock),

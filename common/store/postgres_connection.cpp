@@ -144,6 +144,7 @@ class PostgresConnection final : public Connection {
   struct Statement {
     std::string sql;
     Params params;
+    std::string name = {};  // prepared as, if it is
   };
 
  public:
@@ -275,7 +276,9 @@ class PostgresConnection final : public Connection {
     if (rows == 0) return 0;
     if (rows <= kBatchRows && when == Send::with_next && in_transaction_) {
       refuse_if_lost(sql);
-      ahead_.push_back({std::string(sql), make(0)});
+      ensure_connected();  // prepared_name() may prepare it now
+      const std::string* name = prepared_name(sql);
+      ahead_.push_back({std::string(sql), make(0), name ? *name : std::string()});
       return 0;
     }
     if (rows <= kBatchRows) return exec(sql, make(0));  // prepared on its second use, as any statement
@@ -541,7 +544,9 @@ class PostgresConnection final : public Connection {
     if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(items.back().sql);
     const int syncs = settings > 0 && settings < items.size() ? 2 : 1;
     for (size_t i = 0; i < items.size(); ++i) {
-      send(items[i].sql, last && i + 1 == items.size() ? name : nullptr, items[i].params);
+      const std::string* as = last && i + 1 == items.size() ? name : nullptr;
+      if (!as && !items[i].name.empty()) as = &items[i].name;
+      send(items[i].sql, as, items[i].params);
       if (syncs == 2 && i + 1 == settings && !libpq().PQpipelineSync(conn_)) fail_to_send(items[i].sql);
     }
     if (!libpq().PQpipelineSync(conn_)) fail_to_send(items.back().sql);

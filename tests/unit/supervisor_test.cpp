@@ -10,10 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <memory>
-#include <thread>
+#include <optional>
 
 #include "common/exec/supervisor.hpp"
 #include "common/util/error.hpp"
@@ -50,15 +51,46 @@ bool ended(int pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
 
+using Report = exec::Supervisor::Report;
+
+// One process at a time through a Supervisor: a request and its answer,
+// the exits read meanwhile kept for exits().
+struct Sup {
+  exec::Supervisor s;
+  std::vector<Report> held;
+
+  explicit Sup(milliseconds kill_grace) : s(kill_grace) {}
+  pid_t pid() const { return s.pid(); }
+
+  // Throws Error(usage) with the reason when it cannot start, as the agent records it.
+  exec::Spawned spawn(const exec::SpawnRequest& req) {
+    exec::Fd out, err;
+    const uint32_t ticket = s.request_spawn(req, out, err);
+    std::optional<Report> answer;
+    for (auto& r : s.reports(0)) {
+      if (r.kind == Report::Kind::exit) held.push_back(r);
+      else if (r.ticket == ticket) answer = r;
+    }
+    REQUIRE(answer);
+    if (answer->pid < 0) throw Error(answer->code, answer->error);
+    return exec::Spawned{answer->pid, out.release(), err.release()};
+  }
+
+  std::vector<Report> exits() {
+    for (auto& r : s.reports(0)) held.push_back(r);
+    return std::exchange(held, {});
+  }
+};
+
 }  // namespace
 
 TEST_CASE("exec::Supervisor starts a process with its payload and pipes, and reports its exit") {
   test::TempDir dir;
-  exec::Supervisor sup(milliseconds(500));
+  Sup sup(milliseconds(500));
   auto sp = sup.spawn(shell("read x; echo out:$x; pwd; echo err >&2; exit 3", dir.path(), "hello\n"));
   CHECK(read_all(sp.stdout_fd) == "out:hello\n" + dir.path() + "\n");
   CHECK(read_all(sp.stderr_fd) == "err\n");
-  std::vector<exec::Supervisor::Exit> exits;
+  std::vector<Report> exits;
   test::eventually([&] {
     for (auto e : sup.exits()) exits.push_back(e);
     return !exits.empty();
@@ -70,7 +102,7 @@ TEST_CASE("exec::Supervisor starts a process with its payload and pipes, and rep
 }
 
 TEST_CASE("exec::Supervisor refuses what cannot start with the reason, as a usage error") {
-  exec::Supervisor sup(milliseconds(500));
+  Sup sup(milliseconds(500));
   auto refused = [&](const exec::SpawnRequest& req) -> std::string {
     try {
       sup.spawn(req);
@@ -93,7 +125,7 @@ TEST_CASE("exec::Supervisor refuses what cannot start with the reason, as a usag
 TEST_CASE("exec::Supervisor starts a process as another user, for good: its ids, groups, home, and nothing back") {
   if (geteuid() != 0) return;  // only root may switch users (CI runs as root)
   test::TempDir dir;
-  exec::Supervisor sup(milliseconds(500));
+  Sup sup(milliseconds(500));
   // The ids as the kernel has them (real, effective, saved, filesystem),
   // the groups, the variables from the passwd entry, and an attempt to
   // become root again.
@@ -127,7 +159,7 @@ TEST_CASE("exec::Supervisor starts a process as another user, for good: its ids,
 
 TEST_CASE("exec::Supervisor ends every process it started, and what they left, when its owner lets go") {
   test::TempDir dir;
-  auto sup = std::make_unique<exec::Supervisor>(milliseconds(300));
+  auto sup = std::make_unique<Sup>(milliseconds(300));
   // The job ignores SIGTERM (so SIGKILL must follow), and leaves a child
   // behind in a session of its own.
   auto sp = sup->spawn(shell("trap '' TERM; setsid sh -c 'echo $$ > " + dir.file("setsid.pid") +
@@ -146,7 +178,7 @@ TEST_CASE("exec::Supervisor ends every process it started, and what they left, w
 }
 
 TEST_CASE("exec::Supervisor ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: those are for the agent's drain") {
-  exec::Supervisor sup(milliseconds(300));
+  Sup sup(milliseconds(300));
   auto sp = sup.spawn(shell("exec sleep 30"));
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) kill(sup.pid(), sig);
   auto again = sup.spawn(shell("echo still serving"));  // throws if S died
@@ -158,8 +190,8 @@ TEST_CASE("exec::Supervisor ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: those a
   close(sp.stderr_fd);
 }
 
-TEST_CASE("exec::Supervisor takes several requests before answering, answers each in order, and holds an exit back "
-          "until its start is answered") {
+TEST_CASE("exec::Supervisor takes several requests before answering, and reports in order: each answer, and each "
+          "exit after the answer naming its process") {
   exec::Supervisor sup(milliseconds(300));
   // A request too big for one message goes in a memfd: its environment
   // arrives whole.
@@ -176,17 +208,23 @@ TEST_CASE("exec::Supervisor takes several requests before answering, answers eac
     errs.push_back(std::move(err));
   }
   CHECK(sup.unanswered() == reqs.size());
-  // Until their starts are answered, no exit is returned: the caller
-  // could not tell whose it is.
-  test::eventually([&] {
-    pollfd p{sup.fd(), POLLIN, 0};
-    return poll(&p, 1, 0) == 1;
-  }, "S to answer");
-  std::this_thread::sleep_for(milliseconds(300));  // the quick ones exit meanwhile
-  CHECK(sup.exits().empty());
-  CHECK(sup.answered());
-  auto answers = sup.answers(0);
+  std::vector<Report> reports = sup.reports(0);
   CHECK(sup.unanswered() == 0);
+  test::eventually([&] {
+    for (auto& r : sup.reports(0)) reports.push_back(r);
+    return reports.size() == reqs.size() + 3;
+  }, "the answers and the three exits");
+  std::vector<Report> answers;
+  std::map<pid_t, int> exits;
+  for (const auto& r : reports) {
+    if (r.kind == Report::Kind::answer) {
+      answers.push_back(r);
+      continue;
+    }
+    // Its process was named by an answer before it.
+    CHECK(std::any_of(answers.begin(), answers.end(), [&](const Report& a) { return a.pid == r.pid; }));
+    exits[r.pid] = r.status;
+  }
   REQUIRE(answers.size() == reqs.size());
   for (size_t i = 0; i < answers.size(); ++i) CHECK(answers[i].ticket == tickets[i]);
   CHECK(answers[0].pid > 0);
@@ -197,11 +235,7 @@ TEST_CASE("exec::Supervisor takes several requests before answering, answers eac
   CHECK(answers[3].pid > 0);
   CHECK(read_all(outs[0].release()) == "zero\n");
   CHECK(read_all(outs[2].release()) == "100000\n");
-  std::map<pid_t, int> exits;
-  test::eventually([&] {
-    for (auto e : sup.exits()) exits[e.pid] = e.status;
-    return exits.size() == 3;
-  }, "the three exits");
+  REQUIRE(exits.size() == 3);
   CHECK(WEXITSTATUS(exits[answers[0].pid]) == 0);
   CHECK(WEXITSTATUS(exits[answers[2].pid]) == 0);
   CHECK(WEXITSTATUS(exits[answers[3].pid]) == 7);
@@ -215,24 +249,27 @@ TEST_CASE("exec::Supervisor goes on sending when S's end is full, reading what S
   int small = 4096;
   REQUIRE(setsockopt(sup.fd(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small) == 0);
   size_t started = 0, exited = 0, succeeded = 0;
+  auto count = [&](const std::vector<Report>& reports) {
+    for (const auto& r : reports) {
+      if (r.kind == Report::Kind::answer) {
+        started += r.pid > 0;
+        continue;
+      }
+      ++exited;
+      succeeded += WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0;
+    }
+  };
   for (int i = 0; i < 60; ++i) {
     exec::SpawnRequest req{{"sh", "-c", "test ${#PAD} = " + std::to_string(i < 30 ? 3000 : 12000)},
                            {"PATH=/usr/bin:/bin", "PAD=" + std::string(i < 30 ? 3000 : 12000, 'p')}, "", "", ""};
     exec::Fd out, err;
     sup.request_spawn(req, out, err);
-    for (const auto& a : sup.answers(exec::Supervisor::kWindow - 1)) started += a.pid > 0;
-    for (auto e : sup.exits()) {
-      ++exited;
-      succeeded += WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0;
-    }
+    count(sup.reports(exec::Supervisor::kWindow - 1));
   }
-  for (const auto& a : sup.answers(0)) started += a.pid > 0;
+  count(sup.reports(0));
   CHECK(started == 60);
   test::eventually([&] {
-    for (auto e : sup.exits()) {
-      ++exited;
-      succeeded += WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0;
-    }
+    count(sup.reports(0));
     return exited == 60;
   }, "every exit");
   CHECK(succeeded == 60);  // each had its whole environment
