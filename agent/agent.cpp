@@ -102,9 +102,9 @@ int Agent::run() {
     store_->deliver();
     // Signals first: a drain must stop the claim below.
     handle_signals();
-    // Finished processes become completions, recorded fenced in one batch.
+    // Finished processes become completions, recorded fenced in batches.
     collect_finished();
-    flush_reports();
+    report_if_due(now);
     // What running jobs printed, for jobctl logs --follow.
     ship_output_if_due(now);
     // Keep our leases alive; learn of cancels, of runs we lost and of
@@ -168,7 +168,6 @@ void Agent::handle_signals() {
 }
 
 void Agent::collect_finished() {
-  runner_.read_output();
   auto finished = runner_.reap();
   record_start_failures();
   for (auto& f : webhooks_.collect()) finished.push_back(std::move(f));
@@ -262,6 +261,24 @@ void Agent::flush_reports() {
   if (Clock::now() < store_backoff_until_) return;
   report("complete", completions_);
   report("release", releases_);
+}
+
+void Agent::report_if_due(Clock::time_point now) {
+  if (completions_.empty()) completed_since_.reset();
+  else if (!completed_since_) completed_since_ = now;
+  if (completions_due(now)) flush_reports();
+  else if (now >= store_backoff_until_) report("release", releases_);
+}
+
+// At once, unless runs are still starting (a flood of short jobs): then
+// the store is what bounds the rate, and each batch costs it about as much
+// as dozens of runs, so completions wait for half the slots' worth, for
+// the next claim (which sends them ahead of itself), or kReportDelay.
+bool Agent::completions_due(Clock::time_point now) const {
+  if (completions_.empty() || busy("complete") || now < store_backoff_until_) return false;
+  return phase_ != Phase::running || runner_.unstarted() == 0 ||
+         static_cast<int>(completions_.size()) >= std::max(1, opts_.concurrency / 2) ||
+         (completed_since_ && now >= *completed_since_ + kReportDelay);
 }
 
 // One store call at a time carries every running job's new output; while
@@ -425,11 +442,23 @@ void Agent::rescue_if_safe(Clock::time_point now) {
       });
 }
 
+bool Agent::may_claim(Clock::time_point now) const {
+  if (phase_ != Phase::running || free_slots() == 0 || now < store_backoff_until_ || busy("claim")) return false;
+  // While runs are still starting, the supervisor has work: a claim waits
+  // until half the slots are free. A claim costs the store as much as
+  // dozens of runs' completions: claims of one or two runs, one per
+  // process ended, would make the store the bottleneck of short jobs.
+  return runner_.unstarted() == 0 || free_slots() >= std::max(1, opts_.concurrency / 2);
+}
+
 void Agent::claim_if_free(Clock::time_point now) {
-  if (phase_ != Phase::running || free_slots() == 0 || now < store_backoff_until_ || busy("claim")) return;
+  if (!may_claim(now)) return;
   if (!claim_wanted_ && now < next_claim_) return;
   int want = free_slots();
   claim_wanted_ = false;
+  // What finished goes first, in one store step: its places in job and
+  // group limits are free for this claim.
+  report("complete", completions_);
   next_claim_ = now + opts_.poll_interval;
   struct Claim {
     std::vector<store::ClaimedRun> runs;
@@ -459,19 +488,11 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
     give_back(claimed);
     return;
   }
-  // The supervisor starts the processes one after another (a few requests
-  // ahead of it), so a big claim takes a while to start. Every few starts, what finished meanwhile is reported
-  // and its slots are claimed again: the store works while this loop
-  // starts processes, not after. The runs not started yet keep their
-  // slots (free_slots()).
-  unstarted_ = static_cast<int>(claimed.size());  // the run in hand among them until it is started
+  // The supervisor starts the processes one after another, so a big claim
+  // takes a while to start: the runner queues them (their slots are taken)
+  // and this loop goes on meanwhile, reaping, reporting and claiming again
+  // as processes end, never waiting for the starts.
   for (const auto& run : claimed) {
-    const size_t started = claimed.size() - static_cast<size_t>(unstarted_);
-    if (started > 0 && started % kStartsBetweenReaps == 0) {
-      collect_finished();
-      flush_reports();
-      claim_if_free(Clock::now());
-    }
     ++metrics_.runs_started[run.queue];
     metrics_.scheduling_lag[run.queue].observe(static_cast<double>(std::max<int64_t>(0, run.claimed_at - run.available_at)) / 1e6);
     log_event(LogLevel::debug, "claimed",
@@ -482,13 +503,11 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
       error = run.spec.command.webhook ? webhooks_.start(run) : runner_.start(run);
     } catch (const Error& e) {  // the agent's own trouble, not the job's: try again later
       // With its hint: the run's error is where an operator reads what to do.
-      error = e.hint().empty() ? std::string(e.what()) : fmt::format("{}; {}", e.what(), e.hint());
+      error = e.with_hint();
       permanent = Permanent::no;
     }
     if (error) fail_start(run, *error, permanent);
-    --unstarted_;  // starting, running or failed to start: its slot is counted as such
   }
-  runner_.settle_starts();
   record_start_failures();
   // Send the new requests now, not after the next round of store work.
   webhooks_.handle_timeout(Clock::now());
@@ -530,12 +549,13 @@ void Agent::record_start_failures() {
 
 void Agent::wait_for_events(Clock::time_point now) {
   bool store_ok = now >= store_backoff_until_;
-  if (claim_wanted_ && free_slots() > 0 && phase_ == Phase::running && store_ok && !busy("claim")) return;
-  if (store_ok && ((!completions_.empty() && !busy("complete")) || (!releases_.empty() && !busy("release")))) return;
+  if (claim_wanted_ && may_claim(now)) return;
+  if (completions_due(now) || (store_ok && !releases_.empty() && !busy("release"))) return;
   Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
   if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
   if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running) until = std::min(until, next_gc_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
+  if (completed_since_ && !busy("complete")) until = std::min(until, *completed_since_ + kReportDelay);
   if (auto d = runner_.next_output_due(); d && !busy("output")) until = std::min(until, *d);
   if (auto d = webhooks_.next_deadline()) until = std::min(until, *d);
   if (metrics_server_)
@@ -559,7 +579,10 @@ void Agent::wait_for_events(Clock::time_point now) {
   // Round up: poll() in whole milliseconds must not wake just before a
   // deadline and spin.
   int n = poll(fds.data(), fds.size(), static_cast<int>(timeout_ms) + (timeout_ms > 0 ? 1 : 0));
-  if (n > 0) webhooks_.handle_events(fds);
+  if (n > 0) {
+    runner_.handle_events(fds);
+    webhooks_.handle_events(fds);
+  }
   if (metrics_server_) {
     if (n > 0) metrics_server_->handle_events(fds, [this] { return render_metrics(); });
     metrics_server_->expire(Clock::now());
@@ -611,7 +634,7 @@ void Agent::shut_down() {
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});
 }
 
-int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(running()) - unstarted_); }
+int Agent::free_slots() const { return std::max(0, opts_.concurrency - static_cast<int>(running())); }
 
 std::vector<std::string> Agent::running_ids() const {
   auto ids = runner_.run_ids();

@@ -69,12 +69,19 @@ class Agent {
   bool drained(Clock::time_point now);
   std::optional<Clock::time_point> watch_store(Clock::time_point now);
   void shut_down();
-  // Slots neither running a job nor promised to one being started.
+  // Slots with no run in hand (running, starting or waiting to start).
   int free_slots() const;
-  static constexpr int kStartsBetweenReaps = 8;
+  // Whether a claim may go now, if one is wanted.
+  bool may_claim(Clock::time_point now) const;
+  // Records the completions if they are due, and the releases.
+  void report_if_due(Clock::time_point now);
+  bool completions_due(Clock::time_point now) const;
+  // How long a completion may wait for others to share its store call.
+  static constexpr std::chrono::milliseconds kReportDelay{20};
   // A run due that a claim left: how soon to look again (start_claimed).
   static constexpr std::chrono::milliseconds kDueAgain{20};
-  // Over both executors: processes (runner_) and webhooks (webhooks_).
+  // Runs in hand over both executors: processes (runner_, with those
+  // waiting to start) and webhooks (webhooks_).
   size_t running() const { return runner_.size() + webhooks_.size(); }
   std::vector<std::string> running_ids() const;
   void stop_run(const std::string& run_id, Ending why);
@@ -126,7 +133,6 @@ class Agent {
   Clock::time_point last_cancel_check_{};
   Clock::time_point store_backoff_until_{};
   bool claim_wanted_ = true;
-  int unstarted_ = 0;  // runs start_claimed() has still to start: their slots are taken
   bool looked_again_ = false;  // the last claim was the quick second look at a run due (start_claimed)
   std::optional<int64_t> epoch_;          // set while this agent is the scheduler leader
   Clock::time_point next_lead_{};         // next take-or-renew of the leader lease
@@ -134,6 +140,7 @@ class Agent {
   Clock::time_point next_gc_{};           // next history retention pass, while leading
   std::map<std::string, Clock::time_point> schedule_errors_;  // last logged, per message
   std::vector<store::Completion> completions_;  // finished, not yet recorded
+  std::optional<Clock::time_point> completed_since_;  // when the oldest of them was seen
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
   std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };

@@ -61,7 +61,7 @@ bool ended_by_us(store::Completion& c, const Finished& f) {
     case Ending::drain:
       c.outcome = model::AttemptOutcome::released;
       c.error = "released: the agent was draining";
-      if (f.run.spec.retry.delivery == model::Delivery::at_most_once) {
+      if (f.ran && f.run.spec.retry.delivery == model::Delivery::at_most_once) {
         // It already ran, partly: running it again would break the promise.
         c.status = model::RunStatus::dead;
         c.outcome = model::AttemptOutcome::failed;
@@ -146,8 +146,8 @@ store::Completion outcome_of(const Finished& f, std::mt19937_64& rng) {
     notify(c, f.run, elapsed_us);
     return c;
   }
-  if (WIFEXITED(f.wait_status)) c.exit_code = WEXITSTATUS(f.wait_status);
-  if (WIFSIGNALED(f.wait_status)) c.signal = WTERMSIG(f.wait_status);
+  if (f.ran && WIFEXITED(f.wait_status)) c.exit_code = WEXITSTATUS(f.wait_status);
+  if (f.ran && WIFSIGNALED(f.wait_status)) c.signal = WTERMSIG(f.wait_status);
   if (ended_by_us(c, f)) {
     notify(c, f.run, elapsed_us);
     return c;

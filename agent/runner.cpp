@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -16,6 +17,18 @@
 extern char** environ;
 
 namespace jobctl::agent {
+namespace {
+
+// A run ended before its process started.
+Finished ended_unstarted(store::ClaimedRun run, Ending why) {
+  Finished f;
+  f.run = std::move(run);
+  f.ending = why;
+  f.ran = false;
+  return f;
+}
+
+}  // namespace
 
 Runner::~Runner() {
   for (auto& [pid, job] : jobs_) {
@@ -32,16 +45,33 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
   exec::SpawnRequest req{run.spec.command.exec_argv(),
                          job_environment(run, environ, opts_.job_db, user.empty() ? OtherUser::no : OtherUser::yes),
                          run.spec.cwd, run.spec.payload.value_or(""), user};
-  // A full window: the oldest request's answer first.
-  if (supervisor_.unanswered() >= exec::Supervisor::kWindow) take_reports(exec::Supervisor::kWindow - 1);
-  Starting s{run, exec::Fd(), exec::Fd()};
-  const uint32_t ticket = supervisor_.request_spawn(req, s.out, s.err);
-  starting_.emplace(ticket, std::move(s));
+  queued_.push_back(Queued{run, std::move(req)});
+  send_queued();
   return std::nullopt;
+}
+
+void Runner::send_queued() {
+  while (!queued_.empty() && supervisor_.unanswered() < exec::Supervisor::kWindow) {
+    Queued q = std::move(queued_.front());
+    queued_.pop_front();
+    Starting s{std::move(q.run), exec::Fd(), exec::Fd()};
+    try {
+      const uint32_t ticket = supervisor_.request_spawn(q.request, s.out, s.err);
+      starting_.emplace(ticket, std::move(s));
+    } catch (const Error& e) {  // the agent's own trouble, not the job's: tried again later
+      failed_starts_.push_back(StartFailure{std::move(s.run), e.with_hint(), Permanent::no});
+    }
+  }
 }
 
 void Runner::settle_starts() {
   if (!starting_.empty()) take_reports(0);
+}
+
+void Runner::unqueue(Ending why) {
+  for (auto& q : queued_)
+    finished_.push_back(ended_unstarted(std::move(q.run), why));
+  queued_.clear();
 }
 
 std::vector<StartFailure> Runner::start_failures() { return std::exchange(failed_starts_, {}); }
@@ -72,11 +102,22 @@ void Runner::take_reports(size_t leave) {
   }
 }
 
-void Runner::poll_fds(std::vector<pollfd>& fds) const {
+void Runner::poll_fds(std::vector<pollfd>& fds) {
+  fds_from_ = fds.size();
   fds.push_back({supervisor_.fd(), POLLIN, 0});
   for (const auto& [pid, job] : jobs_) {
     if (job.out_fd >= 0) fds.push_back({job.out_fd, POLLIN, 0});
     if (job.err_fd >= 0) fds.push_back({job.err_fd, POLLIN, 0});
+  }
+}
+
+void Runner::handle_events(const std::vector<pollfd>& fds) {
+  // The jobs are those poll_fds() listed, in the same order: none ended
+  // or started between the two.
+  size_t i = fds_from_ + 1;
+  for (auto& [pid, job] : jobs_) {
+    if (job.out_fd >= 0 && fds.at(i++).revents) drain_fd(job.out_fd, job.out);
+    if (job.err_fd >= 0 && fds.at(i++).revents) drain_fd(job.err_fd, job.err);
   }
 }
 
@@ -98,15 +139,9 @@ void Runner::drain_fd(int& fd, exec::OutputTail& tail) {
   }
 }
 
-void Runner::read_output() {
-  for (auto& [pid, job] : jobs_) {
-    drain_fd(job.out_fd, job.out);
-    drain_fd(job.err_fd, job.err);
-  }
-}
-
 std::vector<Finished> Runner::reap() {
   take_reports(supervisor_.unanswered());
+  send_queued();
   return std::exchange(finished_, {});
 }
 
@@ -146,11 +181,18 @@ Runner::Job* Runner::find(const std::string& run_id) {
 }
 
 void Runner::stop(const std::string& run_id, Ending why, Now immediately) {
+  auto queued = std::find_if(queued_.begin(), queued_.end(), [&](const Queued& q) { return q.run.run_id == run_id; });
+  if (queued != queued_.end()) {
+    finished_.push_back(ended_unstarted(std::move(queued->run), why));
+    queued_.erase(queued);
+    return;
+  }
   settle_starts();
   if (Job* job = find(run_id)) terminate(*job, why, why == Ending::lost ? Now::yes : immediately);
 }
 
 void Runner::stop_all(Ending why, Now immediately) {
+  unqueue(why);
   settle_starts();
   for (auto& [pid, job] : jobs_) terminate(job, why, immediately);
 }
@@ -206,14 +248,19 @@ void Runner::ship_again(const std::vector<std::string>& run_ids) {
 }
 
 std::string Runner::job_of(const std::string& run_id) const {
-  const Job* job = find(run_id);
-  return job ? job->run.job_id : std::string();
+  if (const Job* job = find(run_id)) return job->run.job_id;
+  for (const auto& [ticket, s] : starting_)
+    if (s.run.run_id == run_id) return s.run.job_id;
+  for (const auto& q : queued_)
+    if (q.run.run_id == run_id) return q.run.job_id;
+  return {};
 }
 
 std::vector<std::string> Runner::run_ids() const {
   std::vector<std::string> ids;
   for (const auto& [pid, job] : jobs_) ids.push_back(job.run.run_id);
   for (const auto& [ticket, s] : starting_) ids.push_back(s.run.run_id);
+  for (const auto& q : queued_) ids.push_back(q.run.run_id);
   return ids;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,6 +54,7 @@ struct Finished {
   std::optional<HttpResult> http;  // a webhook's request
   int64_t stdout_bytes = 0;  // all it wrote (a webhook: the response body's length)
   int64_t stderr_bytes = 0;
+  bool ran = true;  // false: stopped before its process started (no exit status)
 };
 
 // Whether a run that could not start fails for good (what will not change:
@@ -77,29 +79,32 @@ class Runner {
   explicit Runner(const Options& opts) : opts_(opts), supervisor_(opts.kill_grace) {}
   ~Runner();  // kills whatever still runs, then ends the supervisor
 
-  // Starts the run's command: asks the supervisor and returns before it
-  // answers (a few starts are under way at a time). Returns why when it
-  // cannot start for a reason known at once (a user it may not run as);
-  // the run is then not tracked. A start the supervisor refuses (command
-  // not found, bad cwd) comes back from start_failures(). Throws Error when
-  // the agent cannot start anything (its supervisor is gone).
+  // Starts the run's command, in turn: returns at once, never waiting for
+  // the supervisor. The supervisor has up to exec::Supervisor::kWindow
+  // requests at a time; the rest wait here, in order, and reap() sends
+  // them as its answers come back, so the agent's loop goes on reaping,
+  // reporting and claiming while a big claim starts. Returns why when the
+  // run cannot start for a reason known at once (a user it may not run
+  // as); the run is then not tracked. A start the supervisor refuses
+  // (command not found, bad cwd), or that cannot be sent to it (it is
+  // gone), comes back from start_failures().
   std::optional<std::string> start(const store::ClaimedRun& run);
-  // Waits for the answer to every start under way: each is running, or
-  // among start_failures().
-  void settle_starts();
   // The runs whose start the supervisor refused since the last call.
   std::vector<StartFailure> start_failures();
 
-  // Descriptors to poll (the supervisor's, stdout and stderr of each process).
-  void poll_fds(std::vector<pollfd>& fds) const;
-  // Reads whatever output is waiting, from every process.
-  void read_output();
-  // Collects exited processes, as the supervisor reports them. Throws
+  // Descriptors to poll (the supervisor's, stdout and stderr of each
+  // process), appended to `fds`; handle_events() reads what they have.
+  void poll_fds(std::vector<pollfd>& fds);
+  // Reads the output of each process whose descriptors poll() found ready.
+  void handle_events(const std::vector<pollfd>& fds);
+  // Collects exited processes, as the supervisor reports them, and sends
+  // the supervisor the starts its answers made room for. Throws
   // Error(ExitCode::internal) once the supervisor died (every process it
   // left is killed then): the agent must stop.
   std::vector<Finished> reap();
   // Begins ending a run: SIGTERM now and SIGKILL after the grace period,
-  // or SIGKILL at once for `lost` and `immediately`.
+  // or SIGKILL at once for `lost` and `immediately`. A run still waiting
+  // to start never starts: it is among the next reap()'s, not ran.
   enum class Now { no, yes };
   void stop(const std::string& run_id, Ending why, Now immediately = Now::no);
   void stop_all(Ending why, Now immediately);
@@ -121,7 +126,10 @@ class Runner {
   // (exec::Supervisor::lock).
   void lock(const std::string& path) { supervisor_.lock(path); }
 
-  size_t size() const { return jobs_.size() + starting_.size(); }
+  // The runs not started yet: waiting their turn, or sent to the supervisor.
+  size_t unstarted() const { return queued_.size() + starting_.size(); }
+  // The runs in hand: waiting to start, starting, or running.
+  size_t size() const { return queued_.size() + starting_.size() + jobs_.size(); }
   std::string job_of(const std::string& run_id) const;  // "" when not running
   std::vector<std::string> run_ids() const;
 
@@ -144,15 +152,28 @@ class Runner {
     bool unshipped() const { return ship_failed || out.total() != shipped_out || err.total() != shipped_err; }
   };
 
+  // A start waiting for room in the supervisor's window.
+  struct Queued {
+    store::ClaimedRun run;
+    exec::SpawnRequest request;
+  };
+
   // A start the supervisor has still to answer.
   struct Starting {
     store::ClaimedRun run;
     exec::Fd out, err;  // the read ends of its stdout and stderr
   };
 
+  // Sends the queued starts while the supervisor's window has room.
+  void send_queued();
+  // Waits for the answer to every start sent: each is running, or among
+  // start_failures(). The queued are not sent.
+  void settle_starts();
   // Takes what the supervisor reported (starts answered, processes ended)
   // once no more than `leave` starts wait.
   void take_reports(size_t leave);
+  // Ends the queued runs unstarted: among finished_, not ran.
+  void unqueue(Ending why);
   // A process ended: its run among finished_.
   void finish(pid_t pid, int status);
   void drain_fd(int& fd, exec::OutputTail& tail);
@@ -163,9 +184,11 @@ class Runner {
   const Options& opts_;
   exec::Supervisor supervisor_;
   std::map<pid_t, Job> jobs_;
+  std::deque<Queued> queued_;              // in the order they were claimed
   std::map<uint32_t, Starting> starting_;  // by the supervisor's ticket
   std::vector<StartFailure> failed_starts_;
   std::vector<Finished> finished_;  // ended, for the next reap()
+  size_t fds_from_ = 0;             // where our part of the last poll_fds() vector begins
 };
 
 }  // namespace jobctl::agent

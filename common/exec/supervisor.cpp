@@ -271,6 +271,10 @@ class Supervising {
         if (r == Received::nothing) break;
         if (r == Received::closed) broken_ = true;
         else handle(m);
+        // The agent sends more as each start is answered: without this,
+        // a long run of starts would hold back every exit until its end,
+        // and the slots of jobs long over would look busy.
+        reap();
       }
     }
   }

@@ -39,6 +39,8 @@ class Error : public std::runtime_error {
 
   ExitCode code() const { return code_; }
   const std::string& hint() const { return hint_; }
+  // The message, then the hint after "; ": for a place that keeps one line.
+  std::string with_hint() const { return hint_.empty() ? std::string(what()) : std::string(what()) + "; " + hint_; }
 
  private:
   ExitCode code_;

@@ -274,3 +274,31 @@ TEST_CASE("exec::Supervisor goes on sending when S's end is full, reading what S
   }, "every exit");
   CHECK(succeeded == 60);  // each had its whole environment
 }
+
+TEST_CASE("exec::Supervisor reports exits while it works through a long run of requests, not after it") {
+  exec::Supervisor sup(milliseconds(300));
+  // S is stopped while the requests queue on its socket: once it goes on,
+  // it starts them one after another with no wait between. The first
+  // processes end meanwhile, and their exits must come before the last
+  // answer: an agent counts a slot busy until it hears of the exit.
+  const int n = 50;
+  REQUIRE(kill(sup.pid(), SIGSTOP) == 0);
+  std::vector<exec::Fd> fds;
+  for (int i = 0; i < n; ++i) {
+    exec::Fd out, err;
+    sup.request_spawn(shell("true"), out, err);
+    fds.push_back(std::move(out));
+    fds.push_back(std::move(err));
+  }
+  REQUIRE(kill(sup.pid(), SIGCONT) == 0);
+  std::vector<Report> reports = sup.reports(0);
+  test::eventually([&] {
+    for (auto& r : sup.reports(0)) reports.push_back(r);
+    return reports.size() == 2 * n;
+  }, "every answer and exit");
+  size_t last_answer = 0, exits_before = 0;
+  for (size_t i = 0; i < reports.size(); ++i)
+    if (reports[i].kind == Report::Kind::answer) last_answer = i;
+  for (size_t i = 0; i < last_answer; ++i) exits_before += reports[i].kind == Report::Kind::exit;
+  CHECK(exits_before > 0);
+}
