@@ -473,13 +473,15 @@ std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
     pollfd p{sock_.get(), POLLIN, 0};
     poll(&p, 1, static_cast<int>(left) + 1);
   }
-  // The requests S will not answer now: given up (a late answer's process
-  // is killed, see handle_report).
-  while (waiting_.size() > (lost_ ? 0 : leave)) {
+  // The requests a live S did not answer in time: given up (a late
+  // answer's process is killed, see handle_report). Those S died before
+  // answering are not answered: their processes may have run (one may be
+  // what killed S), so they are no start failures; their runs are left to
+  // their leases, like the rest of an agent that must stop now.
+  while (!lost_ && waiting_.size() > leave) {
     reports_.push_back(Report{Report::Kind::answer, waiting_.front(), -1, 0, ExitCode::internal,
-                              lost_ ? fmt::format("the job supervisor (pid {}) died", pid_)
-                                    : fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
-                                                  std::chrono::seconds(kReplyLimit).count())});
+                              fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
+                                          std::chrono::seconds(kReplyLimit).count())});
     waiting_.pop_front();
   }
   if (lost_ && reports_.empty()) {

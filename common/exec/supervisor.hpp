@@ -86,9 +86,10 @@ class Supervisor {
   // What S reported since the last call, in the order it did (an exit
   // always after the answer naming its process), once no more than `leave`
   // requests wait for an answer (each wait bounded by 10 s). A request S
-  // did not answer in time, or never will (it died), is answered here with
-  // an internal error; S's late answer is then ignored, its process killed.
-  // Once S is gone and all it reported was returned, kills every process
+  // did not answer in time is answered here with an internal error; S's
+  // late answer is then ignored, its process killed. One S died before
+  // answering is never answered (its process may have run). Once S is
+  // gone and all it reported was returned, kills every process
   // it left behind (they were reparented here) and throws
   // Error(ExitCode::internal): the agent can start nothing more.
   std::vector<Report> reports(size_t leave);

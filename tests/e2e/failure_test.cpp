@@ -176,6 +176,7 @@ TEST_CASE("failure: a job that kills its own agent every time goes dead as poiso
   CHECK(job["status"] == "dead");
   CHECK(job["run"]["error"] == "poison: delivered 2 times without a result");
   auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  INFO(attempts.dump());
   REQUIRE(attempts.size() == 2);
   for (const auto& a : attempts) CHECK(a["outcome"] == "lost");
 }

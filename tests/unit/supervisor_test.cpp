@@ -302,3 +302,24 @@ TEST_CASE("exec::Supervisor reports exits while it works through a long run of r
   for (size_t i = 0; i < last_answer; ++i) exits_before += reports[i].kind == Report::Kind::exit;
   CHECK(exits_before > 0);
 }
+
+TEST_CASE("exec::Supervisor leaves a request S died before answering unanswered: its process may have run") {
+  exec::Supervisor sup(milliseconds(300));
+  // Had S started it, the job could have been what killed S (a job that
+  // kills its agent is poison, told by its lost deliveries): no answer may
+  // say it failed to start. The caller learns that S died.
+  REQUIRE(kill(sup.pid(), SIGSTOP) == 0);
+  exec::Fd out, err;
+  sup.request_spawn(shell("true"), out, err);
+  REQUIRE(kill(sup.pid(), SIGKILL) == 0);
+  std::vector<Report> answered;
+  std::string error;
+  try {
+    answered = sup.reports(0);
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::internal);
+    error = e.what();
+  }
+  CHECK(answered.empty());
+  CHECK(error.find("died") != std::string::npos);
+}
