@@ -151,6 +151,7 @@ void Agent::handle_signals() {
     if (phase_ == Phase::running) {
       phase_ = Phase::draining;
       drain_deadline_ = Clock::now() + opts_.drain_timeout;
+      runner_.unqueue(Ending::drain);  // not started yet: given back, not started to be waited for
       log_event(LogLevel::info, "draining",
                 {{"running", std::to_string(running())},
                  {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
@@ -234,6 +235,7 @@ void Agent::report(const char* step, std::vector<store::Completion>& queue) {
     for (const auto& c : *batch) reporting_.erase(c.run_id);
   };
   const bool completing = &queue == &completions_;
+  if (completing) completed_since_.reset();  // the next one starts the wait anew
   store_step(
       step,
       [batch, applied, completing](store::Store& s) {
@@ -443,7 +445,11 @@ void Agent::rescue_if_safe(Clock::time_point now) {
 }
 
 bool Agent::may_claim(Clock::time_point now) const {
-  if (phase_ != Phase::running || free_slots() == 0 || now < store_backoff_until_ || busy("claim")) return false;
+  return slots_to_claim() && now >= store_backoff_until_ && !busy("claim");
+}
+
+bool Agent::slots_to_claim() const {
+  if (phase_ != Phase::running || free_slots() == 0) return false;
   // While runs are still starting, the supervisor has work: a claim waits
   // until half the slots are free. A claim costs the store as much as
   // dozens of runs' completions: claims of one or two runs, one per
@@ -456,8 +462,8 @@ void Agent::claim_if_free(Clock::time_point now) {
   if (!claim_wanted_ && now < next_claim_) return;
   int want = free_slots();
   claim_wanted_ = false;
-  // What finished goes first, in one store step: its places in job and
-  // group limits are free for this claim.
+  // What finished goes just ahead of it (the store thread keeps their
+  // order): its places in job and group limits are free for this claim.
   report("complete", completions_);
   next_claim_ = now + opts_.poll_interval;
   struct Claim {
@@ -551,7 +557,12 @@ void Agent::wait_for_events(Clock::time_point now) {
   bool store_ok = now >= store_backoff_until_;
   if (claim_wanted_ && may_claim(now)) return;
   if (completions_due(now) || (store_ok && !releases_.empty() && !busy("release"))) return;
-  Clock::time_point until = std::min(next_heartbeat_, phase_ == Phase::running ? next_claim_ : next_heartbeat_);
+  // The poll's time for a claim only when one could go: with every slot
+  // busy, or a claim on its way (a slow store), what changes that (an
+  // exit, an answer, a webhook's end, the claim's result) comes on a
+  // descriptor polled here, and a time past would make this loop spin.
+  const bool claim_could_go = slots_to_claim() && !busy("claim");
+  Clock::time_point until = std::min(next_heartbeat_, claim_could_go ? next_claim_ : next_heartbeat_);
   if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
   if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running) until = std::min(until, next_gc_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);

@@ -71,8 +71,10 @@ class Agent {
   void shut_down();
   // Slots with no run in hand (running, starting or waiting to start).
   int free_slots() const;
-  // Whether a claim may go now, if one is wanted.
+  // Whether a claim may go now, if one is wanted; and whether the slots
+  // alone would let one go.
   bool may_claim(Clock::time_point now) const;
+  bool slots_to_claim() const;
   // Records the completions if they are due, and the releases.
   void report_if_due(Clock::time_point now);
   bool completions_due(Clock::time_point now) const;

@@ -50,17 +50,22 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
   return std::nullopt;
 }
 
+// Once the supervisor is gone, nothing is sent: the next reap() says so,
+// and the agent stops, leaving the queued runs to their leases (they are
+// not the jobs' failures).
 void Runner::send_queued() {
-  while (!queued_.empty() && supervisor_.unanswered() < exec::Supervisor::kWindow) {
-    Queued q = std::move(queued_.front());
-    queued_.pop_front();
-    Starting s{std::move(q.run), exec::Fd(), exec::Fd()};
+  while (!queued_.empty() && !supervisor_.lost() && supervisor_.unanswered() < exec::Supervisor::kWindow) {
+    Queued& q = queued_.front();
+    exec::Fd out, err;
     try {
-      const uint32_t ticket = supervisor_.request_spawn(q.request, s.out, s.err);
-      starting_.emplace(ticket, std::move(s));
-    } catch (const Error& e) {  // the agent's own trouble, not the job's: tried again later
-      failed_starts_.push_back(StartFailure{std::move(s.run), e.with_hint(), Permanent::no});
+      const uint32_t ticket = supervisor_.request_spawn(q.request, out, err);
+      starting_.emplace(ticket, Starting{std::move(q.run), std::move(out), std::move(err)});
+    } catch (const Error& e) {
+      if (supervisor_.lost()) return;
+      // The agent's own trouble (no memory, no descriptors), not the job's: tried again later.
+      failed_starts_.push_back(StartFailure{std::move(q.run), e.with_hint(), Permanent::no});
     }
+    queued_.pop_front();
   }
 }
 
@@ -187,7 +192,11 @@ void Runner::stop(const std::string& run_id, Ending why, Now immediately) {
     queued_.erase(queued);
     return;
   }
-  settle_starts();
+  // Still starting: its answer first (the others' come with it).
+  if (std::any_of(starting_.begin(), starting_.end(), [&](const auto& s) { return s.second.run.run_id == run_id; })) {
+    settle_starts();
+    send_queued();
+  }
   if (Job* job = find(run_id)) terminate(*job, why, why == Ending::lost ? Now::yes : immediately);
 }
 
@@ -218,6 +227,7 @@ std::optional<Clock::time_point> Runner::next_deadline() const {
     consider(job.kill_at);
     if (job.ending == Ending::none) consider(job.deadline);
   }
+  consider(supervisor_.next_give_up());  // reap() gives up on a start S has not answered
   return next;
 }
 

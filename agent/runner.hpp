@@ -102,6 +102,9 @@ class Runner {
   // Error(ExitCode::internal) once the supervisor died (every process it
   // left is killed then): the agent must stop.
   std::vector<Finished> reap();
+  // Ends the runs waiting their turn without starting them: among the next
+  // reap()'s, not ran (a drain gives them back).
+  void unqueue(Ending why);
   // Begins ending a run: SIGTERM now and SIGKILL after the grace period,
   // or SIGKILL at once for `lost` and `immediately`. A run still waiting
   // to start never starts: it is among the next reap()'s, not ran.
@@ -110,7 +113,8 @@ class Runner {
   void stop_all(Ending why, Now immediately);
   // Sends due SIGTERMs (timeouts) and SIGKILLs (grace over).
   void enforce_deadlines(Clock::time_point now);
-  // The earliest deadline enforce_deadlines() will act on.
+  // The earliest deadline enforce_deadlines() will act on, or reap() (a
+  // start the supervisor has not answered in time).
   std::optional<Clock::time_point> next_deadline() const;
 
   // The output so far of each process that wrote more since it was last
@@ -130,7 +134,7 @@ class Runner {
   size_t unstarted() const { return queued_.size() + starting_.size(); }
   // The runs in hand: waiting to start, starting, or running.
   size_t size() const { return queued_.size() + starting_.size() + jobs_.size(); }
-  std::string job_of(const std::string& run_id) const;  // "" when not running
+  std::string job_of(const std::string& run_id) const;  // "" when not in hand
   std::vector<std::string> run_ids() const;
 
  private:
@@ -172,8 +176,7 @@ class Runner {
   // Takes what the supervisor reported (starts answered, processes ended)
   // once no more than `leave` starts wait.
   void take_reports(size_t leave);
-  // Ends the queued runs unstarted: among finished_, not ran.
-  void unqueue(Ending why);
+
   // A process ended: its run among finished_.
   void finish(pid_t pid, int status);
   void drain_fd(int& fd, exec::OutputTail& tail);

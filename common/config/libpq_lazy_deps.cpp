@@ -90,7 +90,12 @@ extern "C" OM_uint32 gss_acquire_cred(OM_uint32* minor, gss_name_t name, OM_uint
                                       gss_cred_usage_t usage, gss_cred_id_t* cred, gss_OID_set* actual_mechs,
                                       OM_uint32* actual_time) {
   *minor = 0;
-  if (usage == GSS_C_INITIATE && name == GSS_C_NO_NAME && kerberos_absent()) return GSS_S_NO_CRED;
+  if (usage == GSS_C_INITIATE && name == GSS_C_NO_NAME && kerberos_absent()) {
+    *cred = GSS_C_NO_CREDENTIAL;
+    if (actual_mechs) *actual_mechs = GSS_C_NO_OID_SET;
+    if (actual_time) *actual_time = 0;
+    return GSS_S_NO_CRED;
+  }
   using Function = OM_uint32(OM_uint32*, gss_name_t, OM_uint32, gss_OID_set, gss_cred_usage_t, gss_cred_id_t*,
                              gss_OID_set*, OM_uint32*);
   static auto* const real = find<Function, kGssapi>("gss_acquire_cred");

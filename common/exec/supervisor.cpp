@@ -455,7 +455,7 @@ uint32_t Supervisor::request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& st
     send(kSpawn, seq, {}, {file.get(), io.in.get(), io.out_w.get(), io.err_w.get()});
   }
   // S has its own copies now; the pipes must end when the job's do.
-  waiting_.push_back(seq);
+  waiting_.push_back(Waiting{seq, Clock::now() + kReplyLimit});
   stdout_r = std::move(io.out_r);
   stderr_r = std::move(io.err_r);
   return seq;
@@ -473,13 +473,16 @@ std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
     pollfd p{sock_.get(), POLLIN, 0};
     poll(&p, 1, static_cast<int>(left) + 1);
   }
-  // The requests a live S did not answer in time: given up (a late
-  // answer's process is killed, see handle_report). Those S died before
-  // answering are not answered: their processes may have run (one may be
-  // what killed S), so they are no start failures; their runs are left to
-  // their leases, like the rest of an agent that must stop now.
-  while (!lost_ && waiting_.size() > leave) {
-    reports_.push_back(Report{Report::Kind::answer, waiting_.front(), -1, 0, ExitCode::internal,
+  // The requests a live S did not answer in time: those waited for here
+  // in vain, and any 10 s after its sending (a caller that never waits
+  // still learns of a hung S). Given up: a late answer's process is killed
+  // (handle_report). Those S died before answering are not answered:
+  // their processes may have run (one may be what killed S), so they are
+  // no start failures; their runs are left to their leases, like the rest
+  // of an agent that must stop now.
+  const auto now = Clock::now();
+  while (!lost_ && !waiting_.empty() && (waiting_.size() > leave || now >= waiting_.front().give_up)) {
+    reports_.push_back(Report{Report::Kind::answer, waiting_.front().seq, -1, 0, ExitCode::internal,
                               fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
                                           std::chrono::seconds(kReplyLimit).count())});
     waiting_.pop_front();
@@ -493,6 +496,11 @@ std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
                 "start jobagent again: its runs are given back at once");
   }
   return std::exchange(reports_, {});
+}
+
+std::optional<Clock::time_point> Supervisor::next_give_up() const {
+  if (waiting_.empty() || lost_) return std::nullopt;
+  return waiting_.front().give_up;
 }
 
 void Supervisor::lock(const std::string& path) {
@@ -516,7 +524,7 @@ bool Supervisor::receive(Message& m) {
 void Supervisor::handle_report(const Message& m) {
   if (m.header.kind == kExited) reports_.push_back(Report{Report::Kind::exit, 0, m.header.pid, m.header.status, {}, {}});
   if (m.header.kind != kSpawned && m.header.kind != kFailed) return;
-  auto it = std::find(waiting_.begin(), waiting_.end(), m.header.seq);
+  auto it = std::find_if(waiting_.begin(), waiting_.end(), [&](const Waiting& w) { return w.seq == m.header.seq; });
   if (it == waiting_.end()) {
     // The answer to a request given up on (reports() timed out): nobody
     // tracks that process, so it must not run.

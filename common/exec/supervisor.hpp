@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,14 +87,19 @@ class Supervisor {
   // What S reported since the last call, in the order it did (an exit
   // always after the answer naming its process), once no more than `leave`
   // requests wait for an answer (each wait bounded by 10 s). A request S
-  // did not answer in time is answered here with an internal error; S's
-  // late answer is then ignored, its process killed. One S died before
+  // did not answer within 10 s of its sending, waited for or not, is
+  // answered here with an internal error; S's late answer is then
+  // ignored, its process killed. One S died before
   // answering is never answered (its process may have run). Once S is
   // gone and all it reported was returned, kills every process
   // it left behind (they were reparented here) and throws
   // Error(ExitCode::internal): the agent can start nothing more.
   std::vector<Report> reports(size_t leave);
   size_t unanswered() const { return waiting_.size(); }
+  // When the oldest unanswered request is given up, if there is one.
+  std::optional<std::chrono::steady_clock::time_point> next_give_up() const;
+  // S is gone: nothing more can start.
+  bool lost() const { return lost_; }
 
   // Readable when S has reported something (or is gone): poll it.
   int fd() const { return sock_.get(); }
@@ -120,7 +126,11 @@ class Supervisor {
   std::string lock_path_;
   uint32_t seq_ = 0;
   bool lost_ = false;         // S closed the socket: it died
-  std::deque<uint32_t> waiting_;  // requests S has not answered, oldest first
+  struct Waiting {
+    uint32_t seq;
+    std::chrono::steady_clock::time_point give_up;  // kReplyLimit after it was sent
+  };
+  std::deque<Waiting> waiting_;  // requests S has not answered, oldest first
   std::vector<Report> reports_;   // not yet collected
 };
 

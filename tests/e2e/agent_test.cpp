@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,7 +38,7 @@ bool kerberos_configured() {
   std::error_code ec;
   return fs::exists("/etc/krb5.conf") || fs::exists("/etc/gss/mech") ||
          (fs::exists("/etc/gss/mech.d") && !fs::is_empty("/etc/gss/mech.d", ec)) ||
-         fs::exists("/tmp/krb5cc_" + std::to_string(getuid())) ||
+         fs::exists("/tmp/krb5cc_" + std::to_string(getuid())) || fs::exists("/tmp/krb5cc_" + std::to_string(geteuid())) ||
          fs::exists("/etc/krb5/user/" + std::to_string(geteuid()) + "/client.keytab");
 }
 
@@ -51,6 +53,19 @@ std::string status_of(const test::TestDb& db, const test::TempDir& dir, const st
 
 json attempts(const test::TestDb& db, const test::TempDir& dir, const std::string& id) {
   return json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+}
+
+// The CPU time (user + system) a process has used, in clock ticks.
+long cpu_ticks(pid_t pid) {
+  std::string stat = test::read_file(fmt::format("/proc/{}/stat", pid));
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
 }
 
 }  // namespace
@@ -175,6 +190,21 @@ TEST_CASE("agent: a failing command, a missing command and a signal are recorded
   CHECK(get(db, dir, missing)["run"]["error"] == "command not found: /no/such/program; permanent failure");
   CHECK(get(db, dir, killed)["run"]["error"] == "killed by SIGKILL; no retries allowed");
   CHECK(attempts(db, dir, killed)[0]["signal"] == 9);
+}
+
+TEST_CASE("agent: with every slot busy, the agent sleeps: no claim is due, and the loop does not spin") {
+  // Each slot busy, the time for the next poll's claim passes with no
+  // claim made: the loop waited until then, and then again at once, for
+  // ever (a core's worth of CPU until a slot freed).
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--concurrency", "1", "--poll-interval", "100ms"});
+  const std::string id = submit(db, dir, {"--", "sleep 4"});
+  test::eventually([&] { return status_of(db, dir, id) == "running"; }, "the job to start");
+  const long before = cpu_ticks(agent->pid());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // 20 poll intervals
+  const long used = cpu_ticks(agent->pid()) - before;
+  CHECK(used < sysconf(_SC_CLK_TCK) / 2);  // under a quarter of a core (a spin takes all of one)
 }
 
 TEST_CASE("agent: cancel kills a running sleep 60 and its whole process group") {

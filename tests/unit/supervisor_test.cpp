@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "common/exec/supervisor.hpp"
 #include "common/util/error.hpp"
@@ -322,4 +323,33 @@ TEST_CASE("exec::Supervisor leaves a request S died before answering unanswered:
   }
   CHECK(answered.empty());
   CHECK(error.find("died") != std::string::npos);
+}
+
+TEST_CASE("exec::Supervisor gives up on a request S does not answer in 10 s, also for a caller that never waits") {
+  exec::Supervisor sup(milliseconds(300));
+  // The agent's loop never waits for an answer: it asks for what came, and
+  // polls until the give-up time. A hung S must still be noticed.
+  REQUIRE(kill(sup.pid(), SIGSTOP) == 0);
+  exec::Fd out, err;
+  const auto sent = std::chrono::steady_clock::now();
+  sup.request_spawn(shell("sleep 30"), out, err);
+  CHECK(sup.reports(sup.unanswered()).empty());
+  REQUIRE(sup.next_give_up());
+  CHECK(*sup.next_give_up() >= sent + std::chrono::seconds(10));
+  std::this_thread::sleep_until(*sup.next_give_up());
+  auto given_up = sup.reports(sup.unanswered());
+  REQUIRE(given_up.size() == 1);
+  CHECK(given_up[0].pid == -1);
+  CHECK(given_up[0].code == ExitCode::internal);
+  CHECK(given_up[0].error.find("did not answer within 10s") != std::string::npos);
+  CHECK_FALSE(sup.next_give_up());
+  // S's late answer is ignored, and its process killed: nobody tracks it.
+  REQUIRE(kill(sup.pid(), SIGCONT) == 0);
+  std::vector<Report> late;
+  test::eventually([&] {
+    for (auto& r : sup.reports(0)) late.push_back(r);
+    return !late.empty();
+  }, "the killed process's exit");
+  CHECK(late[0].kind == Report::Kind::exit);
+  CHECK(WIFSIGNALED(late[0].status));
 }
