@@ -266,8 +266,7 @@ void Agent::flush_reports() {
 }
 
 void Agent::report_if_due(Clock::time_point now) {
-  if (completions_.empty()) completed_since_.reset();
-  else if (!completed_since_) completed_since_ = now;
+  if (!completions_.empty() && !completed_since_) completed_since_ = now;  // report() resets it
   if (completions_due(now)) flush_reports();
   else if (now >= store_backoff_until_) report("release", releases_);
 }

@@ -193,10 +193,8 @@ void Runner::stop(const std::string& run_id, Ending why, Now immediately) {
     return;
   }
   // Still starting: its answer first (the others' come with it).
-  if (std::any_of(starting_.begin(), starting_.end(), [&](const auto& s) { return s.second.run.run_id == run_id; })) {
+  if (std::any_of(starting_.begin(), starting_.end(), [&](const auto& s) { return s.second.run.run_id == run_id; }))
     settle_starts();
-    send_queued();
-  }
   if (Job* job = find(run_id)) terminate(*job, why, why == Ending::lost ? Now::yes : immediately);
 }
 
