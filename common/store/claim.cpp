@@ -368,6 +368,15 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
   Transaction tx(*conn_, TxMode::write);
   Params params{worker_id, lease_us, conn_->list(queues), int64_t{limit}};
   if (conn_->dialect() == Dialect::postgres) {
+    // Both statements are written for one plan whatever the queues, limit
+    // and locks. Planned for each claim's values, they were planned at
+    // every claim: the lock statement always (a custom plan estimated one
+    // queue where the generic one assumes ten), the claim whenever new
+    // statistics made its generic plan look dearer than the custom ones
+    // so far. That cost 0.35-0.4 ms and 2-3 ms of server time a claim
+    // (pg_stat_statements, 20,000 `true` jobs: 620 claims, 621 and 321
+    // plans).
+    conn_->plan_once();
     std::vector<std::string> groups, limited_queues;
     for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues)}))
       (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));

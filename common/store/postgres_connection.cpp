@@ -233,6 +233,10 @@ class PostgresConnection final : public Connection {
       libpq().PQclear(run("SELECT pg_notify($1, $2)", params));
   }
 
+  void plan_once() override {
+    if (in_transaction_) ahead_.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
+  }
+
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
 
   Value list(const std::vector<std::string>& items) const override { return pg_array({items.begin(), items.end()}); }
