@@ -116,11 +116,7 @@ ranked AS (
 
 // The queues to claim from, with how many runs each may still start
 // (room), and for each of their tenants when it was last served and how
-// many more runs it may start (troom). PostgreSQL materializes qa: inlined
-// into qt, its `best` probe was copied into each of qt's four uses of it
-// and walked the claim index five times a tenant (a history of ten
-// million runs, whose table autovacuum seldom reaches, left 197 buffers of
-// dead entries in each walk).
+// many more runs it may start (troom).
 std::string queues_cte(Dialect d, const std::string& rows, const std::string& locked) {
   const bool pg = d == Dialect::postgres;
   return fmt::format(R"SQL(
@@ -132,7 +128,7 @@ q AS (
                  CASE WHEN COALESCE(x.rate, 0) > 0 THEN {tokens} ELSE $4 END) AS room
   FROM {rows} LEFT JOIN queues x ON x.name = u.name
   WHERE COALESCE(x.paused, 0) = 0 AND (x.name IS NULL OR NOT {limited} OR {locked})
-), qa AS {materialized}(
+), qa AS (
   SELECT q.name AS qname, q.room, tn.name AS tenant, tn.served_at,
          CASE WHEN q.tmax > 0
               THEN q.tmax - (SELECT count(*) FROM runs o WHERE o.queue = q.name AND o.tenant = tn.name AND o.status = 'running')
@@ -150,7 +146,6 @@ q AS (
   FROM qa WHERE best IS NOT NULL
 ))SQL",
                      fmt::arg("least", pg ? "LEAST" : "min"), fmt::arg("tokens", whole_tokens(d)),
-                     fmt::arg("materialized", pg ? "MATERIALIZED " : ""),
                      fmt::arg("rows", rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
 }
 
@@ -380,7 +375,7 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     // statistics made its generic plan look dearer than the custom ones
     // so far. That cost 0.35-0.4 ms and 2-3 ms of server time a claim
     // (pg_stat_statements, 20,000 `true` jobs: 620 claims, 621 and 321
-    // plans).
+    // plans). The statements after them here look rows up by key.
     conn_->plan_once();
     std::vector<std::string> groups, limited_queues;
     for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues)}))

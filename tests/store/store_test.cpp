@@ -237,23 +237,6 @@ TEST_CASE("store: a claim after a burst reads the runs it takes, not the backlog
   if (counted) CHECK(test::tuples_read(c, "runs") - before < 100);
 }
 
-TEST_CASE("store: a claim walks the index of pending runs once to rank a tenant and once to take its runs") {
-  // Inlined, the claim's per-tenant probe for its best priority was copied
-  // into each of its four uses: five walks a tenant, each over every dead
-  // entry at the head of the index that autovacuum had not cleared yet.
-  test::TempDir dir;
-  test::TestDb db(dir);
-  auto s = db.open();
-  auto& c = s->connection();
-  if (!test::counts_reads(c)) return;  // PostgreSQL 15 counts the walks
-  auto w = worker(*s);
-  s->jobs().submit(std::vector<model::JobSpec>(10, job("walked")));
-  REQUIRE(s->agent().claim(w, {"default"}, 2, 30'000'000).size() == 2);  // prepared from the second on
-  const int64_t before = test::index_scans(c, "runs_claim");
-  REQUIRE(s->agent().claim(w, {"default"}, 2, 30'000'000).size() == 2);
-  CHECK(test::index_scans(c, "runs_claim") - before == 2);
-}
-
 TEST_CASE("store: the claim's statements are planned once, not at every claim") {
   // Planned for each claim's values, PostgreSQL planned the lock statement
   // at every claim and the claim whenever its generic plan looked dearer:

@@ -284,10 +284,4 @@ int64_t tuples_read(store::Connection& c, const std::string& table) {
       .i64(0);
 }
 
-int64_t index_scans(store::Connection& c, const std::string& index) {
-  c.query("SELECT pg_stat_force_next_flush()");
-  c.query("SELECT pg_stat_clear_snapshot()");
-  return c.query("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelid = $1::regclass", {index}).at(0).i64(0);
-}
-
 }  // namespace jobctl::test

@@ -118,8 +118,6 @@ bool counts_reads(store::Connection& c);
 // indexes: this session's counts are flushed as it goes idle after
 // pg_stat_force_next_flush().
 int64_t tuples_read(store::Connection& c, const std::string& table);
-// The scans of `index` PostgreSQL has made so far, counted as tuples_read's.
-int64_t index_scans(store::Connection& c, const std::string& index);
 
 std::string read_file(const std::string& path);
 std::string trim(const std::string& s);
