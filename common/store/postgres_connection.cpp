@@ -196,13 +196,14 @@ class PostgresConnection final : public Connection {
     lost_ = false;
     ahead_.clear();
     ahead_.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
+    setup_ = 1;
     in_transaction_ = true;
     begun_ = false;
   }
 
   void commit() override {
     refuse_if_lost("COMMIT");
-    if (!begun_ && ahead_.size() == 1) {  // nothing ran in it, nothing to notify: nothing to end
+    if (!begun_ && ahead_.size() == setup_) {  // nothing ran in it, nothing to notify: nothing to end
       end_transaction();
       return;
     }
@@ -234,7 +235,9 @@ class PostgresConnection final : public Connection {
   }
 
   void plan_once() override {
-    if (in_transaction_) ahead_.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
+    if (!in_transaction_) return;
+    ahead_.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
+    if (!begun_ && ahead_.size() == setup_ + 1) ++setup_;  // still only setting the transaction up
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
@@ -652,6 +655,7 @@ class PostgresConnection final : public Connection {
   bool in_transaction_ = false;
   bool begun_ = false;  // its BEGIN went out
   bool lost_ = false;   // and then its connection: see refuse_if_lost
+  size_t setup_ = 1;    // the statements ahead that only set the transaction up: BEGIN, plan_once's
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
   int64_t clock_offset_us_ = 0;

@@ -121,12 +121,13 @@ class Connection {
   // error in it, such as a payload over 8000 bytes, fails that one). A
   // SQLite store has no listeners, its agents poll the file: nothing to do.
   virtual void notify(std::string_view channel, const std::string& payload) = 0;
-  // From here to the end of the transaction, PostgreSQL plans a prepared
-  // statement once, not for each set of values (plan_cache_mode
-  // force_generic_plan; the setting goes out with the next statement).
-  // For a statement whose plan is the same for any values, but whose
-  // custom plans PostgreSQL may still prefer: the claim, whose custom plan
-  // cost 2-3 ms of server time at each claim whenever it did. SQLite
+  // From here to the end of the transaction, PostgreSQL plans every
+  // statement once for any values, not for each set of them
+  // (plan_cache_mode force_generic_plan, sent with the next statement):
+  // kPlanEachTime statements too, and a plan is made again only when it is
+  // invalidated (new statistics, a schema change). For statements whose
+  // one plan suits any values, but which PostgreSQL may still plan at each
+  // use (store/claim.cpp). Outside a transaction it does nothing. SQLite
   // prepares each statement once already: nothing to do.
   virtual void plan_once() = 0;
   // Appended to a SELECT in a write transaction: the row-lock `clause` in

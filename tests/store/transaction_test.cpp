@@ -207,6 +207,35 @@ TEST_CASE("transaction: a new PostgreSQL session's settings go out with its firs
   }
 }
 
+TEST_CASE("transaction: plan_once holds to the end of its transaction, committed or rolled back, and no further") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto c = db.connect();
+  if (c->dialect() != store::Dialect::postgres) return;  // SQLite prepares each statement once anyway
+  auto mode = [&] { return c->query("SELECT current_setting('plan_cache_mode')").at(0).text(0); };
+  c->plan_once();  // outside a transaction: nothing
+  CHECK(mode() == "auto");
+  {
+    store::Transaction tx(*c, store::TxMode::write);
+    c->plan_once();
+    CHECK(mode() == "force_generic_plan");
+    tx.commit();
+  }
+  CHECK(mode() == "auto");
+  {
+    store::Transaction tx(*c, store::TxMode::write);
+    c->plan_once();
+    CHECK(mode() == "force_generic_plan");
+  }  // rolled back
+  CHECK(mode() == "auto");
+  {
+    store::Transaction tx(*c, store::TxMode::write);
+    c->plan_once();
+    tx.commit();  // ran nothing
+  }
+  CHECK(mode() == "auto");
+}
+
 TEST_CASE("transaction: a batch sent with the next statement is seen by it, and its error fails that one, writing nothing") {
   Fixture f;
   using Send = store::Connection::Send;
