@@ -44,6 +44,7 @@ using config::libpq;
 
 constexpr Oid kByteaOid = 17;
 constexpr const char* kNowUs = "(extract(epoch from now()) * 1000000)::int8";
+constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generic_plan";
 
 // NOW_US, `offset_us` ahead (a test's shifted clock; see shift_clock).
 std::string translate(std::string_view sql, int64_t offset_us) {
@@ -196,14 +197,13 @@ class PostgresConnection final : public Connection {
     lost_ = false;
     ahead_.clear();
     ahead_.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
-    setup_ = 1;
     in_transaction_ = true;
     begun_ = false;
   }
 
   void commit() override {
     refuse_if_lost("COMMIT");
-    if (!begun_ && ahead_.size() == setup_) {  // nothing ran in it, nothing to notify: nothing to end
+    if (!begun_ && only_setup_ahead()) {  // nothing ran in it, nothing to notify: nothing to end
       end_transaction();
       return;
     }
@@ -235,9 +235,7 @@ class PostgresConnection final : public Connection {
   }
 
   void plan_once() override {
-    if (!in_transaction_) return;
-    ahead_.push_back({"SET LOCAL plan_cache_mode = force_generic_plan", {}});
-    if (!begun_ && ahead_.size() == setup_ + 1) ++setup_;  // still only setting the transaction up
+    if (in_transaction_) ahead_.push_back({std::string(kPlanOnce), {}});
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
@@ -610,6 +608,13 @@ class PostgresConnection final : public Connection {
 
   bool anything_ahead() const { return !settings_.empty() || !ahead_.empty(); }
 
+  // Whether what waits to go out only sets the transaction up (its BEGIN,
+  // plan_once's setting): a transaction of nothing else has nothing to send.
+  bool only_setup_ahead() const {
+    return !ahead_.empty() &&
+           std::all_of(ahead_.begin() + 1, ahead_.end(), [](const Statement& s) { return s.sql == kPlanOnce; });
+  }
+
   void end_transaction() {
     ahead_.clear();
     in_transaction_ = begun_ = false;
@@ -655,7 +660,6 @@ class PostgresConnection final : public Connection {
   bool in_transaction_ = false;
   bool begun_ = false;  // its BEGIN went out
   bool lost_ = false;   // and then its connection: see refuse_if_lost
-  size_t setup_ = 1;    // the statements ahead that only set the transaction up: BEGIN, plan_once's
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
   int64_t clock_offset_us_ = 0;
