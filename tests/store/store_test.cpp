@@ -449,12 +449,11 @@ TEST_CASE("store: a batch of completions closes each run's own attempt, and neve
   // the plan chosen under a history of 10 million runs rescanned the whole
   // batch for each attempt (1.2 ms of 2 for 64, scripts/bench's history
   // figure). The runs are found by key too: read from a partial index of
-  // running runs instead (one estimated there), the same plan rescanned
-  // the batch for each run. No table this small gets those plans, so the
-  // kept (generic) plan's shape is what is checked: the batch is read
-  // once, by the runs, each looked up by its primary key. A history's
-  // statistics (20,000 finished runs, none running) are what took the
-  // runs' plan to a partial index of running runs.
+  // running runs instead, which statistics that see none running estimate
+  // at one row, the same plan rescanned the batch for each running run.
+  // So the test gives the store such statistics (20,000 finished runs,
+  // analyzed) and checks the kept (generic) plan's shape: the batch is
+  // read once, by the runs, each looked up by its primary key.
   auto& c = s->connection();
   if (c.dialect() != store::Dialect::postgres) return;
   c.exec("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, started_at, finished_at, "
