@@ -115,10 +115,20 @@ ranked AS (
 ))SQL";
 
 // The queues to claim from, with how many runs each may still start
-// (room), and for each of their tenants when it was last served and how
-// many more runs it may start (troom).
+// (room), and for each of their tenants when it was last served, how
+// many more runs it may start (troom) and the best priority it has due
+// (best; a tenant with none due is left out). On PostgreSQL `best` comes
+// from a LATERAL join, read once a tenant: as a scalar subquery in qa's
+// select list, inlined into qt, it was copied into each of qt's five uses
+// of it (its filter, two window maxima, the share's CASE, its own column)
+// and walked the claim index five times a tenant. Each walk also crosses
+// the entries of the runs claimed since the index was last vacuumed,
+// which on a large history can be many. SQLite has no LATERAL.
 std::string queues_cte(Dialect d, const std::string& rows, const std::string& locked) {
   const bool pg = d == Dialect::postgres;
+  const std::string best_run =
+      "SELECT r.priority FROM runs r WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' "
+      "AND r.available_at <= NOW_US ORDER BY r.priority LIMIT 1";
   return fmt::format(R"SQL(
 q AS (
   SELECT u.name, COALESCE(x.tenant_max_concurrent, 0) AS tmax,
@@ -133,9 +143,8 @@ q AS (
          CASE WHEN q.tmax > 0
               THEN q.tmax - (SELECT count(*) FROM runs o WHERE o.queue = q.name AND o.tenant = tn.name AND o.status = 'running')
               ELSE $4 END AS troom,
-         (SELECT r.priority FROM runs r WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending'
-          AND r.available_at <= NOW_US ORDER BY r.priority LIMIT 1) AS best
-  FROM q CROSS JOIN tenants tn WHERE q.room > 0
+         {best} AS best
+  FROM q CROSS JOIN tenants tn{best_join} WHERE q.room > 0
 ), qt AS (
   -- The tenants with runs due, and how many runs each may bring: a fair
   -- share of the claim, or all of it for one whose best priority beats
@@ -146,7 +155,9 @@ q AS (
   FROM qa WHERE best IS NOT NULL
 ))SQL",
                      fmt::arg("least", pg ? "LEAST" : "min"), fmt::arg("tokens", whole_tokens(d)),
-                     fmt::arg("rows", rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked));
+                     fmt::arg("rows", rows), fmt::arg("limited", kLimitedQueue), fmt::arg("locked", locked),
+                     fmt::arg("best", pg ? "b.priority" : "(" + best_run + ")"),
+                     fmt::arg("best_join", pg ? " CROSS JOIN LATERAL (" + best_run + ") b" : ""));
 }
 
 // The filters every candidate passes. A run of a concurrency group passes
