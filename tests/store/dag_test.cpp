@@ -270,13 +270,7 @@ TEST_CASE("dag: releasing a node's children and reading its parents' results loo
   // reads: on PostgreSQL the kept (generic) plan is what is checked, each
   // parent's run looked up from its edge.
   if (c.dialect() != store::Dialect::postgres) return;
-  const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE 'SELECT r.dag_node, a.stdout_tail%'");
-  REQUIRE(prepared.size() == 1);
-  c.exec("SET plan_cache_mode = force_generic_plan");
-  std::string plan;
-  for (const auto& row : c.query(fmt::format("EXPLAIN (COSTS OFF) EXECUTE {} ('x', 'y')", prepared.at(0).text(0))))
-    plan += row.text(0) + "\n";
-  c.exec("RESET plan_cache_mode");
+  const std::string plan = test::prepared_plan(c, "SELECT r.dag_node, a.stdout_tail%", "'x', 'y'");
   CAPTURE(plan);
   CHECK(plan.find("job_id = e.parent") != std::string::npos);
 }

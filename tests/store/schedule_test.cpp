@@ -741,14 +741,7 @@ TEST_CASE("schedule: overlap reads the occurrences of busy groups, not every wai
   // up, and updates the rows by where they are, never scanning the
   // waiting runs for them.
   if (c.dialect() != store::Dialect::postgres) return;
-  const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE 'UPDATE runs%error = $2%'");
-  REQUIRE(prepared.size() == 1);
-  c.exec("SET plan_cache_mode = force_generic_plan");
-  std::string plan;
-  for (const auto& row :
-       c.query(fmt::format("EXPLAIN (COSTS OFF) EXECUTE {} ('skip', 'x')", prepared.at(0).text(0))))
-    plan += row.text(0) + "\n";
-  c.exec("RESET plan_cache_mode");
+  const std::string plan = test::prepared_plan(c, "UPDATE runs%error = $2%", "'skip', 'x'");
   CAPTURE(plan);
   CHECK(plan.find("Tid Scan on runs") != std::string::npos);
   CHECK(plan.find("Index Cond: ((group_key = ") != std::string::npos);

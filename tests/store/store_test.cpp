@@ -329,15 +329,10 @@ TEST_CASE("store: a claim locks a chosen run only if it is still pending, whatev
   s->jobs().submit(std::vector<model::JobSpec>(3, job("chosen")));
   REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);
   REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);  // prepared on its second use
-  const auto prepared =
-      c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%FOR UPDATE SKIP LOCKED%claimed AS%'");
-  REQUIRE(prepared.size() == 1);
-  std::string plan;
   REQUIRE(w.find('\'') == std::string::npos);
-  for (const auto& row : c.query(fmt::format("EXPLAIN (VERBOSE, COSTS OFF) EXECUTE {} ('{}', 30000000, '{{default}}', "
-                                             "1, '{{}}', '{{}}')",
-                                             prepared.at(0).text(0), w)))
-    plan += row.text(0) + "\n";
+  const std::string plan = test::prepared_plan(c, "%FOR UPDATE SKIP LOCKED%claimed AS%",
+                                               fmt::format("'{}', 30000000, '{{default}}', 1, '{{}}', '{{}}'", w),
+                                               "VERBOSE, COSTS OFF");
   CAPTURE(plan);
   // The lock's own scan of runs: the last scan in CTE picked, after the
   // InitPlan that ranks the candidates.
@@ -372,22 +367,16 @@ TEST_CASE("store: a claim reads each tenant's best due run once") {
   }
   REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);
   REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);  // prepared on its second use
-  const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%LIMIT qt.share%'");
-  REQUIRE(prepared.size() == 1);
   REQUIRE(w.find('\'') == std::string::npos);
-  std::string plan;
-  for (const auto& row : c.query(fmt::format("EXPLAIN (COSTS OFF) EXECUTE {} ('{}', 30000000, '{{default}}', 1, '{{}}', '{{}}')",
-                                             prepared.at(0).text(0), w)))
-    plan += row.text(0) + "\n";
+  const std::string plan =
+      test::prepared_plan(c, "%LIMIT qt.share%", fmt::format("'{}', 30000000, '{{default}}', 1, '{{}}', '{{}}'", w));
   CAPTURE(plan);
   // The tenants' probes are the scans of runs in CTE qt that test for due
   // pending runs; qt's count of running runs (alias o) is not one.
   const size_t qt = plan.find("\n  CTE qt\n"), next = plan.find("\n  CTE ", qt + 1);
   REQUIRE(qt != std::string::npos);
   const std::string section = plan.substr(qt, next == std::string::npos ? std::string::npos : next - qt);
-  size_t probes = 0;
-  for (size_t at = section.find("on runs r"); at != std::string::npos; at = section.find("on runs r", at + 1)) ++probes;
-  CHECK(probes == 1);
+  CHECK(test::occurrences(section, "on runs r") == 1);
 }
 
 TEST_CASE("store: a claim reads the jobs of the runs it weighs, not every job, whatever the statistics say") {
@@ -499,19 +488,11 @@ TEST_CASE("store: a batch of completions closes each run's own attempt, and neve
          "r.deliveries, r.job_version, r.origin, r.tenant FROM runs r, generate_series(1, 20000) AS g(i) WHERE r.id = $1",
          {finished});
   c.exec("ANALYZE runs");
-  const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%UPDATE attempts a SET%'");
-  REQUIRE(prepared.size() == 1);
-  c.exec("SET plan_cache_mode = force_generic_plan");
-  std::string plan;
   std::string nulls = "NULL";
   for (int i = 1; i < 15; ++i) nulls += ", NULL";
-  for (const auto& row : c.query(fmt::format("EXPLAIN (COSTS OFF) EXECUTE {} ({})", prepared.at(0).text(0), nulls)))
-    plan += row.text(0) + "\n";
-  c.exec("RESET plan_cache_mode");
+  const std::string plan = test::prepared_plan(c, "%UPDATE attempts a SET%", nulls);
   CAPTURE(plan);
-  size_t scans = 0;
-  for (size_t at = plan.find("CTE Scan on done"); at != std::string::npos; at = plan.find("CTE Scan on done", at + 1)) ++scans;
-  CHECK(scans == 1);
+  CHECK(test::occurrences(plan, "CTE Scan on done") == 1);
   CHECK(plan.find("Index Scan using runs_pkey on runs r\n") != std::string::npos);
   for (const char* running : {"runs_lease", "runs_owner", "runs_running_job", "runs_tenant_running", "runs_group_running"})
     CHECK(plan.find(running) == std::string::npos);

@@ -284,4 +284,22 @@ int64_t tuples_read(store::Connection& c, const std::string& table) {
       .i64(0);
 }
 
+std::string prepared_plan(store::Connection& c, const std::string& statement, const std::string& args,
+                          const std::string& options) {
+  const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE $1", {statement});
+  REQUIRE_MESSAGE(prepared.size() == 1, prepared.size() << " prepared statements are like " << statement);
+  c.exec("SET plan_cache_mode = force_generic_plan");
+  std::string plan;
+  for (const auto& row : c.query(fmt::format("EXPLAIN ({}) EXECUTE {} ({})", options, prepared.at(0).text(0), args)))
+    plan += row.text(0) + "\n";
+  c.exec("RESET plan_cache_mode");
+  return plan;
+}
+
+size_t occurrences(std::string_view text, std::string_view needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
 }  // namespace jobctl::test

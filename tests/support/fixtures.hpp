@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -118,6 +119,15 @@ bool counts_reads(store::Connection& c);
 // indexes: this session's counts are flushed as it goes idle after
 // pg_stat_force_next_flush().
 int64_t tuples_read(store::Connection& c, const std::string& table);
+// PostgreSQL's generic plan (the one a statement keeps under plan_once,
+// or once planned for any values) of the one statement this session
+// prepared whose text is LIKE `statement`, as EXPLAIN (`options`) prints
+// it for the arguments `args` (SQL literals, comma-separated). Fails the
+// test unless exactly one statement matches.
+std::string prepared_plan(store::Connection& c, const std::string& statement, const std::string& args,
+                          const std::string& options = "COSTS OFF");
+// How many times `needle` occurs in `text`.
+size_t occurrences(std::string_view text, std::string_view needle);
 
 std::string read_file(const std::string& path);
 std::string trim(const std::string& s);
