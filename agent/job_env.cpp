@@ -1,6 +1,8 @@
 #include "agent/job_env.hpp"
 
 #include <map>
+#include <set>
+#include <string_view>
 
 #include "common/model/limits.hpp"
 #include "common/util/time.hpp"
@@ -23,49 +25,63 @@ std::string dag_result_variable(const std::string& node) {
   return out;
 }
 
-std::vector<std::string> job_environment(const store::ClaimedRun& run, char** agent_env, const std::string& store_dsn,
-                                         OtherUser other_user) {
-  std::map<std::string, std::string> env;
+JobEnvironment::JobEnvironment(char** agent_env, std::string store_dsn) : store_dsn_(std::move(store_dsn)) {
+  std::map<std::string, std::string> env;  // a name set twice: the last one
   for (char** e = agent_env; e && *e; ++e) {
-    std::string kv = *e;
+    std::string_view kv = *e;
     auto eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = kv.substr(0, eq);
-    if (key.rfind("JOBAGENT_SECRET_", 0) == 0) continue;  // secrets stay with the agent
-    if (key == "JOBCTL_DB") continue;  // the store is the agent's to give (store_dsn), or not
+    if (eq == std::string_view::npos) continue;
+    env.insert_or_assign(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  for (auto& [name, value] : env) {
+    if (name.rfind("JOBAGENT_SECRET_", 0) == 0) continue;  // secrets stay with the agent
+    if (name == "JOBCTL_DB") continue;  // the store is the agent's to give (store_dsn), or not
     // systemd's notify socket is the agent's: a job must not speak for it.
-    if (key == "NOTIFY_SOCKET" || key == "WATCHDOG_USEC" || key == "WATCHDOG_PID") continue;
-    if (key == "CREDENTIALS_DIRECTORY") continue;  // the agent's secrets, from systemd
-    if (other_user == OtherUser::yes &&
-        (key == "HOME" || key == "USER" || key == "LOGNAME" || key == "SHELL" || key == "MAIL" ||
-         key == "XDG_RUNTIME_DIR"))
-      continue;  // the agent's user's, not the job's
-    env[key] = kv.substr(eq + 1);
+    if (name == "NOTIFY_SOCKET" || name == "WATCHDOG_USEC" || name == "WATCHDOG_PID") continue;
+    if (name == "CREDENTIALS_DIRECTORY") continue;  // the agent's secrets, from systemd
+    const bool users_own = name == "HOME" || name == "USER" || name == "LOGNAME" || name == "SHELL" ||
+                           name == "MAIL" || name == "XDG_RUNTIME_DIR";
+    inherited_.push_back({name, std::move(value), users_own});
   }
-  for (const auto& [k, v] : run.spec.env) env[k] = v;
-  env["JOB_ID"] = run.job_id;
-  env["JOB_RUN_ID"] = run.run_id;
-  env["JOB_ATTEMPT"] = std::to_string(run.attempt);
-  env["JOB_FENCE_TOKEN"] = std::to_string(run.fence);
-  env["JOB_IDEMPOTENCY_KEY"] = idempotency_key(run);
-  env["JOB_SCHEDULED_AT"] = util::format_time(run.occurrence.value_or(run.available_at));
-  env["JOB_QUEUE"] = run.spec.queue;
-  env["JOB_NAME"] = run.spec.name;
+}
+
+std::vector<std::string> JobEnvironment::for_run(const store::ClaimedRun& run, OtherUser other_user) const {
+  // What the run sets over what it inherits: a few names, merged in order.
+  std::map<std::string, std::string> own(run.spec.env.begin(), run.spec.env.end());
+  own["JOB_ID"] = run.job_id;
+  own["JOB_RUN_ID"] = run.run_id;
+  own["JOB_ATTEMPT"] = std::to_string(run.attempt);
+  own["JOB_FENCE_TOKEN"] = std::to_string(run.fence);
+  own["JOB_IDEMPOTENCY_KEY"] = idempotency_key(run);
+  own["JOB_SCHEDULED_AT"] = util::format_time(run.occurrence.value_or(run.available_at));
+  own["JOB_QUEUE"] = run.spec.queue;
+  own["JOB_NAME"] = run.spec.name;
   if (!run.dag_run_id.empty()) {
-    env["JOB_DAG_RUN_ID"] = run.dag_run_id;
-    env["JOB_DAG_NODE"] = run.dag_node;
-    for (const auto& [parent, result] : run.parent_results) env[dag_result_variable(parent)] = result;
+    own["JOB_DAG_RUN_ID"] = run.dag_run_id;
+    own["JOB_DAG_NODE"] = run.dag_node;
+    for (const auto& [parent, result] : run.parent_results) own[dag_result_variable(parent)] = result;
   }
-  if (run.checkpoint) env["JOB_CHECKPOINT"] = *run.checkpoint;
-  else env.erase("JOB_CHECKPOINT");
-  if (!store_dsn.empty() && !run.spec.env.count("JOBCTL_DB")) env["JOBCTL_DB"] = store_dsn;  // a job's own --env wins
-  // Standard input always has it; the environment only while it fits well
-  // within what Linux allows a variable (128 KiB).
-  if (run.spec.payload && run.spec.payload->size() <= model::kMaxPayloadInEnv) env["JOB_PAYLOAD"] = *run.spec.payload;
-  else env.erase("JOB_PAYLOAD");
+  if (!store_dsn_.empty() && !run.spec.env.count("JOBCTL_DB")) own["JOBCTL_DB"] = store_dsn_;  // a job's own --env wins
+  // Neither inherited nor from --env: a checkpoint only from the run, and
+  // the payload only while it fits well within what Linux allows a
+  // variable (128 KiB); standard input always has it.
+  std::set<std::string> unset;
+  if (run.checkpoint) own["JOB_CHECKPOINT"] = *run.checkpoint;
+  else unset.insert("JOB_CHECKPOINT");
+  if (run.spec.payload && run.spec.payload->size() <= model::kMaxPayloadInEnv) own["JOB_PAYLOAD"] = *run.spec.payload;
+  else unset.insert("JOB_PAYLOAD");
+  for (const auto& name : unset) own.erase(name);
+
   std::vector<std::string> out;
-  out.reserve(env.size());
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  out.reserve(inherited_.size() + own.size());
+  auto mine = own.begin();
+  for (const auto& v : inherited_) {
+    for (; mine != own.end() && mine->first < v.name; ++mine) out.push_back(mine->first + "=" + mine->second);
+    if (mine != own.end() && mine->first == v.name) continue;  // the run's, added next round
+    if (unset.count(v.name) || (v.users_own && other_user == OtherUser::yes)) continue;
+    out.push_back(v.name + "=" + v.value);
+  }
+  for (; mine != own.end(); ++mine) out.push_back(mine->first + "=" + mine->second);
   return out;
 }
 

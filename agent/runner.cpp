@@ -42,9 +42,12 @@ std::optional<std::string> Runner::start(const store::ClaimedRun& run) {
   std::string user = job_user(run.spec, opts_);
   if (auto refused = refuse_user(user, opts_)) return refused;
   if (user == opts_.own_user) user.clear();  // nothing to switch
+  // Read at the first start: by then the agent has set job_db and taken
+  // its secrets out of its environment.
+  if (!environment_) environment_.emplace(environ, opts_.job_db);
   exec::SpawnRequest req{run.spec.command.exec_argv(),
-                         job_environment(run, environ, opts_.job_db, user.empty() ? OtherUser::no : OtherUser::yes),
-                         run.spec.cwd, run.spec.payload.value_or(""), user};
+                         environment_->for_run(run, user.empty() ? OtherUser::no : OtherUser::yes), run.spec.cwd,
+                         run.spec.payload.value_or(""), user};
   queued_.push_back(Queued{run, std::move(req)});
   send_queued();
   return std::nullopt;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/job_env.hpp"
 #include "agent/options.hpp"
 #include "common/exec/output_tail.hpp"
 #include "common/exec/supervisor.hpp"
@@ -185,6 +186,7 @@ class Runner {
   const Job* find(const std::string& run_id) const { return const_cast<Runner*>(this)->find(run_id); }
 
   const Options& opts_;
+  std::optional<JobEnvironment> environment_;  // read at the first start()
   exec::Supervisor supervisor_;
   std::map<pid_t, Job> jobs_;
   std::deque<Queued> queued_;              // in the order they were claimed
