@@ -1,7 +1,6 @@
 #include "agent/job_env.hpp"
 
 #include <map>
-#include <set>
 #include <string_view>
 
 #include "common/model/limits.hpp"
@@ -33,15 +32,16 @@ JobEnvironment::JobEnvironment(char** agent_env, std::string store_dsn) : store_
     if (eq == std::string_view::npos) continue;
     env.insert_or_assign(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
-  for (auto& [name, value] : env) {
+  for (const auto& [name, value] : env) {
     if (name.rfind("JOBAGENT_SECRET_", 0) == 0) continue;  // secrets stay with the agent
     if (name == "JOBCTL_DB") continue;  // the store is the agent's to give (store_dsn), or not
     // systemd's notify socket is the agent's: a job must not speak for it.
     if (name == "NOTIFY_SOCKET" || name == "WATCHDOG_USEC" || name == "WATCHDOG_PID") continue;
     if (name == "CREDENTIALS_DIRECTORY") continue;  // the agent's secrets, from systemd
+    if (name == "JOB_CHECKPOINT" || name == "JOB_PAYLOAD") continue;  // the run's own, or none
     const bool users_own = name == "HOME" || name == "USER" || name == "LOGNAME" || name == "SHELL" ||
                            name == "MAIL" || name == "XDG_RUNTIME_DIR";
-    inherited_.push_back({name, std::move(value), users_own});
+    inherited_.push_back({name + "=" + value, name.size(), users_own});
   }
 }
 
@@ -62,24 +62,23 @@ std::vector<std::string> JobEnvironment::for_run(const store::ClaimedRun& run, O
     for (const auto& [parent, result] : run.parent_results) own[dag_result_variable(parent)] = result;
   }
   if (!store_dsn_.empty() && !run.spec.env.count("JOBCTL_DB")) own["JOBCTL_DB"] = store_dsn_;  // a job's own --env wins
-  // Neither inherited nor from --env: a checkpoint only from the run, and
-  // the payload only while it fits well within what Linux allows a
+  // Not from --env either (nor inherited): a checkpoint only from the run,
+  // and the payload only while it fits well within what Linux allows a
   // variable (128 KiB); standard input always has it.
-  std::set<std::string> unset;
   if (run.checkpoint) own["JOB_CHECKPOINT"] = *run.checkpoint;
-  else unset.insert("JOB_CHECKPOINT");
+  else own.erase("JOB_CHECKPOINT");
   if (run.spec.payload && run.spec.payload->size() <= model::kMaxPayloadInEnv) own["JOB_PAYLOAD"] = *run.spec.payload;
-  else unset.insert("JOB_PAYLOAD");
-  for (const auto& name : unset) own.erase(name);
+  else own.erase("JOB_PAYLOAD");
 
   std::vector<std::string> out;
   out.reserve(inherited_.size() + own.size());
   auto mine = own.begin();
   for (const auto& v : inherited_) {
-    for (; mine != own.end() && mine->first < v.name; ++mine) out.push_back(mine->first + "=" + mine->second);
-    if (mine != own.end() && mine->first == v.name) continue;  // the run's, added next round
-    if (unset.count(v.name) || (v.users_own && other_user == OtherUser::yes)) continue;
-    out.push_back(v.name + "=" + v.value);
+    const std::string_view name = v.name();
+    for (; mine != own.end() && mine->first < name; ++mine) out.push_back(mine->first + "=" + mine->second);
+    if (mine != own.end() && mine->first == name) continue;  // the run's, added next round
+    if (v.users_own && other_user == OtherUser::yes) continue;
+    out.push_back(v.entry);
   }
   for (; mine != own.end(); ++mine) out.push_back(mine->first + "=" + mine->second);
   return out;

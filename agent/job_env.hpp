@@ -3,6 +3,7 @@
 // agent's own environment minus its secrets, then the job's --env, then
 // the JOB_* identifiers, which a job cannot override.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/store/agent.hpp"
@@ -41,9 +42,10 @@ class JobEnvironment {
 
  private:
   struct Variable {
-    std::string name;
-    std::string value;
+    std::string entry;  // "NAME=value", as a job gets it
+    size_t name_size;
     bool users_own;  // HOME and the like: not given to a job run as another user
+    std::string_view name() const { return std::string_view(entry).substr(0, name_size); }
   };
   std::vector<Variable> inherited_;  // sorted by name
   std::string store_dsn_;

@@ -47,7 +47,7 @@ TEST_CASE("agent: a job inherits the agent's environment but its secrets, and it
   JobEnvironment environment(env.data(), "postgresql://store");
 
   auto run = a_run();
-  run.spec.env = {{"LANG", "de_DE.UTF-8"}, {"JOB_NAME", "mine"}, {"EXTRA", "1"}};
+  run.spec.env = {{"LANG", "de_DE.UTF-8"}, {"JOB_NAME", "mine"}, {"EXTRA", "1"}, {"JOB_CHECKPOINT", "mine"}};
   auto out = environment.for_run(run, OtherUser::no);
   CHECK(std::is_sorted(out.begin(), out.end()));
   auto m = as_map(out);
