@@ -40,7 +40,9 @@ TEST_CASE("agent: a job inherits the agent's environment but its secrets, and it
   std::vector<std::string> agent_vars = {
       "PATH=/usr/bin", "HOME=/root", "LANG=C", "JOBAGENT_SECRET_TOKEN=s3cret", "NOTIFY_SOCKET=/run/x",
       "WATCHDOG_USEC=1", "WATCHDOG_PID=1", "CREDENTIALS_DIRECTORY=/run/creds", "JOBCTL_DB=sqlite:/agent.db",
-      "JOB_ID=inherited", "JOB_CHECKPOINT=stale", "JOB_PAYLOAD=stale", "ZED=last", "LANG=C.UTF-8", "NOEQUALS"};
+      "JOB_ID=inherited", "JOB_CHECKPOINT=stale", "JOB_PAYLOAD=stale", "ZED=first", "ZED=last", "LANG=C.UTF-8",
+      "USER=root", "LOGNAME=root", "SHELL=/bin/sh", "MAIL=/var/mail/root", "XDG_RUNTIME_DIR=/run/user/0",
+      "A1=x", "A=y", "NOEQUALS"};
   std::vector<char*> env;
   for (auto& v : agent_vars) env.push_back(v.data());
   env.push_back(nullptr);
@@ -49,11 +51,14 @@ TEST_CASE("agent: a job inherits the agent's environment but its secrets, and it
   auto run = a_run();
   run.spec.env = {{"LANG", "de_DE.UTF-8"}, {"JOB_NAME", "mine"}, {"EXTRA", "1"}, {"JOB_CHECKPOINT", "mine"}};
   auto out = environment.for_run(run, OtherUser::no);
-  CHECK(std::is_sorted(out.begin(), out.end()));
+  auto name_of = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  CHECK(std::is_sorted(out.begin(), out.end(),
+                       [&](const std::string& a, const std::string& b) { return name_of(a) < name_of(b); }));
   auto m = as_map(out);
+  CHECK(m.at("A") == "y");
   CHECK(m.at("PATH") == "/usr/bin");
   CHECK(m.at("HOME") == "/root");
-  CHECK(m.at("ZED") == "last");
+  CHECK(m.at("ZED") == "last");  // a name set twice: the last one, as before
   CHECK(m.at("LANG") == "de_DE.UTF-8");  // --env over the agent's
   CHECK(m.at("EXTRA") == "1");
   CHECK(m.at("JOB_NAME") == "nightly");  // JOB_* over --env
@@ -73,11 +78,19 @@ TEST_CASE("agent: a job inherits the agent's environment but its secrets, and it
   run.checkpoint = "step 3";
   run.spec.payload = "{\"n\":1}";
   run.spec.env["JOBCTL_DB"] = "sqlite:/job.db";
+  run.spec.env["SHELL"] = "/bin/bash";  // the job's own, not the agent's user's
   m = as_map(environment.for_run(run, OtherUser::yes));
-  CHECK(m.count("HOME") == 0);
+  for (const char* users : {"HOME", "USER", "LOGNAME", "MAIL", "XDG_RUNTIME_DIR"})
+    CHECK_MESSAGE(m.count(users) == 0, users);
+  CHECK(m.at("SHELL") == "/bin/bash");
   CHECK(m.at("JOB_CHECKPOINT") == "step 3");
   CHECK(m.at("JOB_PAYLOAD") == "{\"n\":1}");
   CHECK(m.at("JOBCTL_DB") == "sqlite:/job.db");
+
+  // A job's --env JOB_PAYLOAD does not stand in for a payload the run lacks.
+  run.spec.payload.reset();
+  run.spec.env["JOB_PAYLOAD"] = "mine";
+  CHECK(as_map(environment.for_run(run, OtherUser::no)).count("JOB_PAYLOAD") == 0);
 
   // No store to give: JOBCTL_DB is not set, not even the agent's own.
   JobEnvironment without_store(env.data(), "");
