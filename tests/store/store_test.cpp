@@ -44,7 +44,7 @@ TEST_CASE("store: migrations are idempotent") {
   CHECK_NOTHROW(s->require_schema());
 }
 
-TEST_CASE("store: on PostgreSQL no foreign key checks each attempt a claim opens; SQLite keeps it") {
+TEST_CASE("store: on PostgreSQL no foreign key checks each attempt a claim opens, while SQLite keeps it") {
   // Its trigger ran a query for every attempt: 15 % of the server's CPU
   // while an agent drained `true` jobs. The Store writes a run before its
   // attempts and deletes its attempts before it, as it does for runs.job_id.
