@@ -2,7 +2,8 @@
 // --no-scheduler) tries to take the leader lease every third of --lease;
 // the one that holds it materialises cron occurrences --schedule-horizon
 // ahead, once a second or sooner when a tick left work over, and applies
-// the overlap policies that skip or cancel. A draining agent resigns so
+// the overlap policies that skip or cancel (with the same tick, unless the
+// last such sweep was slow: overlap_pause). A draining agent resigns so
 // another takes over at once. With --gc-older-than it also removes finished
 // history past that age, every --gc-every.
 #include <fmt/format.h>
@@ -26,7 +27,10 @@ constexpr auto kBacklogTick = std::chrono::milliseconds(50);
 // schedule go on in between; a backlog is worked off a second at a time.
 constexpr int kGcBatch = 1000;
 constexpr int kGcBatchesPerPass = 5;
+constexpr int kOverlapShare = 10;  // the overlap sweep's most, 1 in 10, of the store's time
 }  // namespace
+
+Clock::duration overlap_pause(Clock::duration took) { return took * (kOverlapShare - 1); }
 
 void Agent::lead_if_due(Clock::time_point now) {
   if (!opts_.scheduler || now < next_lead_ || now < store_backoff_until_ || busy("lead")) return;
@@ -69,16 +73,24 @@ void Agent::schedule_if_due(Clock::time_point now) {
   struct Tick {
     store::MaterialiseResult result;
     int overlap = 0;
+    std::optional<Clock::duration> swept;  // how long the overlap sweep took, if it ran
   };
   auto tick = std::make_shared<Tick>();
   // Backoff::no: a scheduler error must not hold back this agent's claims.
   store_step(
       "schedule",
-      [tick, settings, id = worker_id_, epoch = *epoch_](store::Store& s) {
+      [tick, settings, id = worker_id_, epoch = *epoch_, sweep = now >= next_overlap_](store::Store& s) {
         tick->result = s.scheduler().materialise(id, epoch, settings);
-        if (!tick->result.fenced) tick->overlap = s.scheduler().enforce_overlap();
+        if (tick->result.fenced || !sweep) return;
+        const auto start = Clock::now();
+        tick->overlap = s.scheduler().enforce_overlap();
+        tick->swept = Clock::now() - start;
       },
-      [this, tick, now] { scheduled(tick->result, tick->overlap, now); }, {}, Backoff::no);
+      [this, tick, now] {
+        if (tick->swept) next_overlap_ = Clock::now() + overlap_pause(*tick->swept);
+        scheduled(tick->result, tick->overlap, now);
+      },
+      {}, Backoff::no);
 }
 
 void Agent::scheduled(const store::MaterialiseResult& r, int overlap, Clock::time_point now) {

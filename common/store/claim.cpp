@@ -167,6 +167,13 @@ q AS (
 // (OFFSET may name the row), SQLite lets each claim take the group's
 // first (the agent claims again at once while runs are due).
 // `group_locked` is the dialect's test that this claim holds the group.
+// It is a conjunct of its own, ahead of the job's lookup: PostgreSQL runs
+// a filter's cheapest conjuncts first, and a run of a group another claim
+// holds is then passed over without a probe of the job's row. Written
+// inside the group's test instead, it came after that probe: when the
+// groups locked could not fill the claim (their runs claimed by another
+// agent meanwhile), the claim walked every due run of a herd of 100,000
+// and looked each one's job up, 0.8-1.6 s a claim (scripts/bench, the herd).
 std::string claimable(Dialect d, const std::string& group_locked) {
   const std::string offset =
       d == Dialect::postgres ? fmt::format("GREATEST(0, r.group_max - {} - 1)", kGroupRunning) : "0";
@@ -175,8 +182,9 @@ std::string claimable(Dialect d, const std::string& group_locked) {
   // run nobody here can start does not hold the group up. The running
   // count, not this order, is what holds the limit.
   return fmt::format(
-      "r.status = 'pending' AND r.available_at <= NOW_US AND NOT EXISTS {held} AND {pinned} "
-      "AND (r.group_key IS NULL OR ({locked} AND {running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
+      "r.status = 'pending' AND r.available_at <= NOW_US AND (r.group_key IS NULL OR {locked}) "
+      "AND NOT EXISTS {held} AND {pinned} "
+      "AND (r.group_key IS NULL OR ({running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
       "WHERE e.group_key = r.group_key AND e.status = 'pending' AND e.available_at <= NOW_US "
       "AND (e.priority, e.available_at, e.id) < (r.priority, r.available_at, r.id) "
       "AND e.queue IN (SELECT qname FROM qt) AND NOT EXISTS {e_held} AND {e_pinned} LIMIT 1 OFFSET {offset})))",
@@ -197,20 +205,24 @@ std::string candidate_columns(Dialect d) {
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// The groups: those of the first 2,048 due grouped runs of each queue and
-// tenant in claim order (an index walk over due runs only: schedules with
-// occurrences made ahead cost nothing here), tried in the order of each
-// group's first due run, the tenants of a queue taking turns (each one's
-// first group, then each one's second, as the claim serves them), until
-// 256 are locked. A group another claim holds is passed over, so claims at
-// the same moment take different groups: when all tried the same 256, the
-// claims that lost found no group of theirs and read every due run looking
-// for one (scripts/bench, the herd: 0.5 s a claim). A group with a
-// longer backlog than the window delays the groups behind it in the same
-// queue and tenant until its backlog is shorter; it never takes their runs.
+// $1: the queues, $2: the claim's limit.
+// The groups: those of the first 2,048 (or 8 x $2) due grouped runs of
+// each queue and tenant in claim order (an index walk over due runs only:
+// schedules with occurrences made ahead cost nothing here), tried in the
+// order of each group's first due run, the tenants of a queue taking turns
+// (each one's first group, then each one's second, as the claim serves
+// them), until 256 (or $2) are locked: fewer groups than the claim wants
+// leave it short, and it reads every due run looking for more. A group
+// another claim holds is passed over, so claims at the same moment take
+// different groups: when all tried the same 256, the claims that lost
+// found no group of theirs and read every due run looking for one
+// (scripts/bench, the herd: 0.5 s a claim). A group with a longer backlog
+// than the window delays the groups behind it in the same queue and
+// tenant until its backlog is shorter; it never takes their runs.
 // The locks are tried as the ordered groups (and the limited queues, each
 // filtered first in a CTE of its own) are read, and reading the groups
-// stops at the 256th: a group never locked is left to the other claims.
+// stops at the last one wanted: a group never locked is left to the
+// other claims.
 // Returns what it got: kind 'g' (group) or 'q' (queue), and the name.
 constexpr const char* kLockLimited = R"SQL(
 WITH wanted AS MATERIALIZED (
@@ -220,7 +232,7 @@ WITH wanted AS MATERIALIZED (
       SELECT r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id FROM runs r
       WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.group_key IS NOT NULL
         AND r.available_at <= NOW_US
-      ORDER BY r.priority, r.available_at, r.id LIMIT 2048) r
+      ORDER BY r.priority, r.available_at, r.id LIMIT GREATEST(2048, 8 * $2)) r
     ORDER BY r.group_key, r.priority, r.available_at, r.id) f
   ORDER BY f.priority,
            row_number() OVER (PARTITION BY f.queue, f.tenant, f.priority ORDER BY f.available_at, f.id),
@@ -233,11 +245,19 @@ WITH wanted AS MATERIALIZED (
 -- Advisory locks are per database: the schema keeps stores that share one apart.
 (SELECT 'g' AS kind, name FROM wanted
  WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':g:' || name, 7230652077))
- LIMIT 256)
+ LIMIT GREATEST(256, $2))
 UNION ALL
 SELECT 'q', name FROM limited
 WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL";
+
+// PostgreSQL: how many of the groups $1 have a due run waiting, in a
+// snapshot taken after their locks were granted. A group another agent
+// claimed from just before statement 1 tried its lock (its claim committed
+// after statement 1's snapshot) looked due there, and was locked.
+constexpr const char* kGroupsStillDue =
+    "SELECT count(*) FROM unnest($1::text[]) AS g (name) WHERE EXISTS (SELECT 1 FROM runs r "
+    "WHERE r.group_key = g.name AND r.status = 'pending' AND r.available_at <= NOW_US OFFSET 0)";
 
 // PostgreSQL, statement 2. Each (queue, tenant) pair walks the claim index
 // in order; the chosen runs are then locked SKIP LOCKED (a run another
@@ -389,8 +409,23 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     // plans). The statements after them here look rows up by key.
     conn_->plan_once();
     std::vector<std::string> groups, limited_queues;
-    for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues)}))
-      (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));
+    auto lock_limited = [&] {
+      groups.clear();
+      limited_queues.clear();
+      for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues), int64_t{limit}}))
+        (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));
+    };
+    lock_limited();
+    // Groups locked after another agent claimed their runs leave the claim
+    // short, and a short claim reads every due run: with two agents in a
+    // herd of 100,000, a third of each claim's 256 groups, and 0.8-1.4 s a
+    // claim. Their locks are tried again in a fresh snapshot (the ones
+    // held are taken again: advisory locks nest), twice at most.
+    for (int again = 0; again < 2 && !groups.empty(); ++again) {
+      auto due = conn_->query(kGroupsStillDue, {conn_->list(groups)}).at(0).i64(0);
+      if (due == static_cast<int64_t>(groups.size())) break;
+      lock_limited();
+    }
     params.push_back(conn_->list(groups));
     params.push_back(conn_->list(limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {

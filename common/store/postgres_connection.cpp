@@ -45,6 +45,15 @@ using config::libpq;
 constexpr Oid kByteaOid = 17;
 constexpr const char* kNowUs = "(extract(epoch from now()) * 1000000)::int8";
 constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generic_plan";
+// A generic plan is made for the tables as they are then, and PostgreSQL
+// makes it again only on new statistics, which autovacuum may take a
+// minute to gather. An agent that planned its claim on an empty store kept
+// that plan once a herd of 100,000 runs had come: each claim read the whole
+// table to find its runs by ctid (a sequential scan, then costed at 10
+// pages), 6-8 s a claim until autovacuum analysed it (scripts/bench, the
+// herd). So plan_once's plans are made again when a second old.
+constexpr std::string_view kForgetPlans = "DISCARD PLANS";
+constexpr auto kPlanLife = std::chrono::seconds(1);
 
 // NOW_US, `offset_us` ahead (a test's shifted clock; see shift_clock).
 std::string translate(std::string_view sql, int64_t offset_us) {
@@ -235,7 +244,12 @@ class PostgresConnection final : public Connection {
   }
 
   void plan_once() override {
-    if (in_transaction_) ahead_.push_back({std::string(kPlanOnce), {}});
+    if (!in_transaction_) return;
+    if (auto now = Clock::now(); now - plans_from_ >= kPlanLife) {
+      ahead_.push_back({std::string(kForgetPlans), {}});
+      plans_from_ = now;
+    }
+    ahead_.push_back({std::string(kPlanOnce), {}});
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
@@ -612,7 +626,8 @@ class PostgresConnection final : public Connection {
   // plan_once's setting): a transaction of nothing else has nothing to send.
   bool only_setup_ahead() const {
     return !ahead_.empty() &&
-           std::all_of(ahead_.begin() + 1, ahead_.end(), [](const Statement& s) { return s.sql == kPlanOnce; });
+           std::all_of(ahead_.begin() + 1, ahead_.end(),
+                       [](const Statement& s) { return s.sql == kPlanOnce || s.sql == kForgetPlans; });
   }
 
   void end_transaction() {
@@ -663,6 +678,7 @@ class PostgresConnection final : public Connection {
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
   int64_t clock_offset_us_ = 0;
+  Clock::time_point plans_from_{};  // when plan_once last had the plans made again
 };
 
 }  // namespace

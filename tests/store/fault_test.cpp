@@ -155,3 +155,40 @@ TEST_CASE("fault: a submit that breaks at any statement or at its commit writes 
     }
   }
 }
+
+TEST_CASE("fault: a claim whose locked groups stopped waiting before it claimed locks others instead of reading every due run") {
+  // On PostgreSQL a claim locks the concurrency groups it may take from,
+  // then claims in a second statement. A group whose runs another agent
+  // claimed just before the lock was tried (that claim committed after the
+  // lock statement's snapshot) looks due there and is locked, but has
+  // nothing left: a claim short of runs read every due run looking for
+  // more, and in a herd of 100,000 schedules a third of each claim's groups
+  // were such (0.8-1.4 s a claim). That moment cannot be timed from here;
+  // the same state comes from the runs leaving between the two statements.
+  FaultyStore f;
+  auto& s = *f.s;
+  if (s.connection().dialect() != store::Dialect::postgres) return;  // SQLite claims one at a time
+  auto a = worker(s, "a");
+  model::JobSpec grouped;
+  grouped.command.argv = {"true"};
+  grouped.max_concurrent = 1;  // a group of its own per job
+  s.jobs().submit(std::vector<model::JobSpec>(600, grouped));
+  constexpr const char* kGroupedInClaimOrder =
+      "SELECT id FROM runs WHERE group_key IS NOT NULL ORDER BY priority, available_at, id";
+  std::vector<std::string> order;
+  for (const auto& row : f.check->connection().query(kGroupedInClaimOrder)) order.push_back(row.text(0));
+  REQUIRE(order.size() == 600);
+  // The lock statement takes the first 256 groups; their runs are then
+  // cancelled on another connection.
+  f.faulty->after_next("pg_try_advisory_xact_lock", [&] {
+    CHECK(f.check->connection().exec(fmt::format("UPDATE runs SET status = 'cancelled', finished_at = 1 WHERE id IN ({} "
+                                                 "LIMIT 256)",
+                                                 kGroupedInClaimOrder)) == 256);
+  });
+  // Without the groups locked again, it read all 600 and took the
+  // ungrouped run alone.
+  auto claimed = s.agent().claim(a, {"default"}, 4, 60'000'000);
+  REQUIRE(claimed.size() == 4);
+  CHECK(claimed[0].run_id == f.run_id);  // the ungrouped run, submitted first
+  for (size_t i = 1; i < claimed.size(); ++i) CHECK(claimed[i].run_id == order[256 + i - 1]);
+}

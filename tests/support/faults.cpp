@@ -42,15 +42,24 @@ auto FaultyConnection::step(Step&& run) {
   return run();
 }
 
+void FaultyConnection::after(std::string_view sql) {
+  if (!meanwhile_ || sql.find(after_sql_) == std::string_view::npos) return;
+  auto meanwhile = std::move(meanwhile_);
+  meanwhile_ = nullptr;
+  meanwhile();
+}
+
 store::Rows FaultyConnection::query(std::string_view sql, const store::Params& params) {
   auto rows = step([&] { return inner_->query(sql, params); });
   if (lose_answer_ && !in_transaction_) answer_lost();
+  after(sql);
   return rows;
 }
 
 int64_t FaultyConnection::exec(std::string_view sql, const store::Params& params) {
   auto n = step([&] { return inner_->exec(sql, params); });
   if (lose_answer_ && !in_transaction_) answer_lost();
+  after(sql);
   return n;
 }
 

@@ -5,7 +5,9 @@
 //   the Nth statement or commit from now: refused (not applied, as a
 //   connection that broke before it was sent), or applied with its answer
 //   lost (the acknowledgement gone, as a server crash or a dropped
-//   connection leaves it at the worst moment).
+//   connection leaves it at the worst moment). It can also run something
+//   between two statements of a transaction, as another connection that
+//   commits just then.
 // * TcpProxy stands between a program and PostgreSQL on 127.0.0.1; it can
 //   freeze (the connections stay open, nothing is forwarded: a server
 //   stopped with SIGSTOP, a hung host) and thaw.
@@ -13,6 +15,7 @@
 //   it hands out: PostgreSQL through a TcpProxy, SQLite by holding the
 //   write lock from another connection (readers go on, writers wait).
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,6 +44,13 @@ class FaultyConnection final : public store::Connection {
     countdown_ = n;
     fault_ = fault;
   }
+  // Once the next statement whose text contains `sql_part` has answered,
+  // `meanwhile` runs (once), before the statement after it goes out: what
+  // another connection commits between the two.
+  void after_next(std::string sql_part, std::function<void()> meanwhile) {
+    after_sql_ = std::move(sql_part);
+    meanwhile_ = std::move(meanwhile);
+  }
   // Statements and commits sent through this connection so far.
   int steps() const { return steps_; }
 
@@ -65,6 +75,8 @@ class FaultyConnection final : public store::Connection {
 
  private:
   void answer_lost();
+  // Runs after_next's `meanwhile` if `sql` is the statement it waits for.
+  void after(std::string_view sql);
   // Counts a step; true when it is the one fail_at named.
   bool fault_due();
   template <class Step>
@@ -76,6 +88,8 @@ class FaultyConnection final : public store::Connection {
   int steps_ = 0;
   int countdown_ = 0;
   Fault fault_ = Fault::refused;
+  std::string after_sql_;
+  std::function<void()> meanwhile_;
 };
 
 class TcpProxy {
