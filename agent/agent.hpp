@@ -31,10 +31,11 @@ namespace jobctl::agent {
 
 // How long the leader waits after an overlap sweep that took `took` before
 // it sweeps again: nine times as long, so the sweep has at most a tenth of
-// the store connection the leader also claims on. A sweep of a few
-// milliseconds still runs every tick; one that reads a herd's 100,000 due
-// occurrences (1.0-1.4 s) no longer holds the leader's claims back at
-// every tick of the herd's first minute.
+// the store connection the leader also claims on, but 10 s at most, so the
+// overlap policies are never long behind. A sweep of a few milliseconds
+// still runs every tick; one that reads a herd's 100,000 due occurrences
+// (1.0-1.4 s) no longer holds the leader's claims back at every tick of
+// the herd's first minute.
 Clock::duration overlap_pause(Clock::duration took);
 
 class Agent {

@@ -8,6 +8,8 @@
 // history past that age, every --gc-every.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "agent/agent.hpp"
 #include "common/store/admin.hpp"
 #include "common/store/scheduler.hpp"
@@ -28,9 +30,12 @@ constexpr auto kBacklogTick = std::chrono::milliseconds(50);
 constexpr int kGcBatch = 1000;
 constexpr int kGcBatchesPerPass = 5;
 constexpr int kOverlapShare = 10;  // the overlap sweep's most, 1 in 10, of the store's time
+constexpr auto kOverlapLongestPause = std::chrono::seconds(10);
 }  // namespace
 
-Clock::duration overlap_pause(Clock::duration took) { return took * (kOverlapShare - 1); }
+Clock::duration overlap_pause(Clock::duration took) {
+  return std::min<Clock::duration>(took * (kOverlapShare - 1), kOverlapLongestPause);
+}
 
 void Agent::lead_if_due(Clock::time_point now) {
   if (!opts_.scheduler || now < next_lead_ || now < store_backoff_until_ || busy("lead")) return;
@@ -56,7 +61,7 @@ void Agent::lead_if_due(Clock::time_point now) {
         if (phase_ != Phase::running) return;  // drained meanwhile: the resign follows
         if (epoch && epoch != epoch_) {
           log_event(LogLevel::info, "scheduler_leading", {{"epoch", std::to_string(*epoch)}});
-          next_schedule_ = Clock::now();
+          next_schedule_ = next_overlap_ = Clock::now();  // after an outage is when the sweep matters most
         } else if (!epoch && epoch_) {
           log_event(LogLevel::warn, "scheduler_deposed", {{"epoch", std::to_string(*epoch_)}});
         }

@@ -20,9 +20,10 @@
 // inside the write lock, one at a time. On PostgreSQL the claim is a
 // transaction of two statements: the first takes a transaction-scoped
 // advisory lock (try, never wait) on every limited group and queue it may
-// claim from; the second, whose snapshot is taken after those locks were
-// granted, counts what runs and claims only from the groups and queues it
-// locked. Any other claim in the same group or queue must hold the same
+// claim from (and is tried once more when some of its groups had nothing
+// left due: kGroupsStillDue); the second, whose snapshot is taken after those
+// locks were granted, counts what runs and claims only from the groups and
+// queues the last lock statement returned. Any other claim in the same group or queue must hold the same
 // lock, so the counts it reads are exact; completions only lower them.
 // Unlimited runs need no lock and take the plain SKIP LOCKED path.
 #include <fmt/format.h>
@@ -205,24 +206,22 @@ std::string candidate_columns(Dialect d) {
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// $1: the queues, $2: the claim's limit.
-// The groups: those of the first 2,048 (or 8 x $2) due grouped runs of
-// each queue and tenant in claim order (an index walk over due runs only:
-// schedules with occurrences made ahead cost nothing here), tried in the
-// order of each group's first due run, the tenants of a queue taking turns
-// (each one's first group, then each one's second, as the claim serves
-// them), until 256 (or $2) are locked: fewer groups than the claim wants
-// leave it short, and it reads every due run looking for more. A group
-// another claim holds is passed over, so claims at the same moment take
-// different groups: when all tried the same 256, the claims that lost
-// found no group of theirs and read every due run looking for one
-// (scripts/bench, the herd: 0.5 s a claim). A group with a longer backlog
-// than the window delays the groups behind it in the same queue and
-// tenant until its backlog is shorter; it never takes their runs.
+// The groups: those of the first 2,048 due grouped runs of each queue and
+// tenant in claim order (an index walk over due runs only: schedules with
+// occurrences made ahead cost nothing here), tried in the order of each
+// group's first due run, the tenants of a queue taking turns (each one's
+// first group, then each one's second, as the claim serves them), until
+// 256 are locked. A group another claim holds is passed over, so claims at
+// the same moment take different groups: when all tried the same 256, the
+// claims that lost found no group of theirs and read every due run looking
+// for one (scripts/bench, the herd: 0.5 s a claim). A group with a
+// longer backlog than the window delays the groups behind it in the same
+// queue and tenant until its backlog is shorter; it never takes their runs.
 // The locks are tried as the ordered groups (and the limited queues, each
 // filtered first in a CTE of its own) are read, and reading the groups
-// stops at the last one wanted: a group never locked is left to the
-// other claims.
+// stops at the 256th: a group never locked is left to the other claims.
+// (256, not the claim's limit: a transaction's advisory locks stay until
+// it ends, and the server's lock table has room for 64 per connection.)
 // Returns what it got: kind 'g' (group) or 'q' (queue), and the name.
 constexpr const char* kLockLimited = R"SQL(
 WITH wanted AS MATERIALIZED (
@@ -232,7 +231,7 @@ WITH wanted AS MATERIALIZED (
       SELECT r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id FROM runs r
       WHERE r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' AND r.group_key IS NOT NULL
         AND r.available_at <= NOW_US
-      ORDER BY r.priority, r.available_at, r.id LIMIT GREATEST(2048, 8 * $2)) r
+      ORDER BY r.priority, r.available_at, r.id LIMIT 2048) r
     ORDER BY r.group_key, r.priority, r.available_at, r.id) f
   ORDER BY f.priority,
            row_number() OVER (PARTITION BY f.queue, f.tenant, f.priority ORDER BY f.available_at, f.id),
@@ -245,11 +244,21 @@ WITH wanted AS MATERIALIZED (
 -- Advisory locks are per database: the schema keeps stores that share one apart.
 (SELECT 'g' AS kind, name FROM wanted
  WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':g:' || name, 7230652077))
- LIMIT GREATEST(256, $2))
+ LIMIT 256)
 UNION ALL
 SELECT 'q', name FROM limited
 WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL";
+
+// PostgreSQL: runs statement 1, and sets `groups` and `queues_locked` to
+// what it locked.
+void lock_limited(Connection& c, const std::vector<std::string>& queues, std::vector<std::string>& groups,
+                  std::vector<std::string>& queues_locked) {
+  groups.clear();
+  queues_locked.clear();
+  for (const auto& row : c.query(kLockLimited, {c.list(queues)}))
+    (row.text(0) == "g" ? groups : queues_locked).push_back(row.text(1));
+}
 
 // PostgreSQL: how many of the groups $1 have a due run waiting, in a
 // snapshot taken after their locks were granted. A group another agent
@@ -409,23 +418,16 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     // plans). The statements after them here look rows up by key.
     conn_->plan_once();
     std::vector<std::string> groups, limited_queues;
-    auto lock_limited = [&] {
-      groups.clear();
-      limited_queues.clear();
-      for (const auto& row : conn_->query(kLockLimited, {conn_->list(queues), int64_t{limit}}))
-        (row.text(0) == "g" ? groups : limited_queues).push_back(row.text(1));
-    };
-    lock_limited();
+    lock_limited(*conn_, queues, groups, limited_queues);
     // Groups locked after another agent claimed their runs leave the claim
     // short, and a short claim reads every due run: with two agents in a
-    // herd of 100,000, a third of each claim's 256 groups, and 0.8-1.4 s a
-    // claim. Their locks are tried again in a fresh snapshot (the ones
-    // held are taken again: advisory locks nest), twice at most.
-    for (int again = 0; again < 2 && !groups.empty(); ++again) {
-      auto due = conn_->query(kGroupsStillDue, {conn_->list(groups)}).at(0).i64(0);
-      if (due == static_cast<int64_t>(groups.size())) break;
-      lock_limited();
-    }
+    // herd of 100,000, a third of each claim's 256 groups, and 0.8-1.6 s a
+    // claim. If some have nothing due in a fresh snapshot, the locks are
+    // tried once more (the ones held are taken again: advisory locks nest;
+    // the others stay held to the end, so a claim holds 512 at most).
+    if (!groups.empty() &&
+        conn_->query(kGroupsStillDue, {conn_->list(groups)}).at(0).i64(0) < static_cast<int64_t>(groups.size()))
+      lock_limited(*conn_, queues, groups, limited_queues);
     params.push_back(conn_->list(groups));
     params.push_back(conn_->list(limited_queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {

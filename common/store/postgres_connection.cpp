@@ -51,7 +51,9 @@ constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generi
 // that plan once a herd of 100,000 runs had come: each claim read the whole
 // table to find its runs by ctid (a sequential scan, then costed at 10
 // pages), 6-8 s a claim until autovacuum analysed it (scripts/bench, the
-// herd). So plan_once's plans are made again when a second old.
+// herd). So plan_once sends DISCARD PLANS when the session's plans are a
+// second old: every plan the session cached is made again at its next use
+// (the claim's two statements cost about 0.4 ms to plan).
 constexpr std::string_view kForgetPlans = "DISCARD PLANS";
 constexpr auto kPlanLife = std::chrono::seconds(1);
 

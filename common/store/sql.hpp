@@ -126,7 +126,8 @@ class Connection {
   // (plan_cache_mode force_generic_plan, sent with the next statement):
   // kPlanEachTime statements too, and a plan is made again when it is
   // invalidated (new statistics, a schema change) or a second old (a plan
-  // made for an empty table must not outlive the table's growth). For
+  // made for an empty table must not outlive the table's growth: then every
+  // plan the session cached is dropped). For
   // statements whose one plan suits any values, but which PostgreSQL may
   // still plan at each use (store/claim.cpp). Outside a transaction it does
   // nothing. SQLite prepares each statement once already: nothing to do.

@@ -163,7 +163,7 @@ TEST_CASE("fault: a claim whose locked groups stopped waiting before it claimed 
   // lock statement's snapshot) looks due there and is locked, but has
   // nothing left: a claim short of runs read every due run looking for
   // more, and in a herd of 100,000 schedules a third of each claim's groups
-  // were such (0.8-1.4 s a claim). That moment cannot be timed from here;
+  // were such (0.8-1.6 s a claim). That moment cannot be timed from here;
   // the same state comes from the runs leaving between the two statements.
   FaultyStore f;
   auto& s = *f.s;
