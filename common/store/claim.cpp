@@ -21,9 +21,10 @@
 // transaction of two statements: the first takes a transaction-scoped
 // advisory lock (try, never wait) on every limited group and queue it may
 // claim from (and is tried once more when some of its groups had nothing
-// left due: kGroupsStillDue); the second, whose snapshot is taken after those
-// locks were granted, counts what runs and claims only from the groups and
-// queues the last lock statement returned. Any other claim in the same group or queue must hold the same
+// left due: kGroupsStillDue); the second, whose snapshot is taken after
+// those locks were granted, counts what runs and claims only from the
+// groups and queues the last lock statement returned. Any other claim in
+// the same group or queue must hold the same
 // lock, so the counts it reads are exact; completions only lower them.
 // Unlimited runs need no lock and take the plain SKIP LOCKED path.
 #include <fmt/format.h>
@@ -250,14 +251,15 @@ SELECT 'q', name FROM limited
 WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL";
 
-// PostgreSQL: runs statement 1, and sets `groups` and `queues_locked` to
-// what it locked.
-void lock_limited(Connection& c, const std::vector<std::string>& queues, std::vector<std::string>& groups,
-                  std::vector<std::string>& queues_locked) {
-  groups.clear();
-  queues_locked.clear();
+// PostgreSQL: what statement 1 locked.
+struct Locked {
+  std::vector<std::string> groups, queues;
+};
+Locked lock_limited(Connection& c, const std::vector<std::string>& queues) {
+  Locked got;
   for (const auto& row : c.query(kLockLimited, {c.list(queues)}))
-    (row.text(0) == "g" ? groups : queues_locked).push_back(row.text(1));
+    (row.text(0) == "g" ? got.groups : got.queues).push_back(row.text(1));
+  return got;
 }
 
 // PostgreSQL: how many of the groups $1 have a due run waiting, in a
@@ -417,19 +419,18 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     // (pg_stat_statements, 20,000 `true` jobs: 620 claims, 621 and 321
     // plans). The statements after them here look rows up by key.
     conn_->plan_once();
-    std::vector<std::string> groups, limited_queues;
-    lock_limited(*conn_, queues, groups, limited_queues);
+    auto locked = lock_limited(*conn_, queues);
     // Groups locked after another agent claimed their runs leave the claim
     // short, and a short claim reads every due run: with two agents in a
     // herd of 100,000, a third of each claim's 256 groups, and 0.8-1.6 s a
     // claim. If some have nothing due in a fresh snapshot, the locks are
     // tried once more (the ones held are taken again: advisory locks nest;
     // the others stay held to the end, so a claim holds 512 at most).
-    if (!groups.empty() &&
-        conn_->query(kGroupsStillDue, {conn_->list(groups)}).at(0).i64(0) < static_cast<int64_t>(groups.size()))
-      lock_limited(*conn_, queues, groups, limited_queues);
-    params.push_back(conn_->list(groups));
-    params.push_back(conn_->list(limited_queues));
+    if (!locked.groups.empty() && conn_->query(kGroupsStillDue, {conn_->list(locked.groups)}).at(0).i64(0) <
+                                      static_cast<int64_t>(locked.groups.size()))
+      locked = lock_limited(*conn_, queues);
+    params.push_back(conn_->list(locked.groups));
+    params.push_back(conn_->list(locked.queues));
     for (const auto& row : conn_->query(kClaimPostgres, params)) {
       ClaimedRun c = claimed_from_row(row);
       auto job = job_from_row(row, kClaimed.size());
