@@ -418,7 +418,7 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     // so far. That cost 0.35-0.4 ms and 2-3 ms of server time a claim
     // (pg_stat_statements, 20,000 `true` jobs: 620 claims, 621 and 321
     // plans). The statements after them here look rows up by key.
-    conn_->plan_once();
+    conn_->plan_once("runs");
     auto locked = lock_limited(*conn_, queues);
     // Groups locked after another agent claimed their runs leave the claim
     // short, and a short claim reads every due run: with two agents in a
@@ -489,7 +489,12 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
   // such run, so schedules' runs made ahead cost nothing here: an idle
   // agent asks after every empty claim, and a min() over every pending
   // run read all 100,000 of a herd's runs made ahead each time, beside the
-  // leader making them (scripts/bench, the herd figure).
+  // leader making them (scripts/bench, the herd figure). Planned once, as
+  // the claim: planned at each use (PostgreSQL estimated the generic plan
+  // dearer), it cost 1.3-2.4 ms of server time after every short claim,
+  // before the claimed runs could start, and at every idle agent's poll.
+  Transaction tx(*conn_, TxMode::read);
+  conn_->plan_once("runs");
   auto due = conn_->query(
       fmt::format("SELECT name, min(first_at) - NOW_US FROM (SELECT u.name, "
                   "(SELECT r.available_at FROM runs r WHERE r.queue = u.name AND r.tenant = tn.name "
@@ -508,7 +513,10 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
                   fmt::arg("queues", queue_rows(conn_->dialect(), 2)),
                   fmt::arg("priorities", kPriorities)),
       {worker_id, conn_->list(queues)});
-  if (due.empty()) return std::nullopt;
+  if (due.empty()) {
+    tx.commit();
+    return std::nullopt;
+  }
   // A rate-limited queue is due no sooner than its next token.
   std::map<std::string, int64_t> token_wait;
   for (const auto& row : conn_->query(fmt::format("SELECT x.name, x.rate, {} FROM queues x WHERE x.rate > 0 AND {}",
@@ -517,6 +525,7 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
     double rate = std::stod(row.text(1)), have = std::stod(row.text(2));
     if (have < 1.0) token_wait[row.text(0)] = static_cast<int64_t>(std::ceil((1.0 - have) / rate * 1e6));
   }
+  tx.commit();
   std::optional<int64_t> soonest;
   for (const auto& row : due) {
     int64_t in = row.i64(1);

@@ -23,6 +23,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -51,11 +54,16 @@ constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generi
 // that plan once a herd of 100,000 runs had come: each claim read the whole
 // table to find its runs by ctid (a sequential scan, then costed at 10
 // pages), 6-8 s a claim until autovacuum analysed it (scripts/bench, the
-// herd). So plan_once sends DISCARD PLANS when the session's plans are a
-// second old: every plan the session cached is made again at its next use
-// (the claim's two statements cost about 0.4 ms to plan).
+// herd). So plan_once reads the size of the table the plans are for, in
+// the pipeline with the transaction's first statement, and once it has
+// doubled or halved (by more than kPlanSlack) since the plans were made,
+// DISCARD PLANS goes out with the next statement: every plan the session
+// cached is made again at its next use. Made again once a second instead,
+// an idle agent's polls had every plan made anew each time: 8 ms of server
+// CPU a second for one idle agent (pg_stat_statements, track_planning),
+// 5 ms of it the claim's.
 constexpr std::string_view kForgetPlans = "DISCARD PLANS";
-constexpr auto kPlanLife = std::chrono::seconds(1);
+constexpr int64_t kPlanSlack = 64 * 1024;
 
 // NOW_US, `offset_us` ahead (a test's shifted clock; see shift_clock).
 std::string translate(std::string_view sql, int64_t offset_us) {
@@ -157,6 +165,9 @@ class PostgresConnection final : public Connection {
     std::string sql;
     Params params;
     std::string name = {};  // prepared as, if it is
+    bool setup = false;     // sets the transaction up (see only_setup_ahead)
+    // Sent ahead, it is given its result (rows) before the next statement's.
+    std::function<void(const PGresult*)> answered = {};
   };
 
  public:
@@ -245,13 +256,16 @@ class PostgresConnection final : public Connection {
       libpq().PQclear(run("SELECT pg_notify($1, $2)", params));
   }
 
-  void plan_once() override {
+  void plan_once(std::string_view table) override {
     if (!in_transaction_) return;
-    if (auto now = Clock::now(); now - plans_from_ >= kPlanLife) {
-      ahead_.push_back({std::string(kForgetPlans), {}});
-      plans_from_ = now;
-    }
-    ahead_.push_back({std::string(kPlanOnce), {}});
+    ahead_.push_back({std::string(kPlanOnce), {}, {}, true});
+    auto read = [this](const PGresult* r) {
+      const char* bytes = libpq().PQgetvalue(r, 0, 0);
+      int64_t n = 0;
+      std::from_chars(bytes, bytes + std::strlen(bytes), n);
+      planned_table_is(n);
+    };
+    ahead_.push_back({fmt::format("SELECT pg_relation_size('{}')", table), {}, {}, true, read});
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
@@ -404,6 +418,8 @@ class PostgresConnection final : public Connection {
     settings_.clear();
     prepared_.clear();
     seen_.clear();
+    plans_for_.reset();  // a new session plans afresh
+    forget_plans_ = false;
   }
 
   std::string where() const { return config::redacted({config::Backend::postgres, conninfo_}); }
@@ -531,6 +547,8 @@ class PostgresConnection final : public Connection {
     refuse_if_lost(sql);
     ensure_connected();
     const std::string* name = prepared_name(sql);
+    if (forget_plans_)  // until it is answered: then the plans are gone
+      ahead_.push_back({std::string(kForgetPlans), {}, {}, true, [this](const PGresult*) { forget_plans_ = false; }});
     if (anything_ahead()) return run_pipeline(Statement{std::string(sql), params}, name);
     send(sql, name, params);
     PGresult* res = await(sql);
@@ -593,6 +611,8 @@ class PostgresConnection final : public Connection {
         ++synced;
         after_sync = true;
       }
+      if (!failed(r) && item + 1 < items.size() && items[item].answered && !(keep && failed(keep)))
+        items[item].answered(r);
       if (st == PGRES_PIPELINE_SYNC || st == PGRES_PIPELINE_ABORTED || (keep && failed(keep)) ||
           (!failed(r) && item + 1 != items.size())) {
         libpq().PQclear(r);
@@ -627,9 +647,17 @@ class PostgresConnection final : public Connection {
   // Whether what waits to go out only sets the transaction up (its BEGIN,
   // plan_once's setting): a transaction of nothing else has nothing to send.
   bool only_setup_ahead() const {
-    return !ahead_.empty() &&
-           std::all_of(ahead_.begin() + 1, ahead_.end(),
-                       [](const Statement& s) { return s.sql == kPlanOnce || s.sql == kForgetPlans; });
+    return !ahead_.empty() && std::all_of(ahead_.begin() + 1, ahead_.end(), [](const Statement& s) { return s.setup; });
+  }
+
+  // The size of plan_once's table, read: the plans are made for the first
+  // one read, and made again (with the next statement) once it is twice or
+  // half what they were made for.
+  void planned_table_is(int64_t bytes) {
+    if (!plans_for_) plans_for_ = bytes;
+    if (std::max(bytes, *plans_for_) <= 2 * std::min(bytes, *plans_for_) + kPlanSlack) return;
+    plans_for_ = bytes;
+    forget_plans_ = true;
   }
 
   void end_transaction() {
@@ -680,7 +708,8 @@ class PostgresConnection final : public Connection {
   std::unordered_map<std::string, std::string> prepared_;
   std::unordered_set<std::string> seen_;  // used once, not prepared yet
   int64_t clock_offset_us_ = 0;
-  Clock::time_point plans_from_{};  // when plan_once last had the plans made again
+  std::optional<int64_t> plans_for_;  // the size of plan_once's table the session's plans were made for
+  bool forget_plans_ = false;         // DISCARD PLANS goes out with the next statement
 };
 
 }  // namespace

@@ -125,13 +125,14 @@ class Connection {
   // statement once for any values, not for each set of them
   // (plan_cache_mode force_generic_plan, sent with the next statement):
   // kPlanEachTime statements too, and a plan is made again when it is
-  // invalidated (new statistics, a schema change) or a second old (a plan
-  // made for an empty table must not outlive the table's growth: then every
-  // plan the session cached is dropped). For
-  // statements whose one plan suits any values, but which PostgreSQL may
-  // still plan at each use (store/claim.cpp). Outside a transaction it does
-  // nothing. SQLite prepares each statement once already: nothing to do.
-  virtual void plan_once() = 0;
+  // invalidated (new statistics, a schema change) or when `table` has
+  // doubled or halved since the session's plans were made (a plan made for
+  // an empty table must not outlive the table's growth: then every plan
+  // the session cached is dropped). For statements whose one plan suits
+  // any values, but which PostgreSQL may still plan at each use
+  // (store/claim.cpp). Outside a transaction it does nothing. SQLite
+  // prepares each statement once already: nothing to do.
+  virtual void plan_once(std::string_view table) = 0;
   // Appended to a SELECT in a write transaction: the row-lock `clause` in
   // PostgreSQL's words ("FOR UPDATE", "FOR SHARE OF j", "FOR UPDATE OF r
   // SKIP LOCKED"), with a leading space. SQLite's write transaction holds

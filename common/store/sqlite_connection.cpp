@@ -155,7 +155,7 @@ class SqliteConnection final : public Connection {
   void rollback() override { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
   void notify(std::string_view, const std::string&) override {}
-  void plan_once() override {}
+  void plan_once(std::string_view) override {}
 
   std::string row_lock(std::string_view) const override { return {}; }
 

@@ -213,24 +213,24 @@ TEST_CASE("transaction: plan_once holds to the end of its transaction, committed
   auto c = db.connect();
   if (c->dialect() != store::Dialect::postgres) return;  // SQLite prepares each statement once anyway
   auto mode = [&] { return c->query("SELECT current_setting('plan_cache_mode')").at(0).text(0); };
-  c->plan_once();  // outside a transaction: nothing
+  c->plan_once("runs");  // outside a transaction: nothing
   CHECK(mode() == "auto");
   {
     store::Transaction tx(*c, store::TxMode::write);
-    c->plan_once();
+    c->plan_once("runs");
     CHECK(mode() == "force_generic_plan");
     tx.commit();
   }
   CHECK(mode() == "auto");
   {
     store::Transaction tx(*c, store::TxMode::write);
-    c->plan_once();
+    c->plan_once("runs");
     CHECK(mode() == "force_generic_plan");
   }  // rolled back
   CHECK(mode() == "auto");
   {
     store::Transaction tx(*c, store::TxMode::write);
-    c->plan_once();
+    c->plan_once("runs");
     tx.commit();  // ran nothing
   }
   CHECK(mode() == "auto");

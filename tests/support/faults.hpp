@@ -62,7 +62,7 @@ class FaultyConnection final : public store::Connection {
   void commit() override;
   void rollback() override;
   void notify(std::string_view channel, const std::string& payload) override { inner_->notify(channel, payload); }
-  void plan_once() override { inner_->plan_once(); }
+  void plan_once(std::string_view table) override { inner_->plan_once(table); }
   std::string row_lock(std::string_view clause) const override { return inner_->row_lock(clause); }
   store::Value list(const std::vector<std::string>& items) const override { return inner_->list(items); }
   std::string in_list(std::string_view column, int n) const override { return inner_->in_list(column, n); }
