@@ -642,24 +642,6 @@ TEST_CASE("store: next_due_in reports the earliest claimable pending run of the 
   CHECK_FALSE(s->agent().next_due_in("", {"default"}));  // a paused job's run does not count
 }
 
-TEST_CASE("store: next_due_in is planned once, as the claim is") {
-  // Planned at each use (PostgreSQL estimated its generic plan dearer), it
-  // cost 1.3-2.4 ms of server time after each short claim, before the
-  // runs claimed could start, and at every poll of an idle agent.
-  test::TempDir dir;
-  test::TestDb db(dir);
-  auto s = db.open();
-  auto& c = s->connection();
-  if (c.dialect() != store::Dialect::postgres) return;  // SQLite prepares each statement once
-  s->jobs().submit({job("due")});
-  for (int i = 0; i < 8; ++i) REQUIRE(s->agent().next_due_in("", {"default"}));
-  const auto plans = c.query(
-      "SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement LIKE '%min(first_at)%'");
-  REQUIRE(plans.size() == 1);
-  CHECK(plans.at(0).i64(0) == 0);
-  CHECK(plans.at(0).i64(1) > 0);
-}
-
 TEST_CASE("store: next_due_in finds the earliest run without reading every run made ahead") {
   // An idle agent asks after every empty claim. A min() over every pending
   // run read a herd's 100,000 runs made ahead each time, beside the leader
