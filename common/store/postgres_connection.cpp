@@ -35,6 +35,7 @@
 
 #include "common/config/dsn.hpp"
 #include "common/config/libpq.hpp"
+#include "common/store/plan_size.hpp"
 #include "common/store/postgres_session.hpp"
 #include "common/store/sql.hpp"
 #include "common/util/duration.hpp"
@@ -63,7 +64,6 @@ constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generi
 // CPU a second for one idle agent (pg_stat_statements, track_planning),
 // 5 ms of it the claim's.
 constexpr std::string_view kForgetPlans = "DISCARD PLANS";
-constexpr int64_t kPlanSlack = 64 * 1024;
 
 // NOW_US, `offset_us` ahead (a test's shifted clock; see shift_clock).
 std::string translate(std::string_view sql, int64_t offset_us) {
@@ -655,7 +655,7 @@ class PostgresConnection final : public Connection {
   // half what they were made for.
   void planned_table_is(int64_t bytes) {
     if (!plans_for_) plans_for_ = bytes;
-    if (std::max(bytes, *plans_for_) <= 2 * std::min(bytes, *plans_for_) + kPlanSlack) return;
+    if (!plans_outgrown(*plans_for_, bytes)) return;
     plans_for_ = bytes;
     forget_plans_ = true;
   }

@@ -332,29 +332,6 @@ TEST_CASE("store: a claim planned when the store was empty reads only the runs i
   CHECK(test::tuples_read(c, "runs") - before < 100);
 }
 
-TEST_CASE("store: a claim keeps its plans while the store keeps its size") {
-  // Made again once a second instead, an idle agent's claims (one a poll)
-  // were planned anew each time: 5 ms of server CPU a poll for the claim
-  // alone. Plans made again now would read every run here: the session
-  // may use no index once they are made.
-  test::TempDir dir;
-  test::TestDb db(dir);
-  auto s = db.open();
-  auto& c = s->connection();
-  if (c.dialect() != store::Dialect::postgres || !test::counts_reads(c)) return;  // SQLite plans at prepare time
-  for (const char* table : {"runs", "jobs"})  // new statistics would have the plans made again
-    c.exec(fmt::format("ALTER TABLE {} SET (autovacuum_enabled = off)", table));
-  auto w = worker(*s);
-  s->jobs().submit(std::vector<model::JobSpec>(3000, job("kept")));
-  for (int i = 0; i < 2; ++i)  // prepared on its second use
-    REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);
-  for (const char* scan : {"indexscan", "indexonlyscan", "bitmapscan"}) c.exec(fmt::format("SET enable_{} = off", scan));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a second older
-  const int64_t before = test::tuples_read(c, "runs");
-  REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);
-  CHECK(test::tuples_read(c, "runs") - before < 100);
-}
-
 TEST_CASE("store: a claim passes over the runs of groups it did not lock before it looks up their jobs") {
   // A claim short of runs walks every due run, and most of a herd's belong
   // to groups another claim holds. Tested after the job's lookup, each of
