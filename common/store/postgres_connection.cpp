@@ -265,7 +265,11 @@ class PostgresConnection final : public Connection {
       std::from_chars(bytes, bytes + std::strlen(bytes), n);
       planned_table_is(n);
     };
-    ahead_.push_back({fmt::format("SELECT pg_relation_size('{}')", table), {}, {}, true, read});
+    // Prepared on its second use, as any statement: it goes with every claim.
+    std::string size = fmt::format("SELECT pg_relation_size('{}')", table);
+    ensure_connected();
+    const std::string* name = prepared_name(size);
+    ahead_.push_back({std::move(size), {}, name ? *name : std::string(), true, read});
   }
 
   std::string row_lock(std::string_view clause) const override { return fmt::format(" {}", clause); }
