@@ -67,8 +67,9 @@ class Agent {
   // A run that could not start: its completion, failed for good or retried.
   void fail_start(const store::ClaimedRun& run, const std::string& error, Permanent permanent);
   void record_start_failures();  // those the supervisor refused (Runner::start_failures)
-  void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, std::optional<int64_t> due_in,
-                     Clock::time_point now);
+  void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want);
+  // After a claim short of `want` (claimed_some: it took any): when to claim again.
+  void read_next_due(bool claimed_some);
   // The scheduler leader's duties (agent/scheduling.cpp).
   void lead_if_due(Clock::time_point now);
   void schedule_if_due(Clock::time_point now);
@@ -113,6 +114,9 @@ class Agent {
   bool store_step(const char* step, StoreThread::Work work, std::function<void()> then,
                   std::function<void()> undo = {}, Backoff backoff = Backoff::yes);
   bool busy(const char* step) const { return busy_steps_.count(step) > 0; }
+  // A claim, or the read of when the next run is due that follows it, is
+  // on its way: the next claim waits for both.
+  bool claiming() const { return busy("claim") || busy("next_due"); }
   // Completions or releases waiting to be recorded, or on their way.
   bool reports_pending() const {
     return !completions_.empty() || !releases_.empty() || busy("complete") || busy("release");
