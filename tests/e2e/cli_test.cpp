@@ -447,6 +447,23 @@ TEST_CASE("cli: a unique prefix of 6 or more characters names a job, a run or a 
   CHECK(run_jobctl(db, dir, {"dag", "status", "ZZZZZZZ"}).err.find("no id begins with 'ZZZZZZZ'") != std::string::npos);
 }
 
+TEST_CASE("cli: on SQLite commands with no agent keep the write-ahead log short") {
+  if (test::test_backend() != config::Backend::sqlite) return;  // SQLite's files only
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string path = db.dsn().substr(std::string("sqlite:").size());
+  // A batch: megabytes of WAL.
+  std::string lines;
+  for (int i = 0; i < 5000; ++i) lines += "{\"command\": [\"true\"]}\n";
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", "-"}, lines).code == 0);
+  // Left in place, every command after it would read all of it back
+  // (the first to open the file rebuilds the WAL's index), and past the
+  // 1,000 pages where a commit checkpoints, none could start it over.
+  for (int i = 0; i < 3; ++i) test::submit(db, dir, {"--", "true"});
+  CHECK(std::filesystem::file_size(path + "-wal") < 1024 * 1024);
+  CHECK(job_count(db, dir) == 5003);
+}
+
 TEST_CASE("cli: on SQLite a command leaves the write-ahead log in place for the next, which reads what it wrote") {
   if (test::test_backend() != config::Backend::sqlite) return;  // SQLite's files only
   test::TempDir dir;
