@@ -465,20 +465,25 @@ void Agent::claim_if_free(Clock::time_point now) {
   // order): its places in job and group limits are free for this claim.
   report("complete", completions_);
   next_claim_ = now + opts_.poll_interval;
-  auto got = std::make_shared<std::vector<store::ClaimedRun>>();
+  struct Claim {
+    std::vector<store::ClaimedRun> runs;
+    std::optional<NextDue> due;  // read with the claim when it took nothing
+  };
+  auto got = std::make_shared<Claim>();
   store_step(
       "claim",
       [got, want, id = worker_id_, queues = opts_.queues,
        lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
-        *got = s.agent().claim(id, queues, want, lease);
+        got->runs = s.agent().claim(id, queues, want, lease);
+        if (got->runs.empty()) got->due = NextDue{s.agent().next_due_in(id, queues), Clock::now()};
       },
-      [this, got, want] { start_claimed(*got, want); },
+      [this, got, want] { start_claimed(got->runs, want, got->due); },
       // The claim may have committed all the same: the next heartbeat reads
       // back what this agent leases and gives back what it does not run.
       [this] { next_heartbeat_ = Clock::now(); });
 }
 
-void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int want) {
+void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, const std::optional<NextDue>& due) {
   ++metrics_.claims;
   if (claimed.empty()) ++metrics_.empty_polls;
   if (phase_ != Phase::running) {
@@ -509,48 +514,44 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
   // Send the new requests now, not after the next round of store work.
   webhooks_.handle_timeout(Clock::now());
   claim_wanted_ = claim_wanted_ || (static_cast<int>(claimed.size()) == want && free_slots() > 0);
-  if (static_cast<int>(claimed.size()) < want) read_next_due(!claimed.empty());
-  else looked_again_ = false;
+  if (static_cast<int>(claimed.size()) == want) {
+    looked_again_ = false;
+  } else if (due) {
+    claim_again(*due, false);  // an empty claim (an idle agent's poll) read it in the same store step
+  } else {
+    // The runs it took are on their way to starting: none waits for this
+    // read, which costs the server a plan each time (1.3-2.4 ms).
+    auto read = std::make_shared<NextDue>();
+    store_step(
+        "next_due",
+        [read, id = worker_id_, queues = opts_.queues](store::Store& s) {
+          *read = NextDue{s.agent().next_due_in(id, queues), Clock::now()};
+        },
+        [this, read] { claim_again(*read, true); });
+  }
 }
 
-// After a claim that took fewer runs than it asked for, with its runs on
-// their way to starting (this read costs the server a plan each time, 1.3
-// to 2.4 ms: no run waits for it): when the next run comes due.
-void Agent::read_next_due(bool claimed_some) {
-  struct Due {
-    std::optional<int64_t> in;
-    Clock::time_point at;  // when it was read
-  };
-  auto due = std::make_shared<Due>();
-  store_step(
-      "next_due",
-      [due, id = worker_id_, queues = opts_.queues](store::Store& s) {
-        due->in = s.agent().next_due_in(id, queues);
-        due->at = Clock::now();
-      },
-      [this, due, claimed_some] {
-        // Sleep exactly until the next known due run, if it is sooner
-        // (counted from when that was read: from before the claim, the agent
-        // woke early by the claim's time, claimed nothing, and could meet
-        // the next case). A run due already that the claim left is the
-        // next of a concurrency group that takes one per claim (claim again
-        // at once while claims make progress), or it fell due between the
-        // claim and the reading (look again shortly, once: the herd's runs
-        // started a second late, at the next poll), or another agent's
-        // claim holds it, or this agent cannot take it yet (a group behind
-        // another's long backlog): those wait for a wake-up or the poll, as
-        // a claim that spun on them would not help.
-        bool look_again = false;
-        if (due->in && *due->in > 0) {
-          next_claim_ = std::min(next_claim_, due->at + microseconds(*due->in));
-        } else if (due->in && claimed_some && free_slots() > 0) {
-          claim_wanted_ = true;
-        } else if (due->in && !looked_again_) {
-          next_claim_ = std::min(next_claim_, due->at + kDueAgain);
-          look_again = true;
-        }
-        looked_again_ = look_again;
-      });
+// Sleep exactly until the next known due run, if it is sooner (counted
+// from when that was read: from before the claim, the agent woke early by
+// the claim's time, claimed nothing, and could meet the next case). A run
+// due already that the claim left is the next of a concurrency group that
+// takes one per claim (claim again at once while claims make progress), or
+// it fell due between the claim and the reading (look again shortly, once:
+// the herd's runs started a second late, at the next poll), or another
+// agent's claim holds it, or this agent cannot take it yet (a group behind
+// another's long backlog): those wait for a wake-up or the poll, as a claim
+// that spun on them would not help.
+void Agent::claim_again(const NextDue& due, bool claimed_some) {
+  bool look_again = false;
+  if (due.in && *due.in > 0) {
+    next_claim_ = std::min(next_claim_, due.at + microseconds(*due.in));
+  } else if (due.in && claimed_some && free_slots() > 0) {
+    claim_wanted_ = true;
+  } else if (due.in && !looked_again_) {
+    next_claim_ = std::min(next_claim_, due.at + kDueAgain);
+    look_again = true;
+  }
+  looked_again_ = look_again;
 }
 
 void Agent::fail_start(const store::ClaimedRun& run, const std::string& error, Permanent permanent) {

@@ -67,9 +67,16 @@ class Agent {
   // A run that could not start: its completion, failed for good or retried.
   void fail_start(const store::ClaimedRun& run, const std::string& error, Permanent permanent);
   void record_start_failures();  // those the supervisor refused (Runner::start_failures)
-  void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want);
-  // After a claim short of `want` (claimed_some: it took any): when to claim again.
-  void read_next_due(bool claimed_some);
+  // When the next run this agent could claim is due (store::Agent::next_due_in), and when that was read.
+  struct NextDue {
+    std::optional<int64_t> in;
+    Clock::time_point at;
+  };
+  // After a claim short of its slots, the next due run is read: with an
+  // empty claim (`due`), or after its runs have started.
+  void start_claimed(const std::vector<store::ClaimedRun>& claimed, int want, const std::optional<NextDue>& due);
+  // When to claim after a claim short of its slots (claimed_some: it took any).
+  void claim_again(const NextDue& due, bool claimed_some);
   // The scheduler leader's duties (agent/scheduling.cpp).
   void lead_if_due(Clock::time_point now);
   void schedule_if_due(Clock::time_point now);
