@@ -527,7 +527,10 @@ void Agent::start_claimed(const std::vector<store::ClaimedRun>& claimed, int wan
         [read, id = worker_id_, queues = opts_.queues](store::Store& s) {
           *read = NextDue{s.agent().next_due_in(id, queues), Clock::now()};
         },
-        [this, read] { claim_again(*read, true); });
+        [this, read] { claim_again(*read, true); }, {},
+        // A read that failed only leaves the poll to find the next due run:
+        // what finished is still recorded at once.
+        Backoff::no);
   }
 }
 

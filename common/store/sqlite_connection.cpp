@@ -112,8 +112,11 @@ class SqliteConnection final : public Connection {
     // (SQLite takes the file's exclusive lock for that, which fails at
     // once while another connection is open), and the WAL is cut to
     // nothing (journal_size_limit is set). One command in a few pays it.
+    // (SQLite's own name for the WAL: it follows a symbolic link to the file.)
     std::error_code ec;
-    const auto wal = std::filesystem::file_size(path_ + "-wal", ec);
+    const char* file = sqlite3_db_filename(db_, "main");
+    const char* wal_path = file && *file ? sqlite3_filename_wal(file) : nullptr;
+    const auto wal = wal_path ? std::filesystem::file_size(wal_path, ec) : 0;
     if (!ec && wal > kCheckpointOnClose) sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
     sqlite3_close(db_);
   }
