@@ -277,7 +277,7 @@ class SqliteConnection final : public Connection {
   }
 
   // Measured (100 `jobctl submit` in a row, no agent): 32 KiB to 256 KiB
-  // all gave a p50 of 5.1-6.5 ms; a checkpoint at every close, 6.4-7.2.
+  // all gave a p50 of 5.1-6.8 ms; a checkpoint at every close, 6.4-7.2.
   static constexpr uintmax_t kCheckpointOnClose = 128 * 1024;
   std::string path_;
   std::chrono::milliseconds busy_timeout_;
