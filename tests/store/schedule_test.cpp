@@ -717,7 +717,7 @@ TEST_CASE("schedule: overlap reads the occurrences of busy groups, not every wai
   sc.overlap = model::Overlap::skip;
   spec.schedule = sc;
   s->jobs().submit(std::vector<model::JobSpec>(kSchedules, spec));
-  c.exec("ANALYZE");
+  test::analyze(c);
   for (int i = 0; i < 4; ++i) s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
   const int64_t waiting = c.query("SELECT count(*) FROM runs WHERE status = 'pending'").at(0).i64(0);
   REQUIRE(waiting >= 2 * kSchedules);

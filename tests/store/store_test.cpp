@@ -267,7 +267,7 @@ TEST_CASE("store: a claim after a burst reads the runs it takes, not the backlog
     s->agent().complete(done);
   }
   auto& c = s->connection();
-  c.exec("ANALYZE");
+  test::analyze(c);
   const auto burst = s->jobs().submit(std::vector<model::JobSpec>(3000, job("burst")));
   const bool counted = test::counts_reads(c);
   const int64_t before = counted ? test::tuples_read(c, "runs") : 0;
@@ -313,7 +313,10 @@ TEST_CASE("store: a claim planned when the store was empty reads only the runs i
   // their claim on an empty store kept that plan when a herd of 100,000
   // schedules' runs came: each claim read the whole table to find the runs
   // it chose, 6-8 s a claim, until autovacuum analysed it (scripts/bench,
-  // the herd). Such plans are made again once the table has doubled.
+  // the herd). Such plans are made again once the table has doubled. The
+  // claim that finds it so has sent its lock statement already, in the
+  // pipeline with the size's read: that one statement runs its old plan,
+  // one pass over the table a doubling at most.
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
@@ -321,15 +324,24 @@ TEST_CASE("store: a claim planned when the store was empty reads only the runs i
   if (c.dialect() != store::Dialect::postgres || !test::counts_reads(c)) return;  // SQLite plans at prepare time
   for (const char* table : {"runs", "jobs"})  // no new statistics: only the table's size counts
     c.exec(fmt::format("ALTER TABLE {} SET (autovacuum_enabled = off)", table));
+  // Never analysed, PostgreSQL takes an empty table for 10 pages; analysed
+  // empty (a drained store autovacuum has been through), for none, and
+  // plans to read it all.
+  SUBCASE("never analysed") {}
+  SUBCASE("analysed while empty") { test::analyze(c); }
   auto w = worker(*s);
   for (int i = 0; i < 2; ++i)  // prepared on its second use: planned for an empty table
     CHECK(s->agent().claim(w, {"default"}, 1, 30'000'000).empty());
-  const auto burst = s->jobs().submit(std::vector<model::JobSpec>(3000, job("herd")));
-  const int64_t before = test::tuples_read(c, "runs");
-  auto claimed = s->agent().claim(w, {"default"}, 1, 30'000'000);
-  REQUIRE(claimed.size() == 1);
-  CHECK(claimed[0].run_id == burst[0].run_id);
-  CHECK(test::tuples_read(c, "runs") - before < 100);
+  constexpr int kBurst = 3000;
+  const auto burst = s->jobs().submit(std::vector<model::JobSpec>(kBurst, job("herd")));
+  for (int i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const int64_t before = test::tuples_read(c, "runs");
+    auto claimed = s->agent().claim(w, {"default"}, 1, 30'000'000);
+    REQUIRE(claimed.size() == 1);
+    CHECK(claimed[0].run_id == burst[i].run_id);
+    CHECK(test::tuples_read(c, "runs") - before < (i == 0 ? kBurst : 0) + 100);
+  }
 }
 
 TEST_CASE("store: a claim passes over the runs of groups it did not lock before it looks up their jobs") {
@@ -471,7 +483,7 @@ TEST_CASE("store: a claim reads the jobs of the runs it weighs, not every job, w
   auto& c = s->connection();
   const bool counted = test::counts_reads(c);
   if (counted) {
-    c.exec("ANALYZE");
+    test::analyze(c);
     c.exec("UPDATE pg_class SET reltuples = 1000000 WHERE oid IN ('runs'::regclass, 'jobs'::regclass, "
            "'runs_claim'::regclass, 'runs_pkey'::regclass, 'jobs_pkey'::regclass)");
   }

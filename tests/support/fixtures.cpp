@@ -284,6 +284,17 @@ int64_t tuples_read(store::Connection& c, const std::string& table) {
       .i64(0);
 }
 
+void analyze(store::Connection& c) {
+  if (c.dialect() != store::Dialect::postgres) {
+    c.exec("ANALYZE");  // the test's own file
+    return;
+  }
+  std::string tables;
+  for (const auto& row : c.query("SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema()"))
+    tables += (tables.empty() ? "" : ", ") + row.text(0);
+  c.exec("ANALYZE " + tables);
+}
+
 std::string prepared_plan(store::Connection& c, const std::string& statement, const std::string& args,
                           const std::string& options) {
   const auto prepared = c.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE $1", {statement});

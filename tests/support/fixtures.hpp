@@ -119,6 +119,10 @@ bool counts_reads(store::Connection& c);
 // indexes: this session's counts are flushed as it goes idle after
 // pg_stat_force_next_flush().
 int64_t tuples_read(store::Connection& c, const std::string& table);
+// ANALYZE of the test's own tables: on PostgreSQL, those of `c`'s schema. A bare ANALYZE takes
+// every schema's tables, and tests run side by side on one database: it
+// gave another test's fresh tables statistics of empty tables.
+void analyze(store::Connection& c);
 // PostgreSQL's generic plan (the one a statement keeps under plan_once,
 // or once planned for any values) of the one statement this session
 // prepared whose text is LIKE `statement`, as EXPLAIN (`options`) prints
