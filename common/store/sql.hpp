@@ -5,7 +5,8 @@
 // SQL is written once, in PostgreSQL's spelling, with two conventions the
 // drivers translate:
 //   $1, $2, …  bound parameters (SQLite receives ?1, ?2, …)
-//   NOW_US     the database clock in microseconds since the epoch
+//   NOW_US     the database clock in microseconds since the epoch, one
+//              time for a whole transaction (PostgreSQL's now())
 // Parameters are always bound, never spliced into the text. Statements are
 // prepared once per connection and cached by their text.
 //

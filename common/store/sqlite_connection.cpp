@@ -37,20 +37,38 @@ std::string translate(std::string_view sql) {
 }
 
 // NOW_US: the host's clock, shifted by the connection's offset
-// (shift_clock), read once per statement, when the statement first asks:
-// every row of one INSERT … SELECT gets the same time, as on PostgreSQL.
-struct StatementClock {
-  int64_t offset_us = 0;
-  std::optional<int64_t> now_us;  // reset before each statement
+// (shift_clock), read when a statement first asks, and then kept to the end
+// of the transaction, as PostgreSQL's now(): every statement of a
+// transaction sees one time. Read anew by each statement, a second could
+// end between two statements of one change: restart_schedule counted the
+// occurrences come due, then skipped one more than it counted. Outside a
+// transaction each statement reads it anew.
+class StoreClock {
+ public:
+  void statement() {  // a statement starts
+    if (!in_transaction_) read_us_.reset();
+  }
+  void transaction(bool begun) {
+    read_us_.reset();
+    in_transaction_ = begun;
+  }
+  void shift(int64_t us) { offset_us_ += us; }
+  int64_t now_us() {
+    if (!read_us_) {
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      read_us_ = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
+    }
+    return *read_us_ + offset_us_;
+  }
+
+ private:
+  int64_t offset_us_ = 0;
+  std::optional<int64_t> read_us_;
+  bool in_transaction_ = false;
 };
 
 void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
-  auto* clock = static_cast<StatementClock*>(sqlite3_user_data(ctx));
-  if (!clock->now_us) {
-    auto now = std::chrono::system_clock::now().time_since_epoch();
-    clock->now_us = std::chrono::duration_cast<std::chrono::microseconds>(now).count() + clock->offset_us;
-  }
-  sqlite3_result_int64(ctx, *clock->now_us);
+  sqlite3_result_int64(ctx, static_cast<StoreClock*>(sqlite3_user_data(ctx))->now_us());
 }
 
 class SqliteConnection final : public Connection {
@@ -155,7 +173,7 @@ class SqliteConnection final : public Connection {
 
   void exec_script(std::string_view sql) override {
     char* err = nullptr;
-    clock_.now_us.reset();
+    clock_.statement();
     std::string text = translate(sql);
     int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
@@ -165,9 +183,18 @@ class SqliteConnection final : public Connection {
     }
   }
 
-  void begin(TxMode mode) override { exec_script(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN"); }
-  void commit() override { exec_script("COMMIT"); }
-  void rollback() override { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
+  void begin(TxMode mode) override {
+    exec_script(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN");
+    clock_.transaction(true);
+  }
+  void commit() override {
+    exec_script("COMMIT");
+    clock_.transaction(false);
+  }
+  void rollback() override {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    clock_.transaction(false);
+  }
 
   void notify(std::string_view, const std::string&) override {}
   void plan_once(std::string_view) override {}
@@ -190,7 +217,7 @@ class SqliteConnection final : public Connection {
 
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
                      const BatchFill& fill, Send) override {
-    clock_.now_us.reset();  // one reading for the whole batch, as one statement
+    clock_.statement();  // one reading for the whole batch, as one statement
     int64_t changed = 0;
     std::vector<Value> cells(columns.size());
     sqlite3_stmt* stmt = statement(sql);
@@ -203,12 +230,12 @@ class SqliteConnection final : public Connection {
     return changed;
   }
 
-  void shift_clock(int64_t us) override { clock_.offset_us += us; }
+  void shift_clock(int64_t us) override { clock_.shift(us); }
 
  private:
-  // The statement that reads the clock anew, with its parameters bound.
+  // The statement, its parameters bound, a new statement to the clock.
   sqlite3_stmt* prepare(std::string_view sql, const Params& params) {
-    clock_.now_us.reset();
+    clock_.statement();
     sqlite3_stmt* stmt = statement(sql);
     bind_all(stmt, params);
     return stmt;
@@ -283,7 +310,7 @@ class SqliteConnection final : public Connection {
   std::chrono::milliseconds busy_timeout_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
-  StatementClock clock_;  // read by jobctl_now_us()
+  StoreClock clock_;  // read by jobctl_now_us()
 };
 
 }  // namespace

@@ -711,6 +711,33 @@ TEST_CASE("store: a shifted clock moves NOW_US in every statement, prepared befo
   CHECK(s->now() - before < 60'000'000);
 }
 
+TEST_CASE("store: NOW_US is one time for a whole transaction, and read anew outside one") {
+  // As PostgreSQL's now(). On SQLite each statement read the clock: a
+  // second could end between two statements of one change, and resuming
+  // a schedule skipped an occurrence it had not counted (restart_schedule).
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto& c = s->connection();
+  auto now = [&] { return c.query("SELECT NOW_US").at(0).i64(0); };
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  {
+    store::Transaction tx(c, store::TxMode::write);
+    const int64_t first = now();
+    pause();
+    c.exec("UPDATE workers SET heartbeat_at = NOW_US");  // a write, and a statement of another shape
+    pause();
+    CHECK(now() == first);
+    c.shift_clock(60'000'000);  // a test's clock still moves within one
+    CHECK(now() == first + 60'000'000);
+    c.shift_clock(-60'000'000);
+    tx.commit();
+  }
+  const int64_t after = now();
+  pause();
+  CHECK(now() > after);
+}
+
 TEST_CASE("store: a job due at a time already past is due now, as submit --at documents") {
   test::TempDir dir;
   test::TestDb db(dir);
