@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "common/config/dsn.hpp"
 #include "common/util/error.hpp"
@@ -221,4 +223,32 @@ TEST_CASE("dsn: jobctl's schema is jobctl unless schema= or the DSN's own search
   CHECK(parse_dsn("postgres://db/app?schema=ops").backend == Backend::postgres);
   CHECK_THROWS_WITH_AS(parse_dsn("host=db schema=Ops"), doctest::Contains("not a lower-case name"), jobctl::Error);
   CHECK_THROWS_AS(parse_dsn("host=db schema='a b'"), jobctl::Error);
+  // A lower-case SQL identifier of at most 63 bytes, as the server folds one.
+  for (const std::string& good : std::vector<std::string>{"_", "a", "ops_2", std::string(63, 'x')}) {
+    CAPTURE(good);
+    CHECK(jobctl::config::postgres_target("host=db schema=" + good).options == "-csearch_path=" + good);
+  }
+  for (const std::string& bad : std::vector<std::string>{"2ops", "o-ps", "ops\xc3\xa9", std::string(64, 'x')}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_dsn("host=db schema=" + bad), doctest::Contains("not a lower-case name"), jobctl::Error);
+  }
+}
+
+TEST_CASE("dsn: a keyword, blanks and '=' at the start make a libpq key=value string, anything else a file") {
+  auto backend = [](const char* dsn) {  // refused as libpq's, it was taken for one
+    try {
+      return parse_dsn(dsn).backend;
+    } catch (const jobctl::Error& e) {
+      REQUIRE_MESSAGE(std::string(e.what()).find("invalid PostgreSQL DSN") != std::string::npos, e.what());
+      return Backend::postgres;
+    }
+  };
+  for (const char* kv : {"host=h", "  host = h", "\thost\t=h", "HOST=h", "_x=1 host=h"}) {
+    CAPTURE(kv);
+    CHECK(backend(kv) == Backend::postgres);
+  }
+  for (const char* file : {"=host", "ho-st=h", "./host=h", "h9=x", "host", "jobs.db"}) {
+    CAPTURE(file);
+    CHECK(backend(file) == Backend::sqlite);
+  }
 }
