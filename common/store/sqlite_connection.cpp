@@ -42,15 +42,11 @@ std::string translate(std::string_view sql) {
 // transaction sees one time. Read anew by each statement, a second could
 // end between two statements of one change: restart_schedule counted the
 // occurrences come due, then skipped one more than it counted. Outside a
-// transaction each statement reads it anew.
+// transaction (as SQLite itself tells) each statement reads it anew.
 class StoreClock {
  public:
-  void statement() {  // a statement starts
-    if (!in_transaction_) read_us_.reset();
-  }
-  void transaction(bool begun) {
-    read_us_.reset();
-    in_transaction_ = begun;
+  void statement(bool in_transaction) {  // a statement starts
+    if (!in_transaction) read_us_.reset();
   }
   void shift(int64_t us) { offset_us_ += us; }
   int64_t now_us() {
@@ -64,7 +60,6 @@ class StoreClock {
  private:
   int64_t offset_us_ = 0;
   std::optional<int64_t> read_us_;
-  bool in_transaction_ = false;
 };
 
 void now_us(sqlite3_context* ctx, int, sqlite3_value**) {
@@ -173,7 +168,7 @@ class SqliteConnection final : public Connection {
 
   void exec_script(std::string_view sql) override {
     char* err = nullptr;
-    clock_.statement();
+    new_statement();
     std::string text = translate(sql);
     int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
@@ -183,18 +178,9 @@ class SqliteConnection final : public Connection {
     }
   }
 
-  void begin(TxMode mode) override {
-    exec_script(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN");
-    clock_.transaction(true);
-  }
-  void commit() override {
-    exec_script("COMMIT");
-    clock_.transaction(false);
-  }
-  void rollback() override {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    clock_.transaction(false);
-  }
+  void begin(TxMode mode) override { exec_script(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN"); }
+  void commit() override { exec_script("COMMIT"); }
+  void rollback() override { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
   void notify(std::string_view, const std::string&) override {}
   void plan_once(std::string_view) override {}
@@ -217,7 +203,7 @@ class SqliteConnection final : public Connection {
 
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
                      const BatchFill& fill, Send) override {
-    clock_.statement();  // one reading for the whole batch, as one statement
+    new_statement();  // one reading for the whole batch, as one statement
     int64_t changed = 0;
     std::vector<Value> cells(columns.size());
     sqlite3_stmt* stmt = statement(sql);
@@ -233,9 +219,13 @@ class SqliteConnection final : public Connection {
   void shift_clock(int64_t us) override { clock_.shift(us); }
 
  private:
+  // A statement starts: the clock's time is read anew unless it is kept
+  // for the transaction this one is part of.
+  void new_statement() { clock_.statement(sqlite3_get_autocommit(db_) == 0); }
+
   // The statement, its parameters bound, a new statement to the clock.
   sqlite3_stmt* prepare(std::string_view sql, const Params& params) {
-    clock_.statement();
+    new_statement();
     sqlite3_stmt* stmt = statement(sql);
     bind_all(stmt, params);
     return stmt;
