@@ -205,6 +205,28 @@ TEST_CASE("store: submit_together reads each job back as get_jobs reads it") {
   CHECK(submitted[1].views[1].job.spec.name == "keyed");  // the job the key matched
 }
 
+TEST_CASE("store: a server's group commits plan their read-back once, not at each group") {
+  // Planned at each use, the read-back cost 0.9 ms of server CPU a group
+  // commit: more than its execution and the jobs' insert together.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  if (s->connection().dialect() != store::Dialect::postgres) return;  // SQLite prepares each statement once
+  for (int i = 0; i < 10; ++i) {
+    std::vector<store::Submission> group{{"ci-bot", {job("a"), job("b")}}, {"on-call", {job("c")}}};
+    auto submitted = s->jobs().submit_together(group);
+    REQUIRE(submitted.at(1).views.size() == 1);
+    CHECK(submitted[1].views[0].job.spec.name == "c");
+  }
+  // Prepared on its second use, and run 9 times since on its one plan.
+  auto plans = s->connection().query(
+      "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%LEFT JOIN runs r ON "
+      "r.job_id = j.id AND r.id = ANY%'");
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].i64(0) == 9);
+  CHECK(plans[0].i64(1) == 0);
+}
+
 TEST_CASE("store: a large batch is written whole") {
   test::TempDir dir;
   test::TestDb db(dir);
