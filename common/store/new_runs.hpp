@@ -49,11 +49,18 @@ inline constexpr RunFromJob kRunFromJob{
     "j.queue, j.priority, j.tenant, CASE WHEN j.max_concurrent > 0 THEN COALESCE(j.concurrency_key, j.id) END, "
     "j.max_concurrent, j.version"};
 
+// Whether runs written together may name a schedule's occurrence (which
+// may have its run already).
+enum class Occurrences { none, may_repeat };
+
 // Inserts `count` runs, the i-th made by run(i) as it is written, in
-// batches (Connection::exec_batch). A run whose occurrence already has one
-// is left out. Returns how many were inserted (0 if `when` let them wait).
-int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run,
+// batches (Connection::exec_batch). With Occurrences::may_repeat, a run
+// whose occurrence already has one is left out; with none, a run with an
+// occurrence is a bug (ExitCode::internal). Returns how many were inserted
+// (0 if `when` let them wait).
+int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size_t)>& run, Occurrences occurrences,
                     Connection::Send when = Connection::Send::now);
+// The same for runs at hand: may_repeat if any has an occurrence.
 int64_t insert_runs(Connection& c, const std::vector<NewRun>& runs);
 
 }  // namespace jobctl::store

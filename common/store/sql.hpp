@@ -101,6 +101,11 @@ enum class TxMode { read, write };
 // empty (scans where lookups are due) cannot outlive that.
 inline constexpr std::string_view kPlanEachTime = "/* planned at each use */ ";
 
+// NOW_US read once for a whole statement: in a statement over many rows
+// (a batch), PostgreSQL computes NOW_US again for each row that names it,
+// as numeric arithmetic, and a scalar subquery is computed once.
+inline constexpr const char* kNowOnce = "(SELECT NOW_US)";
+
 class Connection {
  public:
   virtual ~Connection() = default;

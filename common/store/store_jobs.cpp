@@ -82,8 +82,8 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
   std::string names;
   for (const auto& col : columns) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
   const std::string sql =
-      fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, NOW_US, NOW_US FROM {1}",
-                  names, c.batch(columns, 2, "u"));
+      fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, {2}, {2} FROM {1}",
+                  names, c.batch(columns, 2, "u"), kNowOnce);
   c.exec_batch(
       sql, {actor}, columns, rows.size(), [&](size_t i, std::span<Value> out) { write_job_cells(rows[i], out); },
       Connection::Send::with_next);
@@ -96,7 +96,7 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
         const NewRow& r = *first[i];
         return first_run(r, r.run_id);
       },
-      Connection::Send::with_next);
+      Occurrences::none, Connection::Send::with_next);
 }
 
 // A fan-out job's runs: one per matching agent, each --stagger after the
