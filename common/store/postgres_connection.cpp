@@ -91,19 +91,19 @@ constexpr size_t kBatchRows = 5000;
 // server's time in a submit --file of 100,000 jobs).
 class BinaryArray {
  public:
-  explicit BinaryArray(ColumnType type) : type_(type) { bytes_.resize(kHeader); }
+  explicit BinaryArray(ColumnType type) : type_(type), bytes_(kHeader, '\0') {}
 
   void add(const Value& v) {
     ++count_;
     if (std::holds_alternative<std::nullptr_t>(v)) {
       ++nulls_;
-      put(-1);
+      append(-1, 4);
     } else if (type_ == ColumnType::integer) {
-      put(8);
-      put64(integer(v));
+      append(8, 4);
+      append(std::get<int64_t>(v), 8);
     } else {
       const auto& text = std::get<std::string>(v);
-      put(static_cast<int32_t>(text.size()));
+      append(static_cast<int64_t>(text.size()), 4);
       bytes_ += text;
     }
   }
@@ -111,34 +111,29 @@ class BinaryArray {
   // Every item is NULL.
   bool all_null() const { return nulls_ == count_; }
 
-  // The parameter: the header (one dimension, counted from 1) ahead of the items.
+  // The parameter: the header (one dimension of count_ items, counted
+  // from 1) written into the room left for it ahead of the items.
   Blob finish() && {
-    std::string items = std::move(bytes_);
-    bytes_.clear();
-    for (int32_t word : {1, nulls_ > 0 ? 1 : 0, static_cast<int32_t>(type_ == ColumnType::integer ? kInt8Oid : kTextOid),
-                         count_, 1})
-      put(word);
-    std::copy(bytes_.begin(), bytes_.end(), items.begin());
-    return Blob{std::move(items)};
+    size_t at = 0;
+    for (int64_t word : {int64_t{1}, int64_t{nulls_ > 0}, int64_t{type_ == ColumnType::integer ? kInt8Oid : kTextOid},
+                         int64_t{count_}, int64_t{1}}) {
+      write_big_endian(word, 4, bytes_.data() + at);
+      at += 4;
+    }
+    return Blob{std::move(bytes_)};
   }
 
  private:
   static constexpr size_t kHeader = 5 * 4;
   static constexpr Oid kTextOid = 25, kInt8Oid = 20;
 
-  static int64_t integer(const Value& v) {
-    if (auto* n = std::get_if<int64_t>(&v)) return *n;
-    const auto& text = std::get<std::string>(v);
-    int64_t n = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec != std::errc() || end != text.data() + text.size())
-      throw Error(ExitCode::internal, fmt::format("a batch's integer column holds '{}'", text));
-    return n;
+  static void write_big_endian(int64_t n, int size, char* out) {
+    const auto bits = static_cast<uint64_t>(n);
+    for (int i = 0; i < size; ++i) out[i] = static_cast<char>((bits >> ((size - 1 - i) * 8)) & 0xff);
   }
-  void put(int32_t word) { put_bytes(static_cast<uint64_t>(static_cast<uint32_t>(word)), 4); }
-  void put64(int64_t n) { put_bytes(static_cast<uint64_t>(n), 8); }
-  void put_bytes(uint64_t n, int size) {  // big-endian
-    for (int shift = (size - 1) * 8; shift >= 0; shift -= 8) bytes_ += static_cast<char>((n >> shift) & 0xff);
+  void append(int64_t n, int size) {
+    bytes_.resize(bytes_.size() + static_cast<size_t>(size));
+    write_big_endian(n, size, bytes_.data() + bytes_.size() - static_cast<size_t>(size));
   }
 
   ColumnType type_;
