@@ -75,6 +75,11 @@ Agent::Agent(Options opts)
   refuse_namesakes(*store, opts_, worker_id_);
   take_over(*store, runner_, opts_, worker_id_);  // this incarnation's lock; a dead earlier one's runs back
   store_ = std::make_unique<StoreThread>(std::move(store));
+  lanes_.push_back(store_.get());
+  if (dsn_.backend == config::Backend::postgres) {
+    reports_ = std::make_unique<StoreThread>(store::Store::open(dsn_, store::Create::no));
+    lanes_.push_back(reports_.get());
+  }
   metrics_.version = JOBCTL_VERSION;
   metrics_.worker = opts_.name;
   metrics_.slots = opts_.concurrency;
@@ -98,8 +103,8 @@ Agent::~Agent() {
 int Agent::run() {
   while (phase_ != Phase::stopping) {
     auto now = Clock::now();
-    // What the store thread finished: claims to start, leases to compare.
-    store_->deliver();
+    // What the store threads finished: claims to start, leases to compare.
+    for (auto* t : lanes_) t->deliver();
     // Signals first: a drain must stop the claim below.
     handle_signals();
     // Finished processes become completions, recorded fenced in batches.
@@ -195,15 +200,17 @@ void Agent::collect_finished() {
     completions_.push_back(std::move(c));
   }
   // Their slots are free now: claim them again without waiting for the
-  // completions to be recorded (the claim is queued after them).
+  // completions to be recorded (on SQLite the claim is queued after them;
+  // on PostgreSQL a claim that missed a place they free in a concurrency
+  // limit claims again once they are recorded).
   if (!finished.empty()) claim_wanted_ = true;
   if (phase_ == Phase::stopping || !releases_.empty()) flush_reports();
 }
 
 bool Agent::store_step(const char* step, StoreThread::Work work, std::function<void()> then,
-                       std::function<void()> undo, Backoff backoff) {
+                       std::function<void()> undo, Backoff backoff, Lane on) {
   if (!busy_steps_.insert(step).second) return false;
-  store_->submit(step, std::move(work),
+  lane(on).submit(step, std::move(work),
                  [this, step, then = std::move(then), undo = std::move(undo), backoff](const std::optional<Error>& e) {
                    busy_steps_.erase(step);
                    auto now = Clock::now();
@@ -246,6 +253,9 @@ void Agent::report(const char* step, std::vector<store::Completion>& queue) {
       },
       [this, batch, applied, settle] {
         settle();
+        // A heartbeat on the other lane may have read their leases before this committed.
+        if (busy("heartbeat"))
+          for (const auto& c : *batch) reported_during_beat_.insert(c.run_id);
         for (size_t i = 0; i < applied->size(); ++i)
           if (!(*applied)[i])
             log_event(LogLevel::warn, "completion_fenced",
@@ -256,7 +266,8 @@ void Agent::report(const char* step, std::vector<store::Completion>& queue) {
       [batch, settle, &queue] {
         settle();
         queue.insert(queue.begin(), std::make_move_iterator(batch->begin()), std::make_move_iterator(batch->end()));
-      });
+      },
+      Backoff::yes, Lane::reports);
 }
 
 void Agent::flush_reports() {
@@ -274,7 +285,7 @@ void Agent::report_if_due(Clock::time_point now) {
 // At once, unless runs are still starting (a flood of short jobs): then
 // the store is what bounds the rate, and each batch costs it about as much
 // as dozens of runs, so completions wait for half the slots' worth, for
-// the next claim (which sends them ahead of itself), or kReportDelay.
+// the next claim (which sends them with itself), or kReportDelay.
 bool Agent::completions_due(Clock::time_point now) const {
   if (completions_.empty() || busy("complete") || now < store_backoff_until_) return false;
   return phase_ != Phase::running || runner_.unstarted() == 0 ||
@@ -332,6 +343,7 @@ void Agent::heartbeat() {
     Clock::time_point at;
   };
   auto beat = std::make_shared<Beat>();
+  if (!busy("heartbeat")) reported_during_beat_.clear();  // else that one is still on its way
   store_step(
       "heartbeat",
       [beat, id = worker_id_, state, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
@@ -374,7 +386,9 @@ void Agent::reconcile(const std::vector<store::LeaseState>& leases) {
   };
   for (const auto& l : leases) {
     if (std::find(running_now.begin(), running_now.end(), l.run_id) != running_now.end()) continue;
-    if (reporting_.count(l.run_id) || waiting(completions_, l.run_id) || waiting(releases_, l.run_id)) continue;
+    if (reporting_.count(l.run_id) || reported_during_beat_.count(l.run_id) || waiting(completions_, l.run_id) ||
+        waiting(releases_, l.run_id))
+      continue;
     log_event(LogLevel::warn, "lease_given_back",
               {{"run_id", l.run_id}, {"job_id", l.job_id}, {"attempt", std::to_string(l.attempt)},
                {"why", "the store leases it to this agent, which is not running it"}});
@@ -461,8 +475,9 @@ void Agent::claim_if_free(Clock::time_point now) {
   if (!claim_wanted_ && now < next_claim_) return;
   int want = free_slots();
   claim_wanted_ = false;
-  // What finished goes just ahead of it (the store thread keeps their
-  // order): its places in job and group limits are free for this claim.
+  // What finished goes with it: just ahead of it on SQLite (one store
+  // thread keeps their order), so its places in job and group limits are
+  // free for this claim; at the same time on PostgreSQL (Lane::reports).
   report("complete", completions_);
   next_claim_ = now + opts_.poll_interval;
   struct Claim {
@@ -596,9 +611,10 @@ void Agent::wait_for_events(Clock::time_point now) {
   auto timeout_ms = duration_cast<std::chrono::milliseconds>(until - now).count();
   timeout_ms = std::clamp<long long>(timeout_ms, 0, INT_MAX);
 
-  std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}, {store_->fd(), POLLIN, 0}};
+  std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
   int wake_fd = wakeups_busy_ ? -1 : wakeups_->fd();
-  if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
+  fds.push_back({wake_fd, POLLIN, 0});  // poll() skips a negative descriptor
+  for (auto* t : lanes_) fds.push_back({t->fd(), POLLIN, 0});
   runner_.poll_fds(fds);
   webhooks_.poll_fds(fds);
   if (metrics_server_) metrics_server_->poll_fds(fds);
@@ -613,7 +629,7 @@ void Agent::wait_for_events(Clock::time_point now) {
     if (n > 0) metrics_server_->handle_events(fds, [this] { return render_metrics(); });
     metrics_server_->expire(Clock::now());
   }
-  if (n <= 0 || wake_fd < 0 || !(fds[2].revents & POLLIN)) return;
+  if (n <= 0 || wake_fd < 0 || !(fds[1].revents & POLLIN)) return;
   auto why = wakeups_->drain();
   if (why.work) claim_wanted_ = true;
   // Cancels are checked through the heartbeat; at most a few times a second.
@@ -625,7 +641,9 @@ void Agent::wait_for_events(Clock::time_point now) {
 // after StoreHealth::kStallAfter, not when the driver gives up. Returns
 // when to look again.
 std::optional<Clock::time_point> Agent::watch_store(Clock::time_point now) {
-  auto call = store_->running();
+  std::optional<StoreThread::Running> call;  // the one waiting longest
+  for (auto* t : lanes_)
+    if (auto c = t->running(); c && (!call || c->since < call->since)) call = c;
   if (!call || health_.down()) return std::nullopt;
   health_.waiting(call->step, call->since, now);
   if (health_.down()) return std::nullopt;
@@ -646,12 +664,16 @@ void Agent::shut_down() {
   auto settle_by = Clock::now() + std::chrono::seconds(5);
   do {
     flush_reports();
-    store_->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
+    for (auto* t : lanes_) t->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
   } while ((!completions_.empty() || !releases_.empty() || claiming()) && Clock::now() < settle_by);
   if (epoch_) store_step("resign", [id = worker_id_](store::Store& s) { s.scheduler().resign(id); }, {});
   store_step("stop", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::gone); }, {});
-  bool recorded = store_->settle(std::max(settle_by, Clock::now() + std::chrono::seconds(1)));
-  if (!recorded) store_->leave_after = std::chrono::milliseconds(0);  // it had its chance
+  bool recorded = true;
+  for (auto* t : lanes_) {
+    bool settled = t->settle(std::max(settle_by, Clock::now() + std::chrono::seconds(1)));
+    if (!settled) t->leave_after = std::chrono::milliseconds(0);  // it had its chance
+    recorded = recorded && settled;
+  }
   if (!recorded || !completions_.empty() || !releases_.empty())
     log_event(LogLevel::error, "unrecorded",
               {{"completions", std::to_string(completions_.size())}, {"releases", std::to_string(releases_.size())},

@@ -118,8 +118,12 @@ class Agent {
   // unless Backoff::no, and runs `undo`, which puts back what the step
   // carried, so a database restart is survived rather than fatal.
   enum class Backoff { yes, no };
+  // Which store thread a step goes on (see reports_): the claims', which
+  // also heartbeats, leads and rescues, or the one that records
+  // completions and releases.
+  enum class Lane { claims, reports };
   bool store_step(const char* step, StoreThread::Work work, std::function<void()> then,
-                  std::function<void()> undo = {}, Backoff backoff = Backoff::yes);
+                  std::function<void()> undo = {}, Backoff backoff = Backoff::yes, Lane lane = Lane::claims);
   bool busy(const char* step) const { return busy_steps_.count(step) > 0; }
   // A claim, or the read of when the next run is due that follows it, is
   // on its way: the next claim waits for both.
@@ -132,11 +136,25 @@ class Agent {
 
   Options opts_;
   config::Dsn dsn_;
+  // The store threads, each with a connection of its own. On PostgreSQL
+  // completions and releases are recorded on the second (reports_) while
+  // the first claims, so neither waits for the other: on one connection a
+  // claim (several milliseconds with a herd of grouped runs due) and the
+  // completions took turns, and a claim that waited on a lock held every
+  // completion back. SQLite has one writer at a time, so there a second
+  // connection would only wait for the first: reports_ is null, and both
+  // lanes are store_.
   std::unique_ptr<StoreThread> store_;
+  std::unique_ptr<StoreThread> reports_;
+  std::vector<StoreThread*> lanes_;  // both threads, for the loop to poll, deliver and settle
+  StoreThread& lane(Lane l) { return l == Lane::reports && reports_ ? *reports_ : *store_; }
   StoreHealth health_;
   ClockWatch clock_watch_;
   std::set<std::string> busy_steps_;  // store steps queued or running
   std::set<std::string> reporting_;   // runs whose completion or release is on its way
+  // Runs recorded (on the reports lane) while a heartbeat was on its way:
+  // the leases it read may still name them, and they are not given back.
+  std::set<std::string> reported_during_beat_;
   bool wakeups_busy_ = false;         // the LISTEN connection is being re-opened on the store thread
   std::unique_ptr<store::Wakeups> wakeups_;
   Runner runner_;

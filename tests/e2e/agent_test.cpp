@@ -423,6 +423,43 @@ TEST_CASE("agent: an agent that lost its lease kills its copy and reports nothin
   CHECK(store->jobs().attempts(run_id).at(0).outcome == "running");
 }
 
+TEST_CASE("agent: on PostgreSQL a finished run is recorded while the agent's claim waits on a lock") {
+  // Claims and completions each have a connection of their own: a claim
+  // that waits (here on a lock another session holds on the tenants it
+  // updates) holds back neither the completions nor their slots' reuse.
+  // On one connection the completion queued behind the claim until the
+  // lock went. SQLite has one writer: its agent keeps one connection.
+  if (test::test_backend() != config::Backend::postgres) return;
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // A claim may wait on the lock longer than the test does.
+  auto agent = test::start_agent(db, dir, with_fast({"--concurrency", "2"}), "agent", {"JOBCTL_STORE_TIMEOUT=600s"});
+  const std::string go = dir.file("go");
+  auto id = submit(db, dir, {"--", "while [ ! -e " + go + " ]; do sleep 0.05; done"});
+  test::eventually([&] { return status_of(db, dir, id) == "running"; }, "the job to start");
+  auto holder = db.connect();
+  holder->exec_script("BEGIN; LOCK TABLE tenants IN ACCESS EXCLUSIVE MODE");
+  auto watcher = db.connect();
+  test::eventually(
+      [&] {
+        return watcher->query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                              "wait_event_type = 'Lock' AND query LIKE '%tenants%'")
+                   .at(0)
+                   .i64(0) > 0;
+      },
+      "the agent's next claim to wait on the lock");
+  std::ofstream(go).close();  // the job ends
+  test::eventually([&] { return status_of(db, dir, id) == "succeeded"; }, "the run to be recorded, the claim still waiting");
+  CHECK(watcher->query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                       "wait_event_type = 'Lock'")
+            .at(0)
+            .i64(0) > 0);
+  holder->exec_script("ROLLBACK");
+  // The claim goes on once the lock is gone, and the agent with it.
+  auto next = submit(db, dir, {"--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", next}).code == 0);
+}
+
 TEST_CASE("agent: a job submitted with --in runs once it is due, not before") {
   test::TempDir dir;
   test::TestDb db(dir);
