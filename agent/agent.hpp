@@ -119,8 +119,8 @@ class Agent {
   // carried, so a database restart is survived rather than fatal.
   enum class Backoff { yes, no };
   // Which store thread a step goes on (see reports_): the claims', which
-  // also heartbeats, leads and rescues, or the one that records
-  // completions and releases.
+  // also heartbeats, leads and rescues, or the second, which records
+  // completions and releases while the first is busy.
   enum class Lane { claims, reports };
   bool store_step(const char* step, StoreThread::Work work, std::function<void()> then,
                   std::function<void()> undo = {}, Backoff backoff = Backoff::yes, Lane lane = Lane::claims);
@@ -133,17 +133,19 @@ class Agent {
     return !completions_.empty() || !releases_.empty() || busy("complete") || busy("release");
   }
   void report(const char* step, std::vector<store::Completion>& queue);
+  Lane report_lane() const;  // where a batch of completions or releases goes now
 
   Options opts_;
   config::Dsn dsn_;
   // The store threads, each with a connection of its own. On PostgreSQL
-  // completions and releases are recorded on the second (reports_) while
-  // the first claims, so neither waits for the other: on one connection a
-  // claim (several milliseconds with a herd of grouped runs due) and the
-  // completions took turns, and a claim that waited on a lock held every
-  // completion back. SQLite has one writer at a time, so there a second
-  // connection would only wait for the first: reports_ is null, and both
-  // lanes are store_.
+  // completions and releases that would wait behind work on the first
+  // (a claim, a heartbeat, the scheduler) are recorded on the second
+  // (reports_, see report_lane): on one connection a claim (several
+  // milliseconds with a herd of grouped runs due) and the completions
+  // took turns, and a claim that waited on a lock held every completion
+  // back. SQLite has one writer at a time, so there a second connection
+  // would only wait for the first: reports_ is null, and both lanes are
+  // store_.
   std::unique_ptr<StoreThread> store_;
   std::unique_ptr<StoreThread> reports_;
   std::vector<StoreThread*> lanes_;  // both threads, for the loop to poll, deliver and settle
