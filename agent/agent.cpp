@@ -68,6 +68,9 @@ Agent::Agent(Options opts)
   store->require_schema();
   signal_fd_ = open_signal_fd();
   wakeups_ = store::Wakeups::open(dsn_, opts_.queues, opts_.listen);
+  // Before registering: a server with no connection left refuses the
+  // agent (exit 5) with no worker row left behind to look alive.
+  auto reports = dsn_.backend == config::Backend::postgres ? store::Store::open(dsn_, store::Create::no) : nullptr;
   store::WorkerRegistration reg{opts_.name, util::host_name(), static_cast<int>(getpid()), opts_.queues,
                                 opts_.concurrency, JOBCTL_VERSION,
                                 duration_cast<microseconds>(opts_.lease).count(), opts_.labels};
@@ -76,8 +79,8 @@ Agent::Agent(Options opts)
   take_over(*store, runner_, opts_, worker_id_);  // this incarnation's lock; a dead earlier one's runs back
   store_ = std::make_unique<StoreThread>(std::move(store));
   lanes_.push_back(store_.get());
-  if (dsn_.backend == config::Backend::postgres) {
-    reports_ = std::make_unique<StoreThread>(store::Store::open(dsn_, store::Create::no));
+  if (reports) {
+    reports_ = std::make_unique<StoreThread>(std::move(reports));
     lanes_.push_back(reports_.get());
   }
   metrics_.version = JOBCTL_VERSION;

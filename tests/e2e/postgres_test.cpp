@@ -285,6 +285,23 @@ TEST_CASE("postgres: TLS with sslmode=verify-full and the server's CA works, and
   refused(dsn("localhost", "sslmode=disable"), "no encryption");
 }
 
+TEST_CASE("postgres: an agent the server has too few connections for exits 5 before it registers") {
+  // An agent holds three connections (jobagent(8), --db); a role allowed
+  // two gets its first two, and the third is refused.
+  if (test::test_backend() != config::Backend::postgres) return;
+  test::TempDir dir;
+  Database db;
+  REQUIRE(run_on(db.dsn(), dir, {"init"}).code == 0);
+  const std::string role = "agent_" + db.dsn().substr(db.dsn().rfind("d_") + 2, 10);
+  db.sql("CREATE ROLE " + role + " LOGIN CONNECTION LIMIT 2");
+  REQUIRE(run_on(db.dsn(), dir, {"grant", "agent", role}).code == 0);
+  test::Process agent({JOBAGENT_BIN, "--db", db.dsn("user=" + role)}, {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+  CHECK(agent.wait() == 5);
+  CHECK_MESSAGE(agent.err().find("too many connections") != std::string::npos, agent.err());
+  CHECK(db.count("SELECT count(*) FROM jobctl.workers") == 0);
+  db.sql("DROP OWNED BY " + role + "; DROP ROLE " + role);
+}
+
 TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent roles that can do their commands only") {
   if (test::test_backend() != config::Backend::postgres) return;
   test::TempDir dir;
