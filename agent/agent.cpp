@@ -218,7 +218,9 @@ bool Agent::store_step(const char* step, StoreThread::Work work, std::function<v
                    busy_steps_.erase(step);
                    auto now = Clock::now();
                    if (!e) {
-                     health_.succeeded(now);
+                     // A call still stalled on the other thread keeps the outage open.
+                     if (auto oldest = longest_call(); !oldest || now - oldest->since < StoreHealth::kStallAfter)
+                       health_.succeeded(now);
                      if (then) then();
                      return;
                    }
@@ -248,7 +250,8 @@ void Agent::report(const char* step, std::vector<store::Completion>& queue) {
   if (completing) completed_since_.reset();  // the next one starts the wait anew
   store_step(
       step,
-      [batch, applied, completing](store::Store& s) {
+      [batch, applied, completing, hold = own_runs_](store::Store& s) {
+        std::lock_guard one_at_a_time(*hold);
         if (completing)
           *applied = s.agent().complete(*batch);
         else
@@ -311,7 +314,12 @@ void Agent::ship_output_if_due(Clock::time_point now) {
   auto batch = std::make_shared<std::vector<store::LiveOutput>>(runner_.output_due(now));
   if (batch->empty()) return;
   store_step(
-      "output", [batch, id = worker_id_](store::Store& s) { s.agent().ship_output(id, *batch); }, {},
+      "output",
+      [batch, id = worker_id_, hold = own_runs_](store::Store& s) {
+        std::lock_guard one_at_a_time(*hold);
+        s.agent().ship_output(id, *batch);
+      },
+      {},
       [this, batch] {
         std::vector<std::string> ids;
         for (const auto& o : *batch) ids.push_back(o.run_id);
@@ -356,7 +364,9 @@ void Agent::heartbeat() {
   if (!busy("heartbeat")) reported_during_beat_.clear();  // else that one is still on its way
   store_step(
       "heartbeat",
-      [beat, id = worker_id_, state, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
+      [beat, id = worker_id_, state, lease = duration_cast<microseconds>(opts_.lease).count(),
+       hold = own_runs_](store::Store& s) {
+        std::lock_guard one_at_a_time(*hold);
         beat->leases = s.agent().heartbeat(id, state, lease);
         beat->store_now = s.now();
         beat->at = Clock::now();
@@ -651,13 +661,18 @@ void Agent::wait_for_events(Clock::time_point now) {
 // after StoreHealth::kStallAfter, not when the driver gives up. Returns
 // when to look again.
 std::optional<Clock::time_point> Agent::watch_store(Clock::time_point now) {
-  std::optional<StoreThread::Running> call;  // the one waiting longest
-  for (auto* t : lanes_)
-    if (auto c = t->running(); c && (!call || c->since < call->since)) call = c;
+  auto call = longest_call();
   if (!call || health_.down()) return std::nullopt;
   health_.waiting(call->step, call->since, now);
   if (health_.down()) return std::nullopt;
   return call->since + StoreHealth::kStallAfter;
+}
+
+std::optional<StoreThread::Running> Agent::longest_call() const {
+  std::optional<StoreThread::Running> call;
+  for (auto* t : lanes_)
+    if (auto c = t->running(); c && (!call || c->since < call->since)) call = c;
+  return call;
 }
 
 void Agent::shut_down() {
@@ -675,7 +690,7 @@ void Agent::shut_down() {
   do {
     flush_reports();
     for (auto* t : lanes_) t->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
-  } while ((!completions_.empty() || !releases_.empty() || claiming()) && Clock::now() < settle_by);
+  } while ((reports_pending() || claiming()) && Clock::now() < settle_by);
   if (epoch_) store_step("resign", [id = worker_id_](store::Store& s) { s.scheduler().resign(id); }, {});
   store_step("stop", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::gone); }, {});
   bool recorded = true;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -134,6 +135,8 @@ class Agent {
   }
   void report(const char* step, std::vector<store::Completion>& queue);
   Lane report_lane() const;  // where a batch of completions or releases goes now
+  // The store call waiting longest, on either thread.
+  std::optional<StoreThread::Running> longest_call() const;
 
   Options opts_;
   config::Dsn dsn_;
@@ -150,6 +153,12 @@ class Agent {
   std::unique_ptr<StoreThread> reports_;
   std::vector<StoreThread*> lanes_;  // both threads, for the loop to poll, deliver and settle
   StoreThread& lane(Lane l) { return l == Lane::reports && reports_ ? *reports_ : *store_; }
+  // Held by the store threads' work that locks this agent's running runs
+  // and their attempts (heartbeat, output, complete, release), for the
+  // whole transaction: on two connections side by side, two of those could
+  // lock the same rows in opposite orders and deadlock. Claims, which lock
+  // only pending runs, and the scheduler do not take it.
+  std::shared_ptr<std::mutex> own_runs_ = std::make_shared<std::mutex>();
   StoreHealth health_;
   ClockWatch clock_watch_;
   std::set<std::string> busy_steps_;  // store steps queued or running

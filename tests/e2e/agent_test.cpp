@@ -424,37 +424,45 @@ TEST_CASE("agent: an agent that lost its lease kills its copy and reports nothin
 }
 
 TEST_CASE("agent: on PostgreSQL a finished run is recorded while the agent's claim waits on a lock") {
-  // Claims and completions each have a connection of their own: a claim
-  // that waits (here on a lock another session holds on the tenants it
-  // updates) holds back neither the completions nor their slots' reuse.
-  // On one connection the completion queued behind the claim until the
-  // lock went. SQLite has one writer: its agent keeps one connection.
+  // Completions go on a connection of their own while the claims' is
+  // busy: a claim that waits (here on a lock another session holds on the
+  // tenants it updates) holds none of them back. On one connection the
+  // completion queued behind the claim until the lock went. And a claim
+  // that has waited past 5 s is an outage, which the completions recorded
+  // meanwhile do not end: only the claim's answer does. SQLite has one
+  // writer: its agent keeps one connection.
   if (test::test_backend() != config::Backend::postgres) return;
   test::TempDir dir;
   test::TestDb db(dir);
   // A claim may wait on the lock longer than the test does.
-  auto agent = test::start_agent(db, dir, with_fast({"--concurrency", "2"}), "agent", {"JOBCTL_STORE_TIMEOUT=600s"});
-  const std::string go = dir.file("go");
-  auto id = submit(db, dir, {"--", "while [ ! -e " + go + " ]; do sleep 0.05; done"});
-  test::eventually([&] { return status_of(db, dir, id) == "running"; }, "the job to start");
+  auto agent = test::start_agent(db, dir, with_fast({"--concurrency", "3"}), "agent", {"JOBCTL_STORE_TIMEOUT=600s"});
+  const std::string go_a = dir.file("go-a"), go_b = dir.file("go-b");
+  auto a = submit(db, dir, {"--", "while [ ! -e " + go_a + " ]; do sleep 0.05; done"});
+  auto b = submit(db, dir, {"--", "while [ ! -e " + go_b + " ]; do sleep 0.05; done"});
+  test::eventually([&] { return status_of(db, dir, a) == "running" && status_of(db, dir, b) == "running"; },
+                   "both jobs to start");
   auto holder = db.connect();
   holder->exec_script("BEGIN; LOCK TABLE tenants IN ACCESS EXCLUSIVE MODE");
+  // This test's own tenants table (the schema is the test's): a session waits for it.
   auto watcher = db.connect();
-  test::eventually(
-      [&] {
-        return watcher->query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
-                              "wait_event_type = 'Lock' AND query LIKE '%tenants%'")
-                   .at(0)
-                   .i64(0) > 0;
-      },
-      "the agent's next claim to wait on the lock");
-  std::ofstream(go).close();  // the job ends
-  test::eventually([&] { return status_of(db, dir, id) == "succeeded"; }, "the run to be recorded, the claim still waiting");
-  CHECK(watcher->query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
-                       "wait_event_type = 'Lock'")
-            .at(0)
-            .i64(0) > 0);
+  auto claim_waits = [&] {
+    return watcher->query("SELECT count(*) FROM pg_locks WHERE relation = 'tenants'::regclass AND NOT granted")
+               .at(0)
+               .i64(0) > 0;
+  };
+  test::eventually(claim_waits, "the agent's next claim to wait on the lock");
+  std::ofstream(go_a).close();  // a ends
+  test::eventually([&] { return status_of(db, dir, a) == "succeeded"; }, "a to be recorded, the claim still waiting");
+  test::eventually([&] { return agent->err().find("store_unreachable") != std::string::npos; },
+                   "the claim's wait to count as an outage");
+  std::ofstream(go_b).close();  // b ends
+  test::eventually([&] { return status_of(db, dir, b) == "succeeded"; }, "b to be recorded, the claim still waiting");
+  CHECK(claim_waits());
+  // Time for the agent to hear that b was recorded: it must not call the outage over.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  CHECK(agent->err().find("store_back") == std::string::npos);
   holder->exec_script("ROLLBACK");
+  test::eventually([&] { return agent->err().find("store_back") != std::string::npos; }, "the claim to answer");
   // The claim goes on once the lock is gone, and the agent with it.
   auto next = submit(db, dir, {"--", "true"});
   CHECK(run_jobctl(db, dir, {"wait", next}).code == 0);
