@@ -438,10 +438,16 @@ class PostgresConnection final : public Connection {
     if (libpq().PQstatus(conn_) != CONNECTION_OK || libpq().PQsetnonblocking(conn_, 1) != 0) {
       std::string msg = joined_lines(libpq().PQerrorMessage(conn_));
       drop();
+      // The server refused one more session (max_connections, or the role's
+      // or database's CONNECTION LIMIT): it is up, and the DSN is right.
+      const bool full = msg.find("too many connections") != std::string::npos ||
+                        msg.find("remaining connection slots") != std::string::npos;
       throw Error(ExitCode::store,
                   fmt::format("{} PostgreSQL at {}: {}", again == Reconnect::yes ? "lost the connection to" : "cannot connect to",
                               where(), msg),
-                  "check that the server is running and the DSN (--db or JOBCTL_DB) is right");
+                  full ? "raise the server's max_connections or the role's CONNECTION LIMIT, or run fewer clients: "
+                         "each jobagent holds three connections (jobagent(8), --db)"
+                       : "check that the server is running and the DSN (--db or JOBCTL_DB) is right");
     }
     configure_session();
   }

@@ -298,6 +298,7 @@ TEST_CASE("postgres: an agent the server has too few connections for exits 5 bef
   test::Process agent({JOBAGENT_BIN, "--db", db.dsn("user=" + role)}, {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
   CHECK(agent.wait() == 5);
   CHECK_MESSAGE(agent.err().find("too many connections") != std::string::npos, agent.err());
+  CHECK(agent.err().find("CONNECTION LIMIT") != std::string::npos);  // the hint says what to raise
   CHECK(db.count("SELECT count(*) FROM jobctl.workers") == 0);
   db.sql("DROP OWNED BY " + role + "; DROP ROLE " + role);
 }
