@@ -279,12 +279,16 @@ std::string skip_blocked(Dialect d) {
 int Scheduler::enforce_overlap() {
   // Several occurrences of a one-at-a-time (overlap skip) schedule due at
   // once and none really running: after an outage or a crash. Misfire
-  // latest runs the latest; the older ones were missed.
+  // latest runs the latest; the older ones were missed. Each waiting
+  // occurrence's job is looked up by key: asked for the jobs of that
+  // policy first, SQLite read every job each time (every job has it unless
+  // told otherwise), and an idle agent with 200,000 jobs in its history
+  // spent 75 ms of CPU a second on it.
   constexpr const char* kSuperseded =
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, "
       "error = 'missed: a later occurrence ran instead (misfire latest)' "
       "WHERE status = 'pending' AND occurrence IS NOT NULL AND origin = 'schedule' AND available_at <= NOW_US "
-      "AND job_id IN (SELECT id FROM jobs WHERE overlap = 'skip' AND misfire = 'latest') "
+      "AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = runs.job_id AND j.overlap = 'skip' AND j.misfire = 'latest') "
       "AND EXISTS (SELECT 1 FROM runs e WHERE e.job_id = runs.job_id AND e.status = 'pending' "
       "AND e.origin = 'schedule' AND e.occurrence > runs.occurrence AND e.available_at <= NOW_US "
       "AND COALESCE(e.pinned_to, '') = COALESCE(runs.pinned_to, '')) "

@@ -746,3 +746,26 @@ TEST_CASE("schedule: overlap reads the occurrences of busy groups, not every wai
   CHECK(plan.find("Tid Scan on runs") != std::string::npos);
   CHECK(plan.find("Index Cond: ((group_key = ") != std::string::npos);
 }
+
+TEST_CASE("schedule: the leader's overlap sweep reads no job without a waiting occurrence") {
+  // Every job is overlap skip and misfire latest unless told otherwise.
+  // Asked for the jobs of that policy first, SQLite read every job at
+  // each sweep: an idle agent with 200,000 jobs in its history spent 75 ms
+  // of CPU a second on it.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto& c = s->connection();
+  const bool pg = c.dialect() == store::Dialect::postgres;
+  if (pg && !test::counts_reads(c)) return;
+  model::JobSpec history;
+  history.command.argv = {"true"};
+  s->jobs().submit(std::vector<model::JobSpec>(3000, history));
+  test::analyze(c);
+  for (int i = 0; i < 3; ++i) {  // prepared on its second use; the third sweep runs the kept plan
+    CAPTURE(i);
+    const int64_t before = test::reads(c, "jobs");
+    CHECK(s->scheduler().enforce_overlap() == 0);
+    CHECK(test::reads(c, "jobs") - before < (pg ? 100 : 2000));  // 42,000 steps when SQLite read every job
+  }
+}

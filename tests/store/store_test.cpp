@@ -338,7 +338,8 @@ TEST_CASE("store: a claim planned when the store was empty reads only the runs i
   // the herd). Such plans are made again once the table has doubled. The
   // claim that finds it so has sent its lock statement already, in the
   // pipeline with the size's read: that one statement runs its old plan,
-  // one pass over the table a doubling at most.
+  // a pass over the table a doubling at most, for each priority: planned
+  // for an empty table, each priority's walk is a read of the table.
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
@@ -362,7 +363,7 @@ TEST_CASE("store: a claim planned when the store was empty reads only the runs i
     auto claimed = s->agent().claim(w, {"default"}, 1, 30'000'000);
     REQUIRE(claimed.size() == 1);
     CHECK(claimed[0].run_id == burst[i].run_id);
-    CHECK(test::tuples_read(c, "runs") - before < (i == 0 ? kBurst : 0) + 100);
+    CHECK(test::tuples_read(c, "runs") - before < (i == 0 ? 4 * kBurst : 0) + 100);
   }
 }
 
@@ -411,6 +412,43 @@ TEST_CASE("store: a claim passes over the concurrency groups another claim holds
   auto claimed = s->agent().claim(w, {"default"}, 64, 30'000'000);
   REQUIRE(claimed.size() == 64);
   for (size_t i = 0; i < claimed.size(); ++i) CHECK(claimed[i].run_id == order[1000 + i]);
+}
+
+TEST_CASE("store: a claim reads no run that is not yet due") {
+  // Runs wait for their time in the claim index among the due ones: delayed
+  // submissions, retries backing off, schedules' occurrences made ahead.
+  // Walked in (priority, due time) order, a claim short of due runs read
+  // every one not yet due: with 200,000 an hour ahead, an idle agent's
+  // claim cost 119 ms of server time on PostgreSQL, and an idle agent on
+  // SQLite 145 ms of CPU a second.
+  // Counted as the runs PostgreSQL read, or the steps SQLite's statements
+  // took (a walk of the 4,000 took 48,000).
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto& c = s->connection();
+  const bool pg = c.dialect() == store::Dialect::postgres;
+  if (pg && !test::counts_reads(c)) return;
+  const int64_t most = pg ? 100 : 2000;
+  auto w = worker(*s);
+  auto grouped = job("later");
+  grouped.max_concurrent = 1;  // a group of its own per job: PostgreSQL's lock statement walks these
+  s->jobs().submit(std::vector<model::JobSpec>(2000, grouped));
+  s->jobs().submit(std::vector<model::JobSpec>(2000, job("later")));
+  c.exec("UPDATE runs SET available_at = available_at + 3600000000");
+  test::analyze(c);
+  for (int i = 0; i < 3; ++i) {  // prepared on its second use; the third claim runs the kept plan
+    CAPTURE(i);
+    const int64_t before = test::reads(c, "runs");
+    CHECK(s->agent().claim(w, {"default"}, 64, 30'000'000).empty());
+    CHECK(test::reads(c, "runs") - before < most);
+  }
+  const auto due = s->jobs().submit({job("now")})[0];
+  const int64_t before = test::reads(c, "runs");
+  auto claimed = s->agent().claim(w, {"default"}, 64, 30'000'000);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].run_id == due.run_id);
+  CHECK(test::reads(c, "runs") - before < most);
 }
 
 TEST_CASE("store: a claim in a herd of concurrency groups reads the first 512 due runs for its group locks") {

@@ -284,6 +284,11 @@ int64_t tuples_read(store::Connection& c, const std::string& table) {
       .i64(0);
 }
 
+int64_t reads(store::Connection& c, const std::string& table) {
+  if (c.dialect() == store::Dialect::postgres) return tuples_read(c, table);
+  return c.query("SELECT COALESCE(sum(nstep), 0) FROM sqlite_stmt").at(0).i64(0);
+}
+
 void analyze(store::Connection& c) {
   if (c.dialect() != store::Dialect::postgres) {
     c.exec("ANALYZE");  // the test's own file

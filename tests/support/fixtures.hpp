@@ -119,6 +119,10 @@ bool counts_reads(store::Connection& c);
 // indexes: this session's counts are flushed as it goes idle after
 // pg_stat_force_next_flush().
 int64_t tuples_read(store::Connection& c, const std::string& table);
+// What the store has read so far, to count a statement's reads by: on
+// PostgreSQL the rows of `table` (tuples_read), on SQLite the steps every
+// statement `c` keeps prepared has taken (sqlite_stmt), whatever the table.
+int64_t reads(store::Connection& c, const std::string& table);
 // ANALYZE of the test's own tables: on PostgreSQL, those of `c`'s schema. A bare ANALYZE takes
 // every schema's tables, and tests run side by side on one database: it
 // gave another test's fresh tables statistics of empty tables.
