@@ -81,22 +81,20 @@ constexpr const char* kPriorities =
     "SELECT 0 AS priority UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3";
 static_assert(static_cast<int>(model::Priority::critical) == 0 && static_cast<int>(model::Priority::low) == 3);
 
-// PostgreSQL: the runs (alias r) that pass `test`, in claim order, from
-// `offset` on, at most `limit`: `columns` of runs r. Each priority's are
-// walked on their own, in due order, and their walk ends at the first run
-// not yet due. One walk over every priority, in (priority, available_at)
-// order, read each priority's runs not yet due before the next priority's:
-// with 200,000 runs an hour ahead, an idle agent's claim read them all
-// looking for one due, 119 ms of server time a claim.
-std::string in_claim_order(const std::string& columns, const std::string& test, const std::string& limit,
-                           int offset = 0) {
+// PostgreSQL: the first `limit` runs (alias r) that pass `test`, in claim
+// order: `columns` of runs r. Each priority's are walked on their own, in
+// due order, and their walk ends at the first run not yet due. One walk
+// over every priority, in (priority, available_at) order, read each
+// priority's runs not yet due before the next priority's: with 200,000
+// runs an hour ahead, an idle agent's claim read them all looking for one
+// due, 119 ms of server time a claim.
+std::string in_claim_order(const std::string& columns, const std::string& test, const std::string& limit) {
   return fmt::format(
       "SELECT r.* FROM ({priorities}) p CROSS JOIN LATERAL (SELECT {columns} FROM runs r "
-      "WHERE r.priority = p.priority AND {test} ORDER BY r.available_at, r.id LIMIT {inner}) r "
-      "ORDER BY r.priority, r.available_at, r.id{offset} LIMIT {limit}",
+      "WHERE r.priority = p.priority AND {test} ORDER BY r.available_at, r.id LIMIT {limit}) r "
+      "ORDER BY r.priority, r.available_at, r.id LIMIT {limit}",
       fmt::arg("priorities", kPriorities), fmt::arg("columns", columns), fmt::arg("test", test),
-      fmt::arg("inner", offset > 0 ? fmt::format("{} + {}", offset, limit) : limit),
-      fmt::arg("offset", offset > 0 ? fmt::format(" OFFSET {}", offset) : ""), fmt::arg("limit", limit));
+      fmt::arg("limit", limit));
 }
 
 constexpr const char* kGroupRunning = "(SELECT count(*) FROM runs o WHERE o.group_key = r.group_key AND o.status = 'running')";
@@ -233,56 +231,33 @@ std::string candidate_columns(Dialect d) {
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
 // The groups: those of the first 2,048 due grouped runs of each queue and
-// tenant in claim order (an index walk over due runs only: schedules with
-// occurrences made ahead cost nothing here), tried in the order of each
-// group's first due run, the tenants of a queue taking turns (each one's
-// first group, then each one's second, as the claim serves them), until
-// 256 are locked. A group another claim holds is passed over, so claims at
-// the same moment take different groups: when all tried the same 256, the
-// claims that lost found no group of theirs and read every due run looking
-// for one (scripts/bench, the herd: 0.5 s a claim). A group with a
-// longer backlog than the window delays the groups behind it in the same
-// queue and tenant until its backlog is shorter; it never takes their runs.
+// tenant in claim order (walked a priority at a time: runs not yet due,
+// such as schedules' occurrences made ahead, cost nothing here), tried in
+// the order of each group's first due run, the tenants of a queue taking
+// turns (each one's first group, then each one's second, as the claim
+// serves them), until 256 are locked. A group another claim holds is
+// passed over, so claims at the same moment take different groups: when
+// all tried the same 256, the claims that lost found no group of theirs
+// and read every due run looking for one (scripts/bench, the herd: 0.5 s a
+// claim). A group with a longer backlog than the window delays the groups
+// behind it in the same queue and tenant until its backlog is shorter; it
+// never takes their runs.
 // The locks are tried as the ordered groups (and the limited queues, each
 // filtered first in a CTE of its own) are read, and reading the groups
 // stops at the 256th: a group never locked is left to the other claims.
 // (256, not the claim's limit: a transaction's advisory locks stay until
 // it ends, and the server's lock table has room for 64 per connection.)
-//
-// The window is read in two parts: the first 512 due grouped runs of each
-// queue and tenant (near), then, only if the locks are not all taken by
-// then, runs 513 to 2,048 of those that have more (far), their groups not
-// already in near. Each part's groups are ordered as above, near's first.
-// Sorting 2,048 runs three times was most of this statement's time in a
-// herd of 100,000 schedules, each its own group, where the first 512 runs
-// hold the 256 groups two agents' claims lock: 6.4-10 ms a claim before,
-// 2.9-4.9 ms after, and the herd's lag p99 2,015-2,393 ms before (median
-// 2,073 of six), 1,775-1,923 ms after (four; scripts/bench, the herd).
 // Returns what it got: kind 'g' (group) or 'q' (queue), and the name.
-constexpr const char* kDueGrouped = "r.status = 'pending' AND r.group_key IS NOT NULL AND r.available_at <= NOW_US";
-constexpr const char* kGroupedColumns = "r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id";
-// The groups of rows r (group_key, queue, tenant, priority, available_at,
-// id), each once, in the order they are tried.
-constexpr const char* kGroupsInOrder = R"SQL(
+const std::string kLockLimited = fmt::format(
+    R"SQL(
+WITH wanted AS MATERIALIZED (
   SELECT f.name FROM (
     SELECT DISTINCT ON (r.group_key) r.group_key AS name, r.queue, r.tenant, r.priority, r.available_at, r.id
-    FROM {rows}
+    FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL ({window}) r
     ORDER BY r.group_key, r.priority, r.available_at, r.id) f
   ORDER BY f.priority,
            row_number() OVER (PARTITION BY f.queue, f.tenant, f.priority ORDER BY f.available_at, f.id),
-           f.available_at, f.id)SQL";
-const std::string kLockLimited = fmt::format(
-    R"SQL(
-WITH near AS MATERIALIZED (
-  SELECT r.* FROM unnest($1::text[]) AS q (name) CROSS JOIN tenants tn CROSS JOIN LATERAL ({near}) r
-), far AS (
-  SELECT r.* FROM (SELECT queue, tenant FROM near GROUP BY queue, tenant HAVING count(*) = 512) q
-  CROSS JOIN LATERAL ({far}) r
-  WHERE NOT EXISTS (SELECT 1 FROM near n WHERE n.group_key = r.group_key)
-), wanted AS MATERIALIZED (
-  ({near_groups})
-  UNION ALL
-  ({far_groups})
+           f.available_at, f.id
 ), limited AS MATERIALIZED (
   SELECT x.name FROM queues x
   WHERE x.name = ANY ($1::text[]) AND x.paused = 0
@@ -296,13 +271,11 @@ UNION ALL
 SELECT 'q', name FROM limited
 WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL",
-    fmt::arg("near", in_claim_order(kGroupedColumns,
-                                    std::string("r.queue = q.name AND r.tenant = tn.name AND ") + kDueGrouped, "512")),
-    fmt::arg("far", in_claim_order(kGroupedColumns,
-                                   std::string("r.queue = q.queue AND r.tenant = q.tenant AND ") + kDueGrouped, "1536",
-                                   512)),
-    fmt::arg("near_groups", fmt::format(kGroupsInOrder, fmt::arg("rows", "near r"))),
-    fmt::arg("far_groups", fmt::format(kGroupsInOrder, fmt::arg("rows", "far r"))));
+    fmt::arg("window",
+             in_claim_order("r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id",
+                            "r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' "
+                            "AND r.group_key IS NOT NULL AND r.available_at <= NOW_US",
+                            "2048")));
 
 // PostgreSQL: what statement 1 locked.
 struct Locked {
@@ -389,7 +362,8 @@ ORDER BY c.priority, c.available_at, c.id
 // one's due runs in turn (in claim order, no sort) and stop at its first
 // run not yet due; ordered by priority alone, the walk read every run not
 // yet due whenever fewer than the share were due (with 200,000 an hour
-// ahead, an idle agent spent 145 ms of CPU a second). The chosen are
+// ahead, an idle agent spent 145 ms of CPU a second). The unary + keeps
+// SQLite from walking `priority < worst` as a range instead. The chosen are
 // updated by rowid: under the write lock no row has moved since they were
 // read.
 const std::string kClaimSqlite = fmt::format(R"SQL(
@@ -401,7 +375,7 @@ WITH {queues}, cand AS (
     ORDER BY r.priority, r.available_at, r.id
     LIMIT $5) OR r.id IN (
     SELECT r.id FROM runs r
-    WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND r.priority < qt.worst AND r.priority IN ({priorities})
+    WHERE r.queue = qt.qname AND r.tenant = qt.tenant AND +r.priority < qt.worst AND r.priority IN ({priorities})
       AND {claimable}
     ORDER BY r.priority, r.available_at, r.id
     LIMIT $4))
