@@ -82,12 +82,13 @@ constexpr const char* kPriorities =
 static_assert(static_cast<int>(model::Priority::critical) == 0 && static_cast<int>(model::Priority::low) == 3);
 
 // PostgreSQL: the first `limit` runs (alias r) that pass `test`, in claim
-// order: `columns` of runs r. Each priority's are walked on their own, in
-// due order, and their walk ends at the first run not yet due. One walk
-// over every priority, in (priority, available_at) order, read each
-// priority's runs not yet due before the next priority's: with 200,000
-// runs an hour ahead, an idle agent's claim read them all looking for one
-// due, 119 ms of server time a claim.
+// order: `columns` of runs r; `test` may name the priority walked as
+// p.priority. Each priority's are walked on their own, in due order, and
+// their walk ends at the first run not yet due. One walk over every
+// priority, in (priority, available_at) order, read each priority's runs
+// not yet due before the next priority's: with 200,000 runs an hour
+// ahead, an idle agent's claim read them all looking for one due, 119 ms
+// of server time a claim.
 std::string in_claim_order(const std::string& columns, const std::string& test, const std::string& limit) {
   return fmt::format(
       "SELECT r.* FROM ({priorities}) p CROSS JOIN LATERAL (SELECT {columns} FROM runs r "
