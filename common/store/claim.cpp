@@ -231,9 +231,11 @@ std::string candidate_columns(Dialect d) {
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
 // touch, each locked (try, never wait) for the rest of the transaction.
-// The groups: those of the first 2,048 due grouped runs of each queue and
-// tenant in claim order (walked a priority at a time: runs not yet due,
-// such as schedules' occurrences made ahead, cost nothing here), tried in
+// The groups: those of the first 2,048 due grouped runs of each queue,
+// tenant and priority (each priority walked in due order: runs not yet
+// due, such as schedules' occurrences made ahead, cost nothing here; and
+// the groups are sorted once, by group: cut to 2,048 across priorities
+// first, a herd's claim sorted its 2,048 runs once more), tried in
 // the order of each group's first due run, the tenants of a queue taking
 // turns (each one's first group, then each one's second, as the claim
 // serves them), until 256 are locked. A group another claim holds is
@@ -272,11 +274,12 @@ UNION ALL
 SELECT 'q', name FROM limited
 WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL",
-    fmt::arg("window",
-             in_claim_order("r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id",
-                            "r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' "
-                            "AND r.group_key IS NOT NULL AND r.available_at <= NOW_US",
-                            "2048")));
+    fmt::arg("window", fmt::format("SELECT r.* FROM ({}) p CROSS JOIN LATERAL (SELECT r.group_key, r.queue, r.tenant, "
+                                   "r.priority, r.available_at, r.id FROM runs r WHERE r.queue = q.name "
+                                   "AND r.tenant = tn.name AND r.priority = p.priority AND r.status = 'pending' "
+                                   "AND r.group_key IS NOT NULL AND r.available_at <= NOW_US "
+                                   "ORDER BY r.available_at, r.id LIMIT 2048) r",
+                                   kPriorities)));
 
 // PostgreSQL: what statement 1 locked.
 struct Locked {
