@@ -76,26 +76,33 @@ std::string queue_rows(Dialect d, int n) {
                                 : fmt::format("(SELECT value AS name FROM json_each(${})) u", n);
 }
 
-// Every priority a run has (model::Priority), as a table p (priority).
+// Every priority a run has (model::Priority), as a table p (priority),
+// and as a list for IN.
 constexpr const char* kPriorities =
     "SELECT 0 AS priority UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3";
+constexpr const char* kPriorityList = "0, 1, 2, 3";
 static_assert(static_cast<int>(model::Priority::critical) == 0 && static_cast<int>(model::Priority::low) == 3);
 
-// PostgreSQL: the first `limit` runs (alias r) that pass `test`, in claim
-// order: `columns` of runs r; `test` may name the priority walked as
-// p.priority. Each priority's are walked on their own, in due order, and
-// their walk ends at the first run not yet due. One walk over every
-// priority, in (priority, available_at) order, read each priority's runs
-// not yet due before the next priority's: with 200,000 runs an hour
-// ahead, an idle agent's claim read them all looking for one due, 119 ms
-// of server time a claim.
-std::string in_claim_order(const std::string& columns, const std::string& test, const std::string& limit) {
+// PostgreSQL: the first `limit` runs (alias r) of each priority that pass
+// `test`, each priority's in due order, the priorities one after another
+// (not merged into claim order): `columns` of runs r; `test` may name the
+// priority walked as p.priority. Each priority's walk ends at its first
+// run not yet due. One walk over every priority, in (priority,
+// available_at) order, read each priority's runs not yet due before the
+// next priority's: with 200,000 runs an hour ahead, an idle agent's claim
+// read them all looking for one due, 119 ms of server time a claim.
+std::string each_priority(const std::string& columns, const std::string& test, const std::string& limit) {
   return fmt::format(
       "SELECT r.* FROM ({priorities}) p CROSS JOIN LATERAL (SELECT {columns} FROM runs r "
-      "WHERE r.priority = p.priority AND {test} ORDER BY r.available_at, r.id LIMIT {limit}) r "
-      "ORDER BY r.priority, r.available_at, r.id LIMIT {limit}",
+      "WHERE r.priority = p.priority AND {test} ORDER BY r.available_at, r.id LIMIT {limit}) r",
       fmt::arg("priorities", kPriorities), fmt::arg("columns", columns), fmt::arg("test", test),
       fmt::arg("limit", limit));
+}
+
+// PostgreSQL: the first `limit` of each_priority's runs in claim order.
+std::string in_claim_order(const std::string& columns, const std::string& test, const std::string& limit) {
+  return fmt::format("{} ORDER BY r.priority, r.available_at, r.id LIMIT {}", each_priority(columns, test, limit),
+                     limit);
 }
 
 constexpr const char* kGroupRunning = "(SELECT count(*) FROM runs o WHERE o.group_key = r.group_key AND o.status = 'running')";
@@ -274,12 +281,10 @@ UNION ALL
 SELECT 'q', name FROM limited
 WHERE pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':q:' || name, 7230652077))
 )SQL",
-    fmt::arg("window", fmt::format("SELECT r.* FROM ({}) p CROSS JOIN LATERAL (SELECT r.group_key, r.queue, r.tenant, "
-                                   "r.priority, r.available_at, r.id FROM runs r WHERE r.queue = q.name "
-                                   "AND r.tenant = tn.name AND r.priority = p.priority AND r.status = 'pending' "
-                                   "AND r.group_key IS NOT NULL AND r.available_at <= NOW_US "
-                                   "ORDER BY r.available_at, r.id LIMIT 2048) r",
-                                   kPriorities)));
+    fmt::arg("window", each_priority("r.group_key, r.queue, r.tenant, r.priority, r.available_at, r.id",
+                                     "r.queue = q.name AND r.tenant = tn.name AND r.status = 'pending' "
+                                     "AND r.group_key IS NOT NULL AND r.available_at <= NOW_US",
+                                     "2048")));
 
 // PostgreSQL: what statement 1 locked.
 struct Locked {
@@ -392,7 +397,7 @@ RETURNING {claimed}
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, queue_rows(Dialect::sqlite, 3), "1")),
     fmt::arg("columns", candidate_columns(Dialect::sqlite)), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
-    fmt::arg("priorities", "0, 1, 2, 3"),
+    fmt::arg("priorities", kPriorityList),
     fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed, "")));
 
 // The kClaimed columns both claim statements begin with.
@@ -477,9 +482,10 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
   } else {
     // The fair share: the claim divided among the (queue, tenant) pairs with runs due.
     const int64_t active = std::max<int64_t>(
-        1, conn_->query("SELECT count(*) FROM json_each($1) q, tenants t WHERE EXISTS (SELECT 1 FROM runs r "
-                        "WHERE r.queue = q.value AND r.tenant = t.name AND r.priority IN (0, 1, 2, 3) "
-                        "AND r.status = 'pending' AND r.available_at <= NOW_US)",
+        1, conn_->query(fmt::format("SELECT count(*) FROM json_each($1) q, tenants t WHERE EXISTS (SELECT 1 FROM "
+                                    "runs r WHERE r.queue = q.value AND r.tenant = t.name AND r.priority IN ({}) "
+                                    "AND r.status = 'pending' AND r.available_at <= NOW_US)",
+                                    kPriorityList),
                         {params[2]})
                .at(0)
                .i64(0));

@@ -284,6 +284,11 @@ int64_t tuples_read(store::Connection& c, const std::string& table) {
       .i64(0);
 }
 
+bool reads_counted(store::Connection& c) {
+  if (c.dialect() == store::Dialect::postgres) return counts_reads(c);
+  return !c.query("SELECT 1 FROM pragma_module_list WHERE name = 'sqlite_stmt'").empty();
+}
+
 int64_t reads(store::Connection& c, const std::string& table) {
   if (c.dialect() == store::Dialect::postgres) return tuples_read(c, table);
   return c.query("SELECT COALESCE(sum(nstep), 0) FROM sqlite_stmt").at(0).i64(0);

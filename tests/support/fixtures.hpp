@@ -123,6 +123,9 @@ int64_t tuples_read(store::Connection& c, const std::string& table);
 // PostgreSQL the rows of `table` (tuples_read), on SQLite the steps every
 // statement `c` keeps prepared has taken (sqlite_stmt), whatever the table.
 int64_t reads(store::Connection& c, const std::string& table);
+// Whether reads() counts on this server: PostgreSQL 15 and later
+// (counts_reads), an SQLite built with sqlite_stmt (SQLITE_ENABLE_STMTVTAB).
+bool reads_counted(store::Connection& c);
 // ANALYZE of the test's own tables: on PostgreSQL, those of `c`'s schema. A bare ANALYZE takes
 // every schema's tables, and tests run side by side on one database: it
 // gave another test's fresh tables statistics of empty tables.
