@@ -146,7 +146,7 @@ struct Run {
   std::optional<int64_t> lease_expires_at;
   int64_t fence = 0;                   // bumped at every claim
   int deliveries = 0;                  // claims that did not end in a release
-  int attempts = 0;                    // attempt rows so far
+  int attempts = 0;                    // attempts started so far (one per claim)
   int failures = 0;                    // attempts that reported a failure
   std::optional<int64_t> occurrence;   // a schedule's run: the fire time it is for
   std::string pinned_to;               // a fan-out run (--on-each): the agent (by name) it is for

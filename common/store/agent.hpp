@@ -130,7 +130,8 @@ class Agent {
   void set_worker_state(const std::string& worker_id, model::WorkerState state);
   // Claims up to `limit` pending runs of `queues` that are due and that this
   // worker's labels allow (--on), in priority then FIFO order, in one statement; each gets a lease of `lease_us`, a
-  // new fence and a new attempt row.
+  // new fence and a new attempt, which the run carries until the attempt
+  // ends and its row is written (complete, release, rescue).
   std::vector<ClaimedRun> claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
                                 int64_t lease_us);
   // Extends the leases of every run this worker holds and marks it alive.

@@ -297,6 +297,19 @@ Locked lock_limited(Connection& c, const std::vector<std::string>& queues) {
   return got;
 }
 
+// What a claim writes on each run it leases besides the lease: the
+// attempt it opens, on the run itself (migration 15: the attempts row is
+// written when the attempt ends), and nothing left of an earlier attempt's
+// progress or output. `run`: the name the statement gives the run's row.
+std::string opened_attempt(const char* run) {
+  return fmt::format(
+      "attempt_worker = $1, attempt_started_at = NOW_US, "
+      "attempt_job_version = (SELECT v.version FROM jobs v WHERE v.id = {}.job_id), live_stdout_tail = NULL, "
+      "live_stderr_tail = NULL, live_stdout_bytes = NULL, live_stderr_bytes = NULL, progress = NULL, "
+      "progress_message = NULL, progress_at = NULL",
+      run);
+}
+
 // PostgreSQL: how many of the groups $1 have a due run waiting, in a
 // snapshot taken after their locks were granted. A group another agent
 // claimed from just before statement 1 tried its lock (its claim committed
@@ -308,7 +321,7 @@ constexpr const char* kGroupsStillDue =
 // PostgreSQL, statement 2. Each (queue, tenant) pair walks the claim index
 // in order; the chosen runs are then locked SKIP LOCKED (a run another
 // agent took since this snapshot is skipped), leased, and their attempts
-// opened. $5: locked groups, $6: locked queues.
+// opened on them. $5: locked groups, $6: locked queues.
 //
 // The chosen runs are found again by their ctids, a TID scan: once
 // ANALYZE had seen few pending runs among many finished (a burst after a
@@ -334,13 +347,10 @@ WITH {queues}, cand AS (
 ), claimed AS (
   UPDATE runs r SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
          fence = r.fence + 1, deliveries = r.deliveries + 1, attempts = r.attempts + 1,
-         started_at = COALESCE(r.started_at, NOW_US), progress = NULL, progress_message = NULL, progress_at = NULL
+         started_at = COALESCE(r.started_at, NOW_US), {opened}
   FROM picked WHERE r.id = picked.id
   RETURNING r.id, r.job_id, r.fence, r.attempts, r.available_at, r.priority, r.failures, r.started_at, r.occurrence,
             r.queue, r.tenant, r.dag_run_id, r.dag_node, r.checkpoint
-), opened AS (
-  INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version)
-  SELECT c.id, c.attempts, $1, NOW_US, 'running', v.version FROM claimed c JOIN jobs v ON v.id = c.job_id
 ), served AS (
   -- The tenants served, least recently served first next time (one another
   -- claim is marking right now is left to it: no claim waits for another).
@@ -361,7 +371,8 @@ ORDER BY c.priority, c.available_at, c.id
                                     "r.queue = qt.qname AND r.tenant = qt.tenant AND p.priority >= qt.best AND " +
                                         claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])"),
                                     "qt.share")),
-    fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed)), fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres)));
+    fmt::arg("rank", kRankAndChoose), fmt::arg("opened", opened_attempt("r")), fmt::arg("claimed", select_list(kClaimed)),
+    fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres)));
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file. Each (queue, tenant) pair's best
@@ -391,14 +402,15 @@ WITH {queues}, cand AS (
 ), {rank}
 UPDATE runs SET status = 'running', lease_owner = $1, lease_expires_at = NOW_US + $2,
        fence = fence + 1, deliveries = deliveries + 1, attempts = attempts + 1,
-       started_at = COALESCE(started_at, NOW_US), progress = NULL, progress_message = NULL, progress_at = NULL
+       started_at = COALESCE(started_at, NOW_US), {opened}
 WHERE rowid IN (SELECT tid FROM chosen)
 RETURNING {claimed}
 )SQL",
     fmt::arg("queues", queues_cte(Dialect::sqlite, queue_rows(Dialect::sqlite, 3), "1")),
     fmt::arg("columns", candidate_columns(Dialect::sqlite)), fmt::arg("claimable", claimable(Dialect::sqlite, "1")),
     fmt::arg("priorities", kPriorityList),
-    fmt::arg("rank", kRankAndChoose), fmt::arg("claimed", select_list(kClaimed, "")));
+    fmt::arg("rank", kRankAndChoose), fmt::arg("opened", opened_attempt("runs")),
+    fmt::arg("claimed", select_list(kClaimed, "")));
 
 // The kClaimed columns both claim statements begin with.
 ClaimedRun claimed_from_row(const Row& row) {
@@ -493,9 +505,6 @@ std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::ve
     std::map<std::string, model::Job> jobs;
     for (const auto& row : conn_->query(kClaimSqlite, params)) {
       ClaimedRun c = claimed_from_row(row);
-      conn_->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version) "
-                  "VALUES ($1, $2, $3, NOW_US, 'running', (SELECT version FROM jobs WHERE id = $4))",
-                  {c.run_id, int64_t{c.attempt}, worker_id, c.job_id});
       auto it = jobs.find(c.job_id);
       if (it == jobs.end()) {
         auto job = conn_->query(select_job_by_id(), {c.job_id});

@@ -16,10 +16,13 @@ constexpr const char* kSubmitterInserts[] = {"jobs", "runs", "job_events", "dags
 // Row-level security on runs: every role sees and writes every row
 // (jobctl_rows), but the runs a submitter adds must be new ones, waiting
 // and never attempted, so it cannot add a finished one to pass for a
-// job's result. The owner, who runs init and grant, is not bound by it.
+// job's result, nor an attempt for one to show. The owner, who runs init
+// and grant, is not bound by it.
 constexpr const char* kNewRunsOnly =
     "status IN ('pending', 'blocked') AND attempts = 0 AND started_at IS NULL AND finished_at IS NULL "
-    "AND lease_owner IS NULL";
+    "AND lease_owner IS NULL AND attempt_worker IS NULL AND attempt_started_at IS NULL "
+    "AND attempt_job_version IS NULL AND live_stdout_tail IS NULL AND live_stderr_tail IS NULL "
+    "AND live_stdout_bytes IS NULL AND live_stderr_bytes IS NULL";
 
 }  // namespace
 

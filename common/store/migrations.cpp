@@ -371,6 +371,31 @@ constexpr const char* kV14Postgres = R"SQL(
 ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_run_id_fkey;
 )SQL";
 
+// Migration 15: a run's attempt is written once, when it ends. Until then
+// the run itself carries it: the worker, start and job version of its
+// current (or last) attempt, and the output the agent ships while it runs
+// (jobctl logs --follow), cleared when the attempt ends. `attempts` is
+// only ever appended to: a claim that opened its attempt row there put it
+// on whatever old page of history had room for a fresh row (fillfactor,
+// and what vacuum frees), read that page and wrote it whole to the WAL
+// (scripts/bench, the history figure). Attempts running now move over.
+constexpr const char* kV15 = R"SQL(
+ALTER TABLE runs ADD COLUMN attempt_worker TEXT;
+ALTER TABLE runs ADD COLUMN attempt_started_at BIGINT;
+ALTER TABLE runs ADD COLUMN attempt_job_version INTEGER;
+ALTER TABLE runs ADD COLUMN live_stdout_tail BLOB_T;
+ALTER TABLE runs ADD COLUMN live_stderr_tail BLOB_T;
+ALTER TABLE runs ADD COLUMN live_stdout_bytes BIGINT;
+ALTER TABLE runs ADD COLUMN live_stderr_bytes BIGINT;
+UPDATE runs SET attempt_worker = a.worker_id, attempt_started_at = a.started_at, attempt_job_version = a.job_version,
+       live_stdout_tail = a.stdout_tail, live_stderr_tail = a.stderr_tail, live_stdout_bytes = a.stdout_bytes,
+       live_stderr_bytes = a.stderr_bytes
+FROM attempts a
+WHERE a.run_id = runs.id AND a.attempt = runs.attempts AND a.finished_at IS NULL AND runs.status = 'running';
+DELETE FROM attempts WHERE finished_at IS NULL AND EXISTS (SELECT 1 FROM runs r WHERE r.id = attempts.run_id
+       AND r.attempts = attempts.attempt AND r.status = 'running');
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -386,12 +411,6 @@ std::string migration_sql(Dialect d, int version) {
   std::string sql;
   if (version == 1) {
     sql = kV1;
-    auto pos = sql.find("BLOB_T");
-    const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";
-    while (pos != std::string::npos) {
-      sql.replace(pos, 6, blob);
-      pos = sql.find("BLOB_T", pos);
-    }
     if (d == Dialect::postgres) sql += kV1Postgres;
   } else if (version == 2) {
     sql = kV2;
@@ -419,7 +438,13 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV13;
   } else if (version == 14 && d == Dialect::postgres) {
     sql = kV14Postgres;
+  } else if (version == 15) {
+    sql = kV15;
   }
+  // BLOB_T: the bytes type.
+  const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";
+  for (auto pos = sql.find("BLOB_T"); pos != std::string::npos; pos = sql.find("BLOB_T", pos))
+    sql.replace(pos, 6, blob);
   return sql;
 }
 

@@ -41,6 +41,20 @@
 namespace jobctl::store {
 namespace {
 
+// What every end of an attempt writes on its run: no lease, and none of
+// the output shipped while it ran (the attempt's row has the final tails).
+constexpr const char* kLeaseEnded =
+    "lease_owner = NULL, lease_expires_at = NULL, live_stdout_tail = NULL, live_stderr_tail = NULL, "
+    "live_stdout_bytes = NULL, live_stderr_bytes = NULL";
+// The attempt a run carries until it ends (claim.cpp, opened_attempt), as
+// its end returns it for the attempt's row: its number, worker, start and
+// job version. A run an agent older than migration 15 claimed has none of
+// them, and still gets a row.
+constexpr const char* kAttemptOpened =
+    "attempts AS attempt, COALESCE(attempt_worker, '') AS attempt_worker, "
+    "COALESCE(attempt_started_at, NOW_US) AS attempt_started_at, "
+    "COALESCE(attempt_job_version, job_version) AS attempt_job_version";
+
 // PostgreSQL: a batch of completions in one statement. Fenced like
 // finish_run_sql(); returns the runs it finished. A cancelled run's error is
 // the reason its cancel was asked for (cancel_requests.hpp): CANCEL_ERROR.
@@ -48,11 +62,11 @@ constexpr const char* kCompletePostgresTemplate = R"SQL(
 WITH input AS (
   -- The arrays side by side in the select list, zipped as they are read
   -- (PostgresConnection::batch says why not unnest(a, b, …) in FROM).
-  SELECT unnest($1::text[]) AS run_id, unnest($2::int8[]) AS fence, unnest($3::int[]) AS attempt,
-         unnest($4::text[]) AS status, unnest($5::int[]) AS exit_code, unnest($6::int[]) AS signal,
-         unnest($7::text[]) AS error, unnest($8::bytea[]) AS out_tail, unnest($9::bytea[]) AS err_tail,
-         unnest($10::text[]) AS outcome, unnest($11::int8[]) AS delay, unnest($12::int[]) AS http_status,
-         unnest($13::text[]) AS timings, unnest($14::int8[]) AS out_bytes, unnest($15::int8[]) AS err_bytes
+  SELECT unnest($1::text[]) AS run_id, unnest($2::int8[]) AS fence, unnest($3::text[]) AS status,
+         unnest($4::int[]) AS exit_code, unnest($5::int[]) AS signal, unnest($6::text[]) AS error,
+         unnest($7::bytea[]) AS out_tail, unnest($8::bytea[]) AS err_tail, unnest($9::text[]) AS outcome,
+         unnest($10::int8[]) AS delay, unnest($11::int[]) AS http_status, unnest($12::text[]) AS timings,
+         unnest($13::int8[]) AS out_bytes, unnest($14::int8[]) AS err_bytes
 ), done AS (
   -- A retry of a deleted job's run is cancelled instead (the job read FOR SHARE, before the run).
   SELECT d.*, CASE WHEN d.status = 'pending' THEN COALESCE((SELECT j.deleted_at IS NOT NULL FROM runs x
@@ -69,21 +83,19 @@ WITH input AS (
          finished_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NULL ELSE NOW_US END,
          available_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NOW_US + d.delay ELSE r.available_at END,
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
-         lease_owner = NULL, lease_expires_at = NULL, exit_code = d.exit_code,
+         LEASE_ENDED, exit_code = d.exit_code,
          error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND COALESCE(r.status, '') = 'running'
-  RETURNING r.id, r.queue, r.group_key, r.error, d.attempt, d.status, d.outcome, d.exit_code, d.signal,
-            d.error AS given_error, d.out_tail, d.err_tail, d.http_status, d.timings, d.out_bytes, d.err_bytes
+  RETURNING r.id, r.queue, r.group_key, r.error, ATTEMPT_OPENED, d.status, d.outcome, d.exit_code, d.signal, d.error AS given_error, d.out_tail, d.err_tail,
+            d.http_status, d.timings, d.out_bytes, d.err_bytes
 ), closed AS (
-  -- Each finished run's attempt, looked up by its key. Joined back to the
-  -- input instead, the plan made under a large history's statistics
-  -- rescanned the input for every attempt: quadratic in the batch.
-  UPDATE attempts a SET finished_at = NOW_US, outcome = f.outcome, exit_code = f.exit_code, signal = f.signal,
-         error = CASE WHEN f.status = 'cancelled' THEN f.error ELSE f.given_error END, stdout_tail = f.out_tail,
-         stderr_tail = f.err_tail, http_status = f.http_status, timings = f.timings, stdout_bytes = f.out_bytes,
-         stderr_bytes = f.err_bytes
+  -- Each finished run's attempt, written whole now that it has ended.
+  INSERT INTO attempts (run_id, attempt, worker_id, started_at, finished_at, outcome, exit_code, signal, error,
+                        stdout_tail, stderr_tail, job_version, http_status, timings, stdout_bytes, stderr_bytes)
+  SELECT f.id, f.attempt, f.attempt_worker, f.attempt_started_at, NOW_US, f.outcome, f.exit_code, f.signal,
+         CASE WHEN f.status = 'cancelled' THEN f.error ELSE f.given_error END, f.out_tail, f.err_tail,
+         f.attempt_job_version, f.http_status, f.timings, f.out_bytes, f.err_bytes
   FROM finished f
-  WHERE a.run_id = f.id AND a.attempt = f.attempt
 )
 -- A run that held a place under a limit frees it: its queue is woken.
 SELECT f.id, f.queue, f.group_key IS NOT NULL OR EXISTS (SELECT 1 FROM queues x WHERE x.name = f.queue
@@ -96,6 +108,8 @@ const std::string& complete_postgres_sql() {
     std::string s = kCompletePostgresTemplate;
     std::string error = cancelled_error_sql("d.status", "r.cancel_requested", "d.error");
     s.replace(s.find("CANCEL_ERROR"), std::string_view("CANCEL_ERROR").size(), error);
+    s.replace(s.find("LEASE_ENDED"), std::string_view("LEASE_ENDED").size(), kLeaseEnded);
+    s.replace(s.find("ATTEMPT_OPENED"), std::string_view("ATTEMPT_OPENED").size(), kAttemptOpened);
     return s;
   }();
   return sql;
@@ -105,26 +119,27 @@ const std::string& complete_postgres_sql() {
 // cancel_requests.hpp), which a cancelled attempt gets too.
 const std::string& finish_run_sql() {
   static const std::string sql =
-      "UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
-      "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
-      "lease_owner = NULL, lease_expires_at = NULL, exit_code = $4, error = " +
-      cancelled_error_sql("$3", "cancel_requested", "$5") +
-      " WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING error, NOW_US";
+      std::string("UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
+                  "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, "
+                  "failures = failures + $7, ") +
+      kLeaseEnded + ", exit_code = $4, error = " + cancelled_error_sql("$3", "cancel_requested", "$5") +
+      " WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING error, NOW_US, " + kAttemptOpened;
   return sql;
 }
 // $3: 'pending', or 'cancelled' for a deleted job's run.
-constexpr const char* kReleaseRun =
-    "UPDATE runs SET status = $3, lease_owner = NULL, lease_expires_at = NULL, available_at = NOW_US, "
-    "deliveries = deliveries - 1, finished_at = CASE WHEN $3 = 'cancelled' THEN NOW_US END, "
+const std::string kReleaseRun =
+    std::string("UPDATE runs SET status = $3, ") + kLeaseEnded +
+    ", available_at = NOW_US, deliveries = deliveries - 1, finished_at = CASE WHEN $3 = 'cancelled' THEN NOW_US END, "
     "error = CASE WHEN $3 = 'cancelled' THEN $4 ELSE error END "
-    "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue";
+    "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue, NOW_US, " + kAttemptOpened;
 constexpr const char* kDeletedError = "cancelled: the job was deleted";
-// $11: when the attempt ended, as its run's statement read the clock (the
-// retry's due time is counted from it); NULL for now.
+// An ended attempt's row: $2-$5 its number, worker, start and job version
+// (kAttemptOpened, as its run's statement returned them), $6 when it ended,
+// as that statement read the clock (a retry's due time is counted from it).
 constexpr const char* kCloseAttempt =
-    "UPDATE attempts SET finished_at = COALESCE($11, NOW_US), outcome = $3, exit_code = $4, signal = $5, error = $6, "
-    "stdout_tail = $7, stderr_tail = $8, http_status = $9, timings = $10, stdout_bytes = $12, stderr_bytes = $13 "
-    "WHERE run_id = $1 AND attempt = $2";
+    "INSERT INTO attempts (run_id, attempt, worker_id, started_at, job_version, finished_at, outcome, exit_code, "
+    "signal, error, stdout_tail, stderr_tail, http_status, timings, stdout_bytes, stderr_bytes) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
 // Whether the run's job is deleted; on PostgreSQL the job's row is read
 // FOR SHARE (see the top of this file).
@@ -140,12 +155,15 @@ Value opt_int(const std::optional<int>& v) {
   return int64_t{*v};
 }
 
+// `ended`: the row its run's statement returned, from column 1 when it
+// ended (NOW_US) and kAttemptOpened.
 void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome, const std::string& error,
-                   std::optional<int64_t> finished_at = std::nullopt) {
-  c.exec(kCloseAttempt, {d.run_id, int64_t{d.attempt}, std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), error,
+                   const Row& ended) {
+  c.exec(kCloseAttempt, {d.run_id, ended.i64(2), ended.text(3), ended.i64(4), ended.i64(5), ended.i64(1),
+                         std::string(model::to_string(outcome)), opt_int(d.exit_code), opt_int(d.signal), error,
                          Blob{d.stdout_tail}, Blob{d.stderr_tail}, opt_int(d.http_status),
-                         d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr),
-                         finished_at ? Value(*finished_at) : Value(nullptr), d.stdout_bytes, d.stderr_bytes});
+                         d.timings ? Value(timings_to_text(*d.timings)) : Value(nullptr), d.stdout_bytes,
+                         d.stderr_bytes});
 }
 
 std::optional<std::string> opt_text(const std::optional<int>& v) {
@@ -169,28 +187,27 @@ bool finish_one(Connection& c, const Completion& d) {
   // A cancelled attempt says why it was stopped; any other keeps its own
   // error. It ends at the time its run's retry delay counts from.
   close_attempt(c, d, d.outcome, d.status == model::RunStatus::cancelled ? finished[0].text(0) : d.error,
-                finished[0].i64(1));
+                finished[0]);
   return true;
 }
 
 std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
-  std::vector<std::vector<std::optional<std::string>>> cols(15);
+  std::vector<std::vector<std::optional<std::string>>> cols(14);
   for (const auto& d : done) {
     cols[0].push_back(d.run_id);
     cols[1].push_back(std::to_string(d.fence));
-    cols[2].push_back(std::to_string(d.attempt));
-    cols[3].push_back(std::string(model::to_string(d.status)));
-    cols[4].push_back(opt_text(d.exit_code));
-    cols[5].push_back(opt_text(d.signal));
-    cols[6].push_back(d.error);
-    cols[7].push_back(bytea_text(d.stdout_tail));
-    cols[8].push_back(bytea_text(d.stderr_tail));
-    cols[9].push_back(std::string(model::to_string(d.outcome)));
-    cols[10].push_back(std::to_string(d.retry_delay_us));
-    cols[11].push_back(opt_text(d.http_status));
-    cols[12].push_back(d.timings ? std::optional<std::string>(timings_to_text(*d.timings)) : std::nullopt);
-    cols[13].push_back(std::to_string(d.stdout_bytes));
-    cols[14].push_back(std::to_string(d.stderr_bytes));
+    cols[2].push_back(std::string(model::to_string(d.status)));
+    cols[3].push_back(opt_text(d.exit_code));
+    cols[4].push_back(opt_text(d.signal));
+    cols[5].push_back(d.error);
+    cols[6].push_back(bytea_text(d.stdout_tail));
+    cols[7].push_back(bytea_text(d.stderr_tail));
+    cols[8].push_back(std::string(model::to_string(d.outcome)));
+    cols[9].push_back(std::to_string(d.retry_delay_us));
+    cols[10].push_back(opt_text(d.http_status));
+    cols[11].push_back(d.timings ? std::optional<std::string>(timings_to_text(*d.timings)) : std::nullopt);
+    cols[12].push_back(std::to_string(d.stdout_bytes));
+    cols[13].push_back(std::to_string(d.stderr_bytes));
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
@@ -281,8 +298,8 @@ void Agent::ship_output(const std::string& worker_id, const std::vector<LiveOutp
   if (output.empty()) return;
   Transaction tx(*conn_, TxMode::write);
   for (const auto& o : output)
-    conn_->exec("UPDATE attempts SET stdout_tail = $3, stderr_tail = $4, stdout_bytes = $5, stderr_bytes = $6 "
-                "WHERE run_id = $1 AND attempt = $2 AND worker_id = $7 AND finished_at IS NULL",
+    conn_->exec("UPDATE runs SET live_stdout_tail = $3, live_stderr_tail = $4, live_stdout_bytes = $5, "
+                "live_stderr_bytes = $6 WHERE id = $1 AND attempts = $2 AND lease_owner = $7 AND status = 'running'",
                 {o.run_id, int64_t{o.attempt}, Blob{o.stdout_tail}, Blob{o.stderr_tail}, o.stdout_bytes,
                  o.stderr_bytes, worker_id});
   tx.commit();
@@ -345,7 +362,7 @@ void Agent::release(const std::vector<Completion>& runs) {
     const bool deleted = job_deleted(*conn_, d.run_id);
     auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence, deleted ? "cancelled" : "pending", kDeletedError});
     if (rows.empty()) continue;
-    close_attempt(*conn_, d, model::AttemptOutcome::released, d.error);
+    close_attempt(*conn_, d, model::AttemptOutcome::released, d.error, rows[0]);
     if (!deleted) wake_queue(*conn_, rows[0].text(0));
   }
   tx.commit();
@@ -434,13 +451,19 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
       status = "dead";
       run_error = fmt::format("poison: delivered {} times without a result", row.i64(4));
     }
-    c.exec("UPDATE runs SET status = $2, lease_owner = NULL, lease_expires_at = NULL, "
-                "available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "
-                "WHERE id = $1",
-                {row.text(0), status, run_error});
-    c.exec("UPDATE attempts SET finished_at = NOW_US, outcome = 'lost', error = $3 "
-                "WHERE run_id = $1 AND attempt = $2 AND finished_at IS NULL",
-                {row.text(0), row.i64(1), why});
+    // With the output its agent shipped. The row is there already when an
+    // agent older than migration 15 claimed the run (its claim opened it).
+    c.exec(std::string("INSERT INTO attempts (run_id, attempt, worker_id, started_at, job_version, finished_at, outcome, "
+                       "error, stdout_tail, stderr_tail, stdout_bytes, stderr_bytes) SELECT id, ") +
+               kAttemptOpened +
+               ", NOW_US, 'lost', $2, live_stdout_tail, live_stderr_tail, live_stdout_bytes, live_stderr_bytes "
+               "FROM runs WHERE id = $1 AND status = 'running' ON CONFLICT (run_id, attempt) DO UPDATE SET "
+               "finished_at = excluded.finished_at, outcome = excluded.outcome, error = excluded.error",
+           {row.text(0), why});
+    c.exec(std::string("UPDATE runs SET status = $2, ") + kLeaseEnded +
+               ", available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "
+               "WHERE id = $1",
+           {row.text(0), status, run_error});
     if (status == "pending") wake_queue(c, row.text(2));
     if (status != "pending") advance_dag(c, row.text(7), row.text(8), model::parse_run_status(status));
     // A lost attempt is a failed one: --notify hears of it as the agent's

@@ -399,10 +399,19 @@ std::vector<model::Run> Jobs::runs_of(const std::string& job_id) {
 }
 
 std::vector<model::Attempt> Jobs::attempts(const std::string& run_id) {
+  // The attempts that ended, and the one running now, which its run
+  // carries until it ends (migration 15); unless an agent older than that
+  // claimed the run, and its claim opened the attempt's row.
   auto rows = conn_->query(
       "SELECT a.run_id, a.attempt, a.worker_id, COALESCE(w.name, ''), a.started_at, a.finished_at, a.outcome, "
       "a.exit_code, a.signal, a.error, a.stdout_tail, a.stderr_tail, a.job_version, a.http_status, a.timings, "
-      "a.stdout_bytes, a.stderr_bytes FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 ORDER BY a.attempt",
+      "a.stdout_bytes, a.stderr_bytes FROM attempts a LEFT JOIN workers w ON w.id = a.worker_id WHERE a.run_id = $1 "
+      "UNION ALL "
+      "SELECT r.id, r.attempts, r.attempt_worker, COALESCE(w.name, ''), r.attempt_started_at, NULL, 'running', NULL, "
+      "NULL, '', r.live_stdout_tail, r.live_stderr_tail, r.attempt_job_version, NULL, NULL, r.live_stdout_bytes, "
+      "r.live_stderr_bytes FROM runs r LEFT JOIN workers w ON w.id = r.attempt_worker "
+      "WHERE r.id = $1 AND r.status = 'running' "
+      "AND NOT EXISTS (SELECT 1 FROM attempts o WHERE o.run_id = r.id AND o.attempt = r.attempts) ORDER BY 2",
       {run_id});
   std::vector<model::Attempt> out;
   for (const auto& row : rows) {

@@ -23,6 +23,21 @@ constexpr int64_t kMaxSamples = 100'000;
 
 using Key = std::pair<std::string, int>;  // queue, priority
 
+// The latest attempt of each run not waiting for a retry, started since $1
+// in queue $2 (every queue when empty): the run's queue and priority, when
+// the attempt started, and when the run was due. Only a run's latest
+// attempt still knows when it was due (a retry moves available_at). An
+// attempt that ended has its row in attempts, of which the latest $3 are
+// read (newest first, through attempts_started); one running now is on its
+// run (migration 15).
+constexpr const char* kLatestStarts =
+    "SELECT * FROM (SELECT r.queue, r.priority, a.started_at, r.available_at FROM attempts a "
+    "JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts "
+    "WHERE a.started_at >= $1 AND r.status <> 'pending' AND ($2 = '' OR r.queue = $2) "
+    "ORDER BY a.started_at DESC LIMIT $3) ended "
+    "UNION ALL SELECT r.queue, r.priority, r.attempt_started_at, r.available_at FROM runs r "
+    "WHERE r.status = 'running' AND r.attempt_started_at >= $1 AND ($2 = '' OR r.queue = $2)";
+
 Percentiles percentiles_of(std::vector<double>& samples) {
   std::sort(samples.begin(), samples.end());
   return Percentiles{static_cast<int64_t>(samples.size()), util::percentile_sorted(samples, 0.50),
@@ -100,15 +115,12 @@ std::vector<QueueStats> Admin::stats(const StatsFilter& filter) {
     durations[{row.text(0), static_cast<int>(row.i64(1))}].push_back(static_cast<double>(row.i64(2)) / 1e6);
 
   // Scheduling lag of the attempts that started in the window: from when
-  // the run was due to its claim. Only a run's latest attempt still knows
-  // when it was due (a retry moves available_at), so earlier attempts of a
-  // run, and runs waiting for a retry, are left out.
-  for (const auto& row : conn_->query(
-           "SELECT r.queue, r.priority, a.started_at - r.available_at FROM attempts a "
-           "JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts "
-           "WHERE a.started_at >= $1 AND r.status <> 'pending' AND ($2 = '' OR r.queue = $2) "
-           "ORDER BY a.started_at DESC LIMIT $3",
-           {from, queue, kMaxSamples})) {
+  // the run was due to its claim (kLatestStarts: earlier attempts of a run,
+  // and runs waiting for a retry, are left out).
+  for (const auto& row : conn_->query(fmt::format("SELECT queue, priority, started_at - available_at FROM ({}) s "
+                                                  "ORDER BY started_at DESC LIMIT $3",
+                                                  kLatestStarts),
+                                      {from, queue, kMaxSamples})) {
     auto& s = at(row.text(0), row.i64(1));
     lags[{s.queue, static_cast<int>(s.priority)}].push_back(static_cast<double>(std::max<int64_t>(0, row.i64(2))) / 1e6);
   }
@@ -156,10 +168,8 @@ std::vector<SeriesPoint> Admin::series(const StatsFilter& filter, int64_t step_u
   // The lag as stats measures it (see there), sampled the same way.
   std::vector<std::vector<double>> lags(static_cast<size_t>(steps));
   for (const auto& row : conn_->query(
-           "SELECT a.started_at, a.started_at - r.available_at FROM attempts a "
-           "JOIN runs r ON r.id = a.run_id AND a.attempt = r.attempts "
-           "WHERE a.started_at >= $1 AND r.status <> 'pending' AND ($2 = '' OR r.queue = $2) "
-           "ORDER BY a.started_at DESC LIMIT $3",
+           fmt::format("SELECT started_at, started_at - available_at FROM ({}) s ORDER BY started_at DESC LIMIT $3",
+                       kLatestStarts),
            {from, queue, kMaxSamples})) {
     const int64_t step = (row.i64(0) - from) / step_us;
     if (step >= 0 && step < steps)
@@ -226,11 +236,11 @@ std::vector<FailedAttempt> Admin::recent_failures(int limit, int64_t within_us) 
 
 std::vector<StuckRun> Admin::stuck_runs(int64_t no_progress_us, int limit, const std::optional<std::string>& queue) {
   auto rows = conn_->query(
-      fmt::format("SELECT {}, {}, a.started_at, COALESCE(w.lease_us, 0), NOW_US, COALESCE(w.name, r.lease_owner) "
-                  "FROM runs r JOIN jobs j ON j.id = r.job_id JOIN attempts a ON a.run_id = r.id AND a.attempt = r.attempts "
+      fmt::format("SELECT {}, {}, r.attempt_started_at, COALESCE(w.lease_us, 0), NOW_US, COALESCE(w.name, r.lease_owner) "
+                  "FROM runs r JOIN jobs j ON j.id = r.job_id "
                   "LEFT JOIN workers w ON w.id = r.lease_owner WHERE r.status = 'running' AND ($3 = '' OR r.queue = $3) AND ("
-                  "(j.timeout_us > 0 AND a.started_at + j.timeout_us + COALESCE(w.lease_us, 0) < NOW_US) OR "
-                  "COALESCE(r.progress_at, a.started_at) < NOW_US - $1) ORDER BY a.started_at, r.id LIMIT $2",
+                  "(j.timeout_us > 0 AND r.attempt_started_at + j.timeout_us + COALESCE(w.lease_us, 0) < NOW_US) OR "
+                  "COALESCE(r.progress_at, r.attempt_started_at) < NOW_US - $1) ORDER BY r.attempt_started_at, r.id LIMIT $2",
                   select_list(kJobs), select_list(kRuns)),
       {no_progress_us, int64_t{limit}, queue.value_or("")});
   std::vector<StuckRun> out;

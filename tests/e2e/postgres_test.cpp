@@ -365,6 +365,10 @@ TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent ro
   sql_refused("submitter",
               "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, finished_at) "
               "SELECT 'forged', id, queue, 1, 'succeeded', 0, 0, 0 FROM jobs LIMIT 1");
+  // Nor a waiting one that carries an attempt's output to show once claimed.
+  sql_refused("submitter",
+              "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, live_stdout_tail) "
+              "SELECT 'forged', id, queue, 1, 'pending', 0, 0, 'x' FROM jobs LIMIT 1");
   // Queue settings are the operator's.
   sql_refused("submitter", "INSERT INTO queues (name, paused) VALUES ('held', 1)");
 

@@ -66,6 +66,38 @@ TEST_CASE("lease: a run asked to stop whose agent is lost is cancelled, not run 
   CHECK(s->agent().claim(a, {"default"}, 1, 20'000).empty());
 }
 
+TEST_CASE("lease: a run an agent older than migration 15 claimed is shown once and rescued into its own attempt row") {
+  // Such an agent, still running when `jobctl init` upgraded the store,
+  // opens the attempt's row at its claim and leaves the run's attempt
+  // columns empty.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto run_id = submit_one(*s);
+  REQUIRE(s->agent().claim(a, {"default"}, 1, 20'000).size() == 1);
+  auto& c = s->connection();
+  c.exec("UPDATE runs SET attempt_worker = NULL, attempt_started_at = NULL, attempt_job_version = NULL WHERE id = $1",
+         {run_id});
+  c.exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version, stdout_tail) "
+         "VALUES ($1, 1, $2, 123, 'running', 1, $3)",
+         {run_id, a, store::Blob{"old"}});
+  auto attempts = s->jobs().attempts(run_id);
+  REQUIRE(attempts.size() == 1);
+  CHECK(attempts[0].outcome == "running");
+  CHECK(attempts[0].started_at == 123);
+  outlive(*s, 20'000);
+  CHECK(s->agent().rescue_expired() == 1);
+  attempts = s->jobs().attempts(run_id);
+  REQUIRE(attempts.size() == 1);
+  CHECK(attempts[0].outcome == "lost");
+  CHECK(attempts[0].worker_id == a);
+  CHECK(attempts[0].started_at == 123);
+  CHECK(attempts[0].stdout_tail == "old");
+  CHECK(attempts[0].finished_at.has_value());
+  CHECK(s->jobs().get_run(run_id)->status == RunStatus::pending);
+}
+
 TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is fenced out") {
   test::TempDir dir;
   test::TestDb db(dir);
@@ -74,6 +106,7 @@ TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is
   auto run_id = submit_one(*s);
   auto first = s->agent().claim(a, {"default"}, 1, 20'000);
   REQUIRE(first.size() == 1);
+  s->agent().ship_output(a, {{run_id, 1, "partial", "warn", 7, 4}});
   outlive(*s, 20'000);
   CHECK(s->agent().rescue_expired() == 1);
   auto run = s->jobs().get_run(run_id);
@@ -96,7 +129,14 @@ TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is
   auto attempts = s->jobs().attempts(run_id);
   REQUIRE(attempts.size() == 2);
   CHECK(attempts[0].outcome == "lost");
+  CHECK(attempts[0].worker_id == a);
+  CHECK(attempts[0].started_at == first[0].claimed_at);
+  // What the lost attempt wrote, as far as its agent shipped it.
+  CHECK(attempts[0].stdout_tail == "partial");
+  CHECK(attempts[0].stderr_tail == "warn");
+  CHECK(attempts[0].stdout_bytes == 7);
   CHECK(attempts[1].outcome == "succeeded");
+  CHECK(attempts[1].worker_id == b);
   CHECK(s->jobs().get_run(run_id)->status == RunStatus::succeeded);
 }
 

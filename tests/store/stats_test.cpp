@@ -49,7 +49,8 @@ struct Fixture {
 
   void times(const std::string& run, int64_t due, int64_t started, std::optional<int64_t> finished) {
     auto& c = s->connection();
-    c.exec("UPDATE runs SET available_at = $2, started_at = $3, finished_at = $4 WHERE id = $1",
+    // A running attempt's start is on its run (migration 15).
+    c.exec("UPDATE runs SET available_at = $2, started_at = $3, attempt_started_at = $3, finished_at = $4 WHERE id = $1",
            {run, due, started, finished ? store::Value(*finished) : store::Value(nullptr)});
     c.exec("UPDATE attempts SET started_at = $2, finished_at = $3 WHERE run_id = $1",
            {run, started, finished ? store::Value(*finished) : store::Value(nullptr)});

@@ -320,7 +320,7 @@ TEST_CASE("store: the claim's statements are planned once, not at every claim") 
   // each prepared on its second use and run 19 times since.
   auto plans = s->connection().query(
       "SELECT CASE WHEN statement LIKE '%pg_try_advisory_xact_lock%' THEN 1 ELSE 0 END, generic_plans, custom_plans FROM pg_prepared_statements "
-      "WHERE statement LIKE '%pg_try_advisory_xact_lock%' OR statement LIKE '%INSERT INTO attempts%'");
+      "WHERE statement LIKE '%pg_try_advisory_xact_lock%' OR statement LIKE '%attempt_started_at = NOW_US%'");
   REQUIRE(plans.size() == 2);
   for (const auto& row : plans) {
     INFO((row.i64(0) ? "the lock statement" : "the claim"));
@@ -570,7 +570,21 @@ TEST_CASE("store: a claim opens an attempt and a completion closes it with outpu
   auto att = s->jobs().attempts(res[0].run_id);
   REQUIRE(att.size() == 1);
   CHECK(att[0].outcome == "running");
+  CHECK(att[0].worker_id == w);
   CHECK(att[0].worker_name == "worker-one");
+  CHECK(att[0].started_at == c[0].claimed_at);
+  CHECK(att[0].job_version == 1);
+  CHECK_FALSE(att[0].finished_at.has_value());
+  // The running attempt is on its run: attempts is written once, when an
+  // attempt ends, and so only ever appended to (migration 15).
+  auto& conn = s->connection();
+  CHECK(conn.query("SELECT count(*) FROM attempts").at(0).i64(0) == 0);
+  // The output shipped while it runs is the running attempt's.
+  s->agent().ship_output(w, {{res[0].run_id, 1, "so far", "", 6, 0}});
+  att = s->jobs().attempts(res[0].run_id);
+  REQUIRE(att.size() == 1);
+  CHECK(att[0].stdout_tail == "so far");
+  CHECK(att[0].stdout_bytes == 6);
 
   auto done = store::completion_of(c[0], RunStatus::failed);
   done.exit_code = 3;
@@ -583,10 +597,71 @@ TEST_CASE("store: a claim opens an attempt and a completion closes it with outpu
   CHECK(run->exit_code == 3);
   CHECK(run->lease_owner.empty());
   att = s->jobs().attempts(res[0].run_id);
+  REQUIRE(att.size() == 1);
   CHECK(att[0].outcome == "failed");
+  CHECK(att[0].worker_name == "worker-one");
+  CHECK(att[0].started_at == c[0].claimed_at);
   CHECK(att[0].stdout_tail == std::string("bin\0ary\xff", 8));
   CHECK(att[0].stderr_tail == "oops");
   CHECK(att[0].finished_at.has_value());
+  CHECK(conn.query("SELECT count(*) FROM attempts").at(0).i64(0) == 1);
+  // Nothing shipped while it ran stays on the run.
+  CHECK(conn.query("SELECT count(*) FROM runs WHERE live_stdout_tail IS NOT NULL OR live_stdout_bytes IS NOT NULL")
+            .at(0)
+            .i64(0) == 0);
+}
+
+TEST_CASE("store: an attempt running when the store is upgraded to migration 15 moves onto its run") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto w = [&] {
+    auto s = db.open();
+    return worker(*s, "worker-one");
+  }();
+  std::string run_id;
+  {
+    auto s = db.open();
+    run_id = s->jobs().submit({job("x")})[0].run_id;
+    REQUIRE(s->agent().claim(w, {"default"}, 1, 30'000'000).size() == 1);
+  }
+  // Back to schema 14, as its claim left a running attempt: the row open in
+  // attempts, with the output shipped so far, and nothing on the run.
+  {
+    auto c = db.connect();
+    c->exec("INSERT INTO attempts (run_id, attempt, worker_id, started_at, outcome, job_version, stdout_tail, "
+            "stdout_bytes) SELECT id, attempts, attempt_worker, 123, 'running', 1, $2, 4 FROM runs WHERE id = $1",
+            {run_id, store::Blob{"tail"}});
+    for (const char* column : {"attempt_worker", "attempt_started_at", "attempt_job_version", "live_stdout_tail",
+                               "live_stderr_tail", "live_stdout_bytes", "live_stderr_bytes"})
+      c->exec(fmt::format("ALTER TABLE runs DROP COLUMN {}", column));
+    c->exec("DELETE FROM schema_migrations WHERE version = 15");
+  }
+  auto s = db.open();  // migrated again
+  auto att = s->jobs().attempts(run_id);
+  REQUIRE(att.size() == 1);
+  CHECK(att[0].outcome == "running");
+  CHECK(att[0].worker_name == "worker-one");
+  CHECK(att[0].started_at == 123);
+  CHECK(att[0].stdout_tail == "tail");
+  CHECK(att[0].stdout_bytes == 4);
+  auto& c = s->connection();
+  CHECK(c.query("SELECT count(*) FROM attempts").at(0).i64(0) == 0);
+  // Its agent ends it as if nothing happened: one row, the whole attempt.
+  auto leases = s->agent().heartbeat(w, model::WorkerState::active, 30'000'000);
+  REQUIRE(leases.size() == 1);
+  store::Completion done;
+  done.run_id = run_id;
+  done.job_id = leases[0].job_id;
+  done.fence = leases[0].fence;
+  done.attempt = leases[0].attempt;
+  done.stdout_tail = "tail and end";
+  REQUIRE(s->agent().complete({done}) == std::vector<bool>{true});
+  att = s->jobs().attempts(run_id);
+  REQUIRE(att.size() == 1);
+  CHECK(att[0].outcome == "succeeded");
+  CHECK(att[0].worker_id == w);
+  CHECK(att[0].started_at == 123);
+  CHECK(att[0].stdout_tail == "tail and end");
 }
 
 TEST_CASE("store: a batch of completions closes each run's own attempt, and never rescans the batch for them") {
@@ -622,11 +697,11 @@ TEST_CASE("store: a batch of completions closes each run's own attempt, and neve
       CHECK(att[0].finished_at.has_value());
     }
   }
-  // PostgreSQL completes a batch in one statement. Its attempts are found
-  // from the runs it finished, by key: joined back to the batch instead,
-  // the plan chosen under a history of 10 million runs rescanned the whole
-  // batch for each attempt (1.2 ms of 2 for 64, scripts/bench's history
-  // figure). The runs are found by key too: read from a partial index of
+  // PostgreSQL completes a batch in one statement, which writes each
+  // finished run's attempt. When it closed the attempts in place, joined
+  // back to the batch, the plan chosen under a history of 10 million runs
+  // rescanned the whole batch for each attempt (1.2 ms of 2 for 64,
+  // scripts/bench's history figure). The runs are found by key: read from a partial index of
   // running runs instead, which statistics that see none running estimate
   // at one row, the same plan rescanned the batch for each running run.
   // So the test gives the store such statistics (20,000 finished runs,
@@ -641,8 +716,8 @@ TEST_CASE("store: a batch of completions closes each run's own attempt, and neve
          {finished});
   c.exec("ANALYZE runs");
   std::string nulls = "NULL";
-  for (int i = 1; i < 15; ++i) nulls += ", NULL";
-  const std::string plan = test::prepared_plan(c, "%UPDATE attempts a SET%", nulls);
+  for (int i = 1; i < 14; ++i) nulls += ", NULL";
+  const std::string plan = test::prepared_plan(c, "%), closed AS (%", nulls);
   CAPTURE(plan);
   CHECK(test::occurrences(plan, "CTE Scan on done") == 1);
   CHECK(plan.find("Index Scan using runs_pkey on runs r\n") != std::string::npos);
