@@ -458,8 +458,9 @@ TEST_CASE("store: what a claim reads does not grow with the runs due") {
   // than another tenant's best. On SQLite that walk sought every priority
   // and rejected the runs of the worse ones one by one: with a backlog of a
   // million due runs, 2.4 ms a claimed run (scripts/bench, the backlog
-  // figure). Counted as in the test above, a claim of 64 with 500 runs
-  // due, then with 8,000 more.
+  // figure); with one tenant, the priorities better than its own best.
+  // Counted as in the test above, a claim of 64 with some 400 runs due,
+  // then with 8,000 more.
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
