@@ -86,8 +86,8 @@ WITH input AS (
          LEASE_ENDED, exit_code = d.exit_code,
          error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND COALESCE(r.status, '') = 'running'
-  RETURNING r.id, r.queue, r.group_key, r.error, ATTEMPT_OPENED, d.status, d.outcome, d.exit_code, d.signal, d.error AS given_error, d.out_tail, d.err_tail,
-            d.http_status, d.timings, d.out_bytes, d.err_bytes
+  RETURNING r.id, r.queue, r.group_key, r.error, ATTEMPT_OPENED, d.status, d.outcome, d.exit_code, d.signal,
+            d.error AS given_error, d.out_tail, d.err_tail, d.http_status, d.timings, d.out_bytes, d.err_bytes
 ), closed AS (
   -- Each finished run's attempt, written whole now that it has ended.
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, finished_at, outcome, exit_code, signal, error,
