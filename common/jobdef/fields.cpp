@@ -498,7 +498,7 @@ std::string line_terms(std::string_view text) {
 }
 
 model::JobSpec finish_draft(Draft d) {
-  auto& s = d.spec;
+  auto& s = d.spec;  // returned by move: d is this call's own
   const bool flags = d.source == Source::flag;
   if (!d.webhook.is_null()) {
     if (d.has_command)
@@ -529,7 +529,7 @@ model::JobSpec finish_draft(Draft d) {
     cron::validate_schedule(d.schedule, s.name);
     s.schedule = std::move(d.schedule);
     model::validate(s);
-    return s;
+    return std::move(s);
   }
   if (!d.tz.empty() && d.at.empty()) {
     if (flags)
@@ -540,7 +540,7 @@ model::JobSpec finish_draft(Draft d) {
     throw flags ? usage_error("--in cannot be combined with --at") : key_error("in", "cannot be combined with 'at'");
   if (!d.at.empty()) s.run_at_us = util::parse_at(d.at, d.tz, flags ? "--at" : "at");
   model::validate(s);
-  return s;
+  return std::move(s);
 }
 
 }  // namespace
