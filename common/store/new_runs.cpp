@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/store/internal.hpp"
 #include "common/util/error.hpp"
 
 namespace jobctl::store {
@@ -62,14 +63,17 @@ int64_t insert_runs(Connection& c, size_t count, const std::function<NewRun(size
   // longer over the runs of a plain batch (INSERT of 100,000 runs, three
   // rounds each: 1.09 s without, 1.39 s with; PostgreSQL 15).
   const bool may_repeat = occurrences == Occurrences::may_repeat;
-  const std::string sql = fmt::format(
-      "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
-      "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, "
-      "u.priority, u.status, COALESCE(u.at, {now} + u.delay), {now}, u.occ, u.ver, u.origin, u.error, "
-      "CASE WHEN u.status = 'skipped' THEN {now} END, u.tenant, u.group_key, u.group_max, u.pinned FROM {rows} "
-      "WHERE true{conflict}",
-      fmt::arg("now", kNowOnce), fmt::arg("rows", c.batch(kColumns, 1, "u")),
-      fmt::arg("conflict", may_repeat ? " ON CONFLICT DO NOTHING" : ""));
+  auto make = [&c](const char* conflict) {
+    return fmt::format(
+        "INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, occurrence, job_version, "
+        "origin, error, finished_at, tenant, group_key, group_max, pinned_to) SELECT u.id, u.job_id, u.queue, "
+        "u.priority, u.status, COALESCE(u.at, {now} + u.delay), {now}, u.occ, u.ver, u.origin, u.error, "
+        "CASE WHEN u.status = 'skipped' THEN {now} END, u.tenant, u.group_key, u.group_max, u.pinned FROM {rows} "
+        "WHERE true{conflict}",
+        fmt::arg("now", kNowOnce), fmt::arg("rows", c.batch(kColumns, 1, "u")), fmt::arg("conflict", conflict));
+  };
+  const std::string& sql = may_repeat ? made_once(c, [&] { return make(" ON CONFLICT DO NOTHING"); })
+                                      : made_once(c, [&] { return make(""); });
   return c.exec_batch(
       sql, {}, kColumns, count,
       [&](size_t i, std::span<Value> out) {

@@ -85,35 +85,39 @@ std::string translate(std::string_view sql, int64_t offset_us) {
 // How many rows one batch statement binds: memory stays bounded.
 constexpr size_t kBatchRows = 5000;
 
-// A batch column as one array parameter in PostgreSQL's binary form
-// (array_send's): the server reads each item as it stands, where the text
-// form had it parse the whole array first (array_in was 17 % of the
-// server's time in a submit --file of 100,000 jobs).
+// A batch column's items in one part, as one array parameter in
+// PostgreSQL's binary form (array_send's): the server reads each item as it
+// stands, where the text form had it parse the whole array first (array_in
+// was 17 % of the server's time in a submit --file of 100,000 jobs). While
+// every item is the same value, none is written: such a column goes as
+// that one value instead (see batch()).
 class BinaryArray {
  public:
   explicit BinaryArray(ColumnType type) : type_(type), bytes_(kHeader, '\0') {}
 
   void add(const Value& v) {
-    ++count_;
-    if (std::holds_alternative<std::nullptr_t>(v)) {
-      ++nulls_;
-      append(-1, 4);
-    } else if (type_ == ColumnType::integer) {
-      append(8, 4);
-      append(std::get<int64_t>(v), 8);
-    } else {
-      const auto& text = std::get<std::string>(v);
-      append(static_cast<int64_t>(text.size()), 4);
-      bytes_ += text;
+    if (!varied_) {
+      if (count_ == 0) first_ = v;
+      if (count_ == 0 || same(v, first_)) {
+        ++count_;
+        return;
+      }
+      varied_ = true;
+      for (int32_t i = 0; i < count_; ++i) write(first_);
     }
+    ++count_;
+    write(v);
   }
 
-  // Every item is NULL.
-  bool all_null() const { return nulls_ == count_; }
+  // Every item is the same value (NULL too): value().
+  bool one_value() const { return !varied_; }
+  const Value& value() const { return first_; }
 
   // The parameter: the header (one dimension of count_ items, counted
   // from 1) written into the room left for it ahead of the items.
   Blob finish() && {
+    if (!varied_)
+      for (int32_t i = 0; i < count_; ++i) write(first_);
     size_t at = 0;
     for (int64_t word : {int64_t{1}, int64_t{nulls_ > 0}, int64_t{type_ == ColumnType::integer ? kInt8Oid : kTextOid},
                          int64_t{count_}, int64_t{1}}) {
@@ -127,6 +131,13 @@ class BinaryArray {
   static constexpr size_t kHeader = 5 * 4;
   static constexpr Oid kTextOid = 25, kInt8Oid = 20;
 
+  // A batch's cells are NULL, integers or text.
+  static bool same(const Value& a, const Value& b) {
+    if (a.index() != b.index()) return false;
+    if (const auto* n = std::get_if<int64_t>(&a)) return *n == std::get<int64_t>(b);
+    if (const auto* t = std::get_if<std::string>(&a)) return *t == std::get<std::string>(b);
+    return std::holds_alternative<std::nullptr_t>(a);
+  }
   static void write_big_endian(int64_t n, int size, char* out) {
     const auto bits = static_cast<uint64_t>(n);
     for (int i = 0; i < size; ++i) out[i] = static_cast<char>((bits >> ((size - 1 - i) * 8)) & 0xff);
@@ -135,9 +146,24 @@ class BinaryArray {
     bytes_.resize(bytes_.size() + static_cast<size_t>(size));
     write_big_endian(n, size, bytes_.data() + bytes_.size() - static_cast<size_t>(size));
   }
+  void write(const Value& v) {
+    if (std::holds_alternative<std::nullptr_t>(v)) {
+      ++nulls_;
+      append(-1, 4);
+    } else if (type_ == ColumnType::integer) {
+      append(8, 4);
+      append(std::get<int64_t>(v), 8);
+    } else {
+      const auto& text = std::get<std::string>(v);
+      append(static_cast<int64_t>(text.size()), 4);
+      bytes_ += text;
+    }
+  }
 
   ColumnType type_;
   std::string bytes_;
+  Value first_;
+  bool varied_ = false;
   int32_t count_ = 0, nulls_ = 0;
 };
 
@@ -334,13 +360,25 @@ class PostgresConnection final : public Connection {
   // select list: PostgreSQL zips them row by row as the statement reads
   // them. unnest(a, b, …) in FROM stored every row in a tuplestore first
   // (a fifth of the server's time in a submit --file of 100,000 jobs).
+  //
+  // Then, one parameter per column again: its value, when the column has
+  // that one value in every row of the statement. Its array is then NULL:
+  // unnest() of it returns no rows, PostgreSQL pads a select list's
+  // shorter set-returning functions with NULL at no cost per row, and
+  // COALESCE takes the value. A column that varies has its value NULL.
+  // (Most of a batch's columns are the same in every row: a plain job has
+  // 40, of which only its id varies in a submit --file.) The text of the
+  // statement is the same either way, so it is prepared once.
   std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const override {
-    std::string cells;
-    for (size_t i = 0; i < columns.size(); ++i) {
-      const char* type = columns[i].type == ColumnType::integer ? "int8" : "text";
-      cells += fmt::format("{}unnest(${}::{}[]) AS {}", i ? ", " : "", n + static_cast<int>(i), type, columns[i].name);
+    const int count = static_cast<int>(columns.size());
+    std::string arrays, cells;
+    for (int i = 0; i < count; ++i) {
+      const auto& c = columns[static_cast<size_t>(i)];
+      const char* type = c.type == ColumnType::integer ? "int8" : "text";
+      arrays += fmt::format("{}unnest(${}::{}[]) AS {}", i ? ", " : "", n + i, type, c.name);
+      cells += fmt::format("{}COALESCE(b.{}, ${}::{}) AS {}", i ? ", " : "", c.name, n + count + i, type, c.name);
     }
-    return fmt::format("(SELECT {}) AS {}", cells, alias);
+    return fmt::format("(SELECT {} FROM (SELECT {}) AS b) AS {}", cells, arrays, alias);
   }
 
   // A statement per kBatchRows rows, each column bound as one array. The
@@ -358,17 +396,21 @@ class PostgresConnection final : public Connection {
         fill(r, cells);
         for (size_t c = 0; c < columns.size(); ++c) arrays[c].add(cells[c]);
       }
-      // A column NULL in every row goes as a NULL array: its unnest()
-      // returns no rows, and PostgreSQL pads a select list's shorter
-      // set-returning functions with NULL, at no cost per row (most of a
-      // plain job's 40 columns: a submit --file of 100,000 jobs took 8 %
-      // less time). The first column always goes whole: there are as many
-      // rows as the longest has items.
-      Params p = params;
+      // The arrays, then the values (see batch()). A column with one
+      // value in every row goes as a NULL array and that value. The first
+      // column always goes whole: there are as many rows as the longest
+      // array has items.
+      Params p = params, values;
       for (size_t c = 0; c < arrays.size(); ++c) {
-        if (c > 0 && arrays[c].all_null()) p.emplace_back(nullptr);
-        else p.emplace_back(std::move(arrays[c]).finish());
+        if (c > 0 && arrays[c].one_value()) {
+          p.emplace_back(nullptr);
+          values.push_back(arrays[c].value());
+        } else {
+          p.emplace_back(std::move(arrays[c]).finish());
+          values.emplace_back(nullptr);
+        }
       }
+      p.insert(p.end(), std::make_move_iterator(values.begin()), std::make_move_iterator(values.end()));
       return p;
     };
     if (rows == 0) return 0;

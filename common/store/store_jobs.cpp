@@ -78,12 +78,13 @@ NewRun first_run(const NewRow& row, const std::string& run_id) {
 // The jobs, in batches (Connection::exec_batch), and their first runs:
 // sent with the transaction's next statement (its COMMIT, for a submit).
 void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const std::string& actor) {
-  const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition, Writer::made});
-  std::string names;
-  for (const auto& col : columns) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
-  const std::string sql =
-      fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, {2}, {2} FROM {1}",
-                  names, c.batch(columns, 2, "u"), kNowOnce);
+  static const auto columns = batch_columns(kJobs, {Writer::key, Writer::definition, Writer::made});
+  const std::string& sql = made_once(c, [&] {
+    std::string names;
+    for (const auto& col : columns) names += fmt::format("{}{}", names.empty() ? "" : ", ", col.name);
+    return fmt::format("INSERT INTO jobs ({0}, created_by, created_at, updated_at) SELECT {0}, $1, {2}, {2} FROM {1}",
+                       names, c.batch(columns, 2, "u"), kNowOnce);
+  });
   c.exec_batch(
       sql, {actor}, columns, rows.size(), [&](size_t i, std::span<Value> out) { write_job_cells(rows[i], out); },
       Connection::Send::with_next);

@@ -274,17 +274,17 @@ TEST_CASE("transaction: a batch sent with the next statement is seen by it, and 
   CHECK(f.tenant("y1"));
 }
 
-TEST_CASE("transaction: a batch writes every value as given, NULLs and columns NULL in every row too") {
+TEST_CASE("transaction: a batch writes every value as given, NULLs and columns with one value in every row too") {
   // PostgreSQL binds each column as one array in the binary form, and a
-  // column NULL in every row of a part as a NULL array; the rows come
-  // back as they were made, over several parts.
+  // column with one value in every row of a part (NULL too) as a NULL
+  // array and that value; the rows come back as they were made, over
+  // several parts.
   Fixture f;
-  f.c.exec("CREATE TEMP TABLE probe (k BIGINT, t TEXT, n BIGINT, z TEXT, y BIGINT)");
-  const std::vector<store::BatchColumn> columns{{"k", store::ColumnType::integer},
-                                                {"t", store::ColumnType::text},
-                                                {"n", store::ColumnType::integer},
-                                                {"z", store::ColumnType::text},
-                                                {"y", store::ColumnType::integer}};
+  f.c.exec("CREATE TEMP TABLE probe (k BIGINT, t TEXT, n BIGINT, z TEXT, y BIGINT, c TEXT, e TEXT, m BIGINT, w BIGINT)");
+  const std::vector<store::BatchColumn> columns{
+      {"k", store::ColumnType::integer}, {"t", store::ColumnType::text},    {"n", store::ColumnType::integer},
+      {"z", store::ColumnType::text},    {"y", store::ColumnType::integer}, {"c", store::ColumnType::text},
+      {"e", store::ColumnType::text},    {"m", store::ColumnType::integer}, {"w", store::ColumnType::integer}};
   const std::vector<std::string> texts{"",          "plain",      "quote\" back\\slash", "comma, {brace}",
                                        "NULL",      "ünïcødé ✓", "  spaces  ",          "two\nlines"};
   const std::vector<int64_t> numbers{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1, 0};
@@ -298,17 +298,27 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns N
     if (i % 3 == 0) return numbers[i % numbers.size()];
     return static_cast<int64_t>(i) * 1000003;
   };
-  // y: NULL in every row of the first part only.
+  // y: NULL in every row of the first part only. c: one text in every row;
+  // e: the empty text in every row (not NULL). m: INT64_MIN in every row of
+  // the first part, then varying; w: one value per part, another in each.
   auto y_of = [](size_t i) -> store::Value { return i < 6000 ? store::Value(nullptr) : static_cast<int64_t>(i); };
-  f.c.exec_batch("INSERT INTO probe (k, t, n, z, y) SELECT u.k, u.t, u.n, u.z, u.y FROM " + f.c.batch(columns, 1, "u"), {},
-                 columns, kRows, [&](size_t i, std::span<store::Value> cells) {
+  const std::string same = "the same \"text\", ✓";
+  auto m_of = [](size_t i) -> int64_t { return i < 5000 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(i % 3); };
+  auto w_of = [](size_t i) -> int64_t { return static_cast<int64_t>(i / 5000) * 11 + 7; };
+  f.c.exec_batch("INSERT INTO probe (k, t, n, z, y, c, e, m, w) SELECT u.k, u.t, u.n, u.z, u.y, u.c, u.e, u.m, u.w FROM " +
+                     f.c.batch(columns, 1, "u"),
+                 {}, columns, kRows, [&](size_t i, std::span<store::Value> cells) {
                    cells[0] = static_cast<int64_t>(i);
                    cells[1] = text_of(i);
                    cells[2] = number_of(i);
                    cells[3] = nullptr;
                    cells[4] = y_of(i);
+                   cells[5] = same;
+                   cells[6] = std::string();
+                   cells[7] = m_of(i);
+                   cells[8] = w_of(i);
                  });
-  auto rows = f.c.query("SELECT k, t, n, z, y FROM probe ORDER BY k");
+  auto rows = f.c.query("SELECT k, t, n, z, y, c, e, m, w FROM probe ORDER BY k");
   REQUIRE(rows.size() == kRows);
   size_t wrong = 0;
   for (size_t i = 0; i < kRows; ++i) {
@@ -318,8 +328,26 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns N
         r.i64(0) == static_cast<int64_t>(i) &&
         (std::holds_alternative<std::nullptr_t>(t) ? r.is_null(1) : !r.is_null(1) && r.text(1) == std::get<std::string>(t)) &&
         (std::holds_alternative<std::nullptr_t>(n) ? r.is_null(2) : r.opt_i64(2) == std::get<int64_t>(n)) && r.is_null(3) &&
-        (std::holds_alternative<std::nullptr_t>(y) ? r.is_null(4) : r.opt_i64(4) == std::get<int64_t>(y));
+        (std::holds_alternative<std::nullptr_t>(y) ? r.is_null(4) : r.opt_i64(4) == std::get<int64_t>(y)) &&
+        !r.is_null(5) && r.text(5) == same && !r.is_null(6) && r.text(6).empty() && r.opt_i64(7) == m_of(i) &&
+        r.opt_i64(8) == w_of(i);
     if (!right && wrong++ < 3) MESSAGE("row " << i << " came back wrong: '" << r.text(1) << "' " << r.text(2));
   }
   CHECK(wrong == 0);
+
+  // One row, and rows alike in every column, the first too: each is written.
+  f.c.exec("CREATE TEMP TABLE alike (k BIGINT, t TEXT)");
+  const std::vector<store::BatchColumn> two{{"k", store::ColumnType::integer}, {"t", store::ColumnType::text}};
+  for (size_t n : {size_t{1}, size_t{3}})
+    f.c.exec_batch("INSERT INTO alike (k, t) SELECT u.k, u.t FROM " + f.c.batch(two, 1, "u"), {}, two, n,
+                   [&](size_t, std::span<store::Value> cells) {
+                     cells[0] = int64_t{42};
+                     cells[1] = std::string("x");
+                   });
+  auto alike = f.c.query("SELECT count(*), min(k), max(k), min(t), max(t) FROM alike");
+  CHECK(alike.at(0).i64(0) == 4);
+  CHECK(alike.at(0).i64(1) == 42);
+  CHECK(alike.at(0).i64(2) == 42);
+  CHECK(alike.at(0).text(3) == "x");
+  CHECK(alike.at(0).text(4) == "x");
 }
