@@ -47,6 +47,13 @@ void check_sizes(const JobSpec& s) {
   for (const auto& url : s.notify.urls) check_size(url.size(), kMaxUrlBytes, "a --notify URL", "give a shorter URL");
 }
 
+// A NUL byte cannot be passed to a process, nor kept in a text column:
+// PostgreSQL refuses it, and a text parameter ends at it.
+void refuse_nul(std::string_view value, std::string_view label) {
+  if (value.find('\0') != std::string_view::npos)
+    throw usage_error(fmt::format("{} holds a NUL byte", label), "remove the \\u0000 from it");
+}
+
 }  // namespace
 
 
@@ -69,6 +76,10 @@ void validate_user_name(const std::string& user, std::string_view label) {
 
 void validate(const JobSpec& s) {
   check_sizes(s);
+  refuse_nul(s.name, "--name");
+  refuse_nul(s.cwd, "--cwd");
+  refuse_nul(s.idempotency_key, "--idempotency-key");
+  for (const auto& arg : s.command.argv) refuse_nul(arg, "the command");
   validate_user_name(s.user, "--user");
   if (s.command.webhook) {
     validate(*s.command.webhook);

@@ -22,7 +22,9 @@ struct ClaimedRun;
 // A statement's text, made by make() once per dialect and kept: for a
 // long one sent again and again (a batch's INSERT, which jobctl serve's
 // group commit sends once a group: made anew each time, the text of its
-// batches was 2 % of serve's CPU). Each call site keeps its own.
+// batches was 2 % of serve's CPU). Each call site keeps its own text per
+// dialect (its own lambda, its own instance), so make() must depend on the
+// dialect and nothing else.
 template <class Make>
 const std::string& made_once(const Connection& c, Make make) {
   if (c.dialect() == Dialect::postgres) {

@@ -1,7 +1,7 @@
 // PostgreSQL driver for store::Connection over libpq: statements prepared
 // once per connection (named s1, s2, …), parameters sent as text except
-// blobs (binary bytea) and a batch's columns (binary arrays), results read
-// as text with bytea decoded to bytes.
+// blobs (binary bytea) and a batch's columns (binary arrays, or one value
+// each; see batch()), results read as text with bytea decoded to bytes.
 // A connection that broke is opened again before the next statement, so a
 // long-lived agent survives a database restart.
 //
@@ -96,6 +96,11 @@ class BinaryArray {
   explicit BinaryArray(ColumnType type) : type_(type), bytes_(kHeader, '\0') {}
 
   void add(const Value& v) {
+    // A cell of the column's type or NULL, whether or not the column varies.
+    const bool fits = std::holds_alternative<std::nullptr_t>(v) ||
+                      (type_ == ColumnType::integer ? std::holds_alternative<int64_t>(v)
+                                                    : std::holds_alternative<std::string>(v));
+    if (!fits) throw Error(ExitCode::internal, "a batch cell is not of its column's type");
     if (!varied_) {
       if (count_ == 0) first_ = v;
       if (count_ == 0 || same(v, first_)) {
@@ -381,7 +386,8 @@ class PostgresConnection final : public Connection {
     return fmt::format("(SELECT {} FROM (SELECT {}) AS b) AS {}", cells, arrays, alias);
   }
 
-  // A statement per kBatchRows rows, each column bound as one array. The
+  // A statement per kBatchRows rows, each column bound as one array or as
+  // its one value (see batch()). The
   // server inserts one while this process encodes the next: each is sent
   // before the next is made, and awaited after (one in flight at most, so
   // memory stays bounded).
@@ -627,6 +633,14 @@ class PostgresConnection final : public Connection {
       if (auto* n = std::get_if<int64_t>(&v)) {
         text[i] = std::to_string(*n);
       } else if (auto* s = std::get_if<std::string>(&v)) {
+        // libpq reads a text parameter up to its first NUL: refused rather
+        // than cut short (job input refuses NUL bytes before they get
+        // here). The session goes, with whatever of a pipeline went out.
+        if (s->find('\0') != std::string::npos) {
+          drop();
+          throw Error(ExitCode::internal, fmt::format("parameter ${} of a statement holds a NUL byte (in: {})", i + 1,
+                                                      statement_summary(sql)));
+        }
         values[i] = s->c_str();
         lengths[i] = static_cast<int>(s->size());
         continue;

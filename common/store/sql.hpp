@@ -150,7 +150,8 @@ class Connection {
   virtual std::string in_list(std::string_view column, int n) const = 0;
   // A batch of rows read as the table `alias` with `columns`: the FROM
   // item of an INSERT … SELECT or UPDATE … FROM run by exec_batch, whose
-  // parameters $1…$n-1 come before the batch's.
+  // parameters $1…$n-1 come before the batch's, and none after them (the
+  // batch takes one per column on SQLite, two on PostgreSQL).
   virtual std::string batch(std::span<const BatchColumn> columns, int n, std::string_view alias) const = 0;
   // Runs `sql` (with batch(columns, params.size() + 1, …) in it) over
   // `rows` rows that `fill` makes, as one statement would: one reading of

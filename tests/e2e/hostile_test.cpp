@@ -371,6 +371,12 @@ void batch_lines(Cases& cases) {
       R"({"command": "true", "max_concurrent": 0})",
       R"({"command": "true", "queue": ""})",
       R"({"command": "true", "payload": )" + std::string(64, '[') + std::string(64, ']') + "}",
+      // A NUL byte, which no text column keeps whole (PostgreSQL cut a
+      // name short at it) and no process can take as an argument.
+      R"({"command": "true", "name": "a\u0000b"})",
+      R"({"command": "true", "cwd": "/tmp\u0000x"})",
+      R"({"command": "true", "idempotency_key": "k\u0000"})",
+      R"({"command": ["echo", "a\u0000b"]})",
   };
   for (const auto& line : lines)
     add(cases, {"submit", "--file", "-"}, 2, "line 2").with_stdin("{\"command\": \"true\"}\n" + line + "\n");

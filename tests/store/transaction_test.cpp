@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <functional>
 #include <limits>
 #include <string>
 #include <variant>
@@ -135,6 +136,44 @@ TEST_CASE("transaction: a batch that fails in a later part writes none of it, an
   // The same connection writes a whole batch next.
   f.c.exec_batch(sql, {}, columns, kRows, [](size_t i, std::span<store::Value> cells) { cells[0] = "c" + std::to_string(i); });
   CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'c%'").at(0).i64(0) == static_cast<int64_t>(kRows));
+}
+
+TEST_CASE("transaction: PostgreSQL refuses a text parameter holding a NUL byte, never cutting it short") {
+  // libpq reads a text parameter up to its first NUL. A batch column with
+  // one value in every row goes as such a parameter: a job's name "a\0b"
+  // was stored as "a". Job input refuses NUL bytes; this is the driver's
+  // own guard, and nothing of the transaction is written.
+  Fixture f;
+  if (f.c.dialect() != store::Dialect::postgres) return;  // SQLite keeps the bytes as given
+  const std::string nul("a\0b", 3);
+  const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
+  auto code_of = [](const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ExitCode::ok;
+  };
+  SUBCASE("a statement's parameter") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    CHECK(code_of([&] { f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {nul}); }) == ExitCode::internal);
+  }
+  SUBCASE("a batch column with that one value in every row") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    CHECK(code_of([&] {
+            f.c.exec_batch("INSERT INTO tenants (name) SELECT u.name FROM " + f.c.batch(columns, 1, "u") +
+                               " WHERE u.name IS NOT NULL",
+                           {}, columns, 3, [&](size_t, std::span<store::Value> cells) { cells[0] = nul; });
+          }) == ExitCode::internal);
+  }
+  CHECK_FALSE(f.tenant("before"));
+  CHECK_FALSE(f.tenant("a"));
+  // The connection goes on.
+  f.c.exec("INSERT INTO tenants (name) VALUES ('after')");
+  CHECK(f.tenant("after"));
 }
 
 TEST_CASE("transaction: a new PostgreSQL session's settings go out with its first statement, whichever it is") {
