@@ -110,15 +110,15 @@ void validate(const JobSpec& s) {
   for (const auto& [k, v] : s.env) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
       throw usage_error(fmt::format("invalid environment variable name '{}'", k), "write it as NAME=VALUE");
-    if (v.find('\0') != std::string::npos)
-      throw usage_error(fmt::format("environment variable '{}' contains a NUL byte", k));
+    refuse_nul(v, fmt::format("environment variable '{}'", k));
   }
   if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
   if (s.max_concurrent && (*s.max_concurrent < 1 || *s.max_concurrent > kMaxConcurrentLimit))
     throw usage_error(fmt::format("--max-concurrent must be 1 to {}, not {}", kMaxConcurrentLimit, *s.max_concurrent),
                       "leave it out for no limit");
-  if (s.concurrency_key.size() > 200 || s.concurrency_key.find('\0') != std::string::npos)
-    throw usage_error("the concurrency key is longer than 200 characters or holds a NUL byte");
+  if (s.concurrency_key.size() > 200)
+    throw usage_error("the concurrency key is longer than 200 characters", "give a shorter --concurrency-key");
+  refuse_nul(s.concurrency_key, "--concurrency-key");
   if (s.tenant.size() > 64)
     throw usage_error(fmt::format("invalid tenant '{}'", s.tenant), "use at most 64 characters of A-Z a-z 0-9 _ - .");
   for (char ch : s.tenant)

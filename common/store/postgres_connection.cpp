@@ -103,7 +103,7 @@ class BinaryArray {
     if (!fits) throw Error(ExitCode::internal, "a batch cell is not of its column's type");
     if (!varied_) {
       if (count_ == 0) first_ = v;
-      if (count_ == 0 || same(v, first_)) {
+      if (count_ == 0 || v == first_) {
         ++count_;
         return;
       }
@@ -136,13 +136,6 @@ class BinaryArray {
   static constexpr size_t kHeader = 5 * 4;
   static constexpr Oid kTextOid = 25, kInt8Oid = 20;
 
-  // A batch's cells are NULL, integers or text.
-  static bool same(const Value& a, const Value& b) {
-    if (a.index() != b.index()) return false;
-    if (const auto* n = std::get_if<int64_t>(&a)) return *n == std::get<int64_t>(b);
-    if (const auto* t = std::get_if<std::string>(&a)) return *t == std::get<std::string>(b);
-    return std::holds_alternative<std::nullptr_t>(a);
-  }
   static void write_big_endian(int64_t n, int size, char* out) {
     const auto bits = static_cast<uint64_t>(n);
     for (int i = 0; i < size; ++i) out[i] = static_cast<char>((bits >> ((size - 1 - i) * 8)) & 0xff);
@@ -407,6 +400,8 @@ class PostgresConnection final : public Connection {
       // column always goes whole: there are as many rows as the longest
       // array has items.
       Params p = params, values;
+      p.reserve(params.size() + 2 * arrays.size());
+      values.reserve(arrays.size());
       for (size_t c = 0; c < arrays.size(); ++c) {
         if (c > 0 && arrays[c].one_value()) {
           p.emplace_back(nullptr);

@@ -41,6 +41,7 @@ enum class Dialect { sqlite, postgres };
 // Raw bytes, bound as BLOB / bytea (everything else is bound as text).
 struct Blob {
   std::string bytes;
+  friend bool operator==(const Blob&, const Blob&) = default;
 };
 
 using Value = std::variant<std::nullptr_t, int64_t, std::string, Blob>;
