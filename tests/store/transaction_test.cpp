@@ -311,6 +311,21 @@ TEST_CASE("transaction: a batch sent with the next statement is seen by it, and 
   // Outside a transaction it runs at once, and the connection goes on.
   CHECK(f.c.exec_batch(sql, {}, columns, 1, names({"y1"}), Send::with_next) == 1);
   CHECK(f.tenant("y1"));
+
+  // A column with one value in every row goes as that value when it waits
+  // for the next statement too.
+  const std::vector<store::BatchColumn> two{{"name", store::ColumnType::text}, {"served_at", store::ColumnType::integer}};
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec_batch("INSERT INTO tenants (name, served_at) SELECT u.name, u.served_at FROM " + f.c.batch(two, 1, "u"), {},
+                   two, 3, [](size_t i, std::span<store::Value> cells) {
+                     cells[0] = "z" + std::to_string(i);
+                     cells[1] = int64_t{424242};
+                   },
+                   Send::with_next);
+    tx.commit();
+  }
+  CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'z%' AND served_at = 424242").at(0).i64(0) == 3);
 }
 
 TEST_CASE("transaction: a batch writes every value as given, NULLs and columns with one value in every row too") {
@@ -319,11 +334,14 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns w
   // array and that value; the rows come back as they were made, over
   // several parts.
   Fixture f;
-  f.c.exec("CREATE TEMP TABLE probe (k BIGINT, t TEXT, n BIGINT, z TEXT, y BIGINT, c TEXT, e TEXT, m BIGINT, w BIGINT)");
+  f.c.exec(
+      "CREATE TEMP TABLE probe (k BIGINT, t TEXT, n BIGINT, z TEXT, y BIGINT, c TEXT, e TEXT, m BIGINT, w BIGINT, s BIGINT, "
+      "v TEXT)");
   const std::vector<store::BatchColumn> columns{
       {"k", store::ColumnType::integer}, {"t", store::ColumnType::text},    {"n", store::ColumnType::integer},
       {"z", store::ColumnType::text},    {"y", store::ColumnType::integer}, {"c", store::ColumnType::text},
-      {"e", store::ColumnType::text},    {"m", store::ColumnType::integer}, {"w", store::ColumnType::integer}};
+      {"e", store::ColumnType::text},    {"m", store::ColumnType::integer}, {"w", store::ColumnType::integer},
+      {"s", store::ColumnType::integer}, {"v", store::ColumnType::text}};
   const std::vector<std::string> texts{"",          "plain",      "quote\" back\\slash", "comma, {brace}",
                                        "NULL",      "ünïcødé ✓", "  spaces  ",          "two\nlines"};
   const std::vector<int64_t> numbers{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1, 0};
@@ -340,11 +358,17 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns w
   // y: NULL in every row of the first part only. c: one text in every row;
   // e: the empty text in every row (not NULL). m: INT64_MIN in every row of
   // the first part, then varying; w: one value per part, another in each.
+  // s: NULL in some rows (the first of each part among them) and one number
+  // in all the others; v: one text in every row but the last of each part,
+  // which is NULL. Neither is one value: each goes as its array.
   auto y_of = [](size_t i) -> store::Value { return i < 6000 ? store::Value(nullptr) : static_cast<int64_t>(i); };
   const std::string same = "the same \"text\", ✓";
   auto m_of = [](size_t i) -> int64_t { return i < 5000 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(i % 3); };
   auto w_of = [](size_t i) -> int64_t { return static_cast<int64_t>(i / 5000) * 11 + 7; };
-  f.c.exec_batch("INSERT INTO probe (k, t, n, z, y, c, e, m, w) SELECT u.k, u.t, u.n, u.z, u.y, u.c, u.e, u.m, u.w FROM " +
+  auto s_of = [](size_t i) -> store::Value { return i % 4 == 0 ? store::Value(nullptr) : int64_t{99}; };
+  auto v_of = [](size_t i) -> store::Value { return i % 5000 == 4999 ? store::Value(nullptr) : std::string("v"); };
+  f.c.exec_batch("INSERT INTO probe (k, t, n, z, y, c, e, m, w, s, v) "
+                 "SELECT u.k, u.t, u.n, u.z, u.y, u.c, u.e, u.m, u.w, u.s, u.v FROM " +
                      f.c.batch(columns, 1, "u"),
                  {}, columns, kRows, [&](size_t i, std::span<store::Value> cells) {
                    cells[0] = static_cast<int64_t>(i);
@@ -356,20 +380,24 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns w
                    cells[6] = std::string();
                    cells[7] = m_of(i);
                    cells[8] = w_of(i);
+                   cells[9] = s_of(i);
+                   cells[10] = v_of(i);
                  });
-  auto rows = f.c.query("SELECT k, t, n, z, y, c, e, m, w FROM probe ORDER BY k");
+  auto rows = f.c.query("SELECT k, t, n, z, y, c, e, m, w, s, v FROM probe ORDER BY k");
   REQUIRE(rows.size() == kRows);
   size_t wrong = 0;
   for (size_t i = 0; i < kRows; ++i) {
     const auto& r = rows[i];
-    const auto t = text_of(i), n = number_of(i), y = y_of(i);
+    const auto t = text_of(i), n = number_of(i), y = y_of(i), sv = s_of(i), vv = v_of(i);
     const bool right =
         r.i64(0) == static_cast<int64_t>(i) &&
         (std::holds_alternative<std::nullptr_t>(t) ? r.is_null(1) : !r.is_null(1) && r.text(1) == std::get<std::string>(t)) &&
         (std::holds_alternative<std::nullptr_t>(n) ? r.is_null(2) : r.opt_i64(2) == std::get<int64_t>(n)) && r.is_null(3) &&
         (std::holds_alternative<std::nullptr_t>(y) ? r.is_null(4) : r.opt_i64(4) == std::get<int64_t>(y)) &&
         !r.is_null(5) && r.text(5) == same && !r.is_null(6) && r.text(6).empty() && r.opt_i64(7) == m_of(i) &&
-        r.opt_i64(8) == w_of(i);
+        r.opt_i64(8) == w_of(i) &&
+        (std::holds_alternative<std::nullptr_t>(sv) ? r.is_null(9) : r.opt_i64(9) == std::get<int64_t>(sv)) &&
+        (std::holds_alternative<std::nullptr_t>(vv) ? r.is_null(10) : !r.is_null(10) && r.text(10) == "v");
     if (!right && wrong++ < 3) MESSAGE("row " << i << " came back wrong: '" << r.text(1) << "' " << r.text(2));
   }
   CHECK(wrong == 0);
