@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -242,6 +243,48 @@ TEST_CASE("cli: batch submit writes every line or none") {
   CHECK(blank.code == 2);
   CHECK(blank.err.find("holds no jobs") != std::string::npos);
   CHECK(job_count(db, dir) == 3);
+}
+
+TEST_CASE("cli: a batch read on several threads keeps its lines' order and reports its first bad line") {
+  // 30,000 lines are read in parts side by side (cli/cmd_submit.cpp,
+  // kLinesPerThread): the jobs must still come in line order, and of two
+  // bad lines in different parts the first is the one named.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  constexpr int kLines = 30000;
+  auto file_with = [&](const std::map<int, std::string>& bad) {
+    std::string text;
+    for (int n = 1; n <= kLines; ++n) {
+      if (auto it = bad.find(n); it != bad.end()) text += it->second;
+      else if (n % 1000 != 0) text += R"({"command": ["true"], "name": "line-)" + std::to_string(n) + "\"}";
+      text += '\n';  // every thousandth line blank: line numbers are not job numbers
+    }
+    return text;
+  };
+  auto b = run_jobctl(db, dir, {"submit", "--file", "-"},
+                      file_with({{25001, R"({"command": ["true"], "retires": 3})"}, {7, "{oops"}}));
+  CHECK(b.code == 2);
+  CHECK(b.err.find("line 7: ") != std::string::npos);
+  CHECK(b.err.find("line 25001") == std::string::npos);
+  auto late = run_jobctl(db, dir, {"submit", "--file", "-"}, file_with({{29999, "[1]"}}));
+  CHECK(late.code == 2);
+  CHECK(late.err.find("line 29999: ") != std::string::npos);
+  CHECK(job_count(db, dir) == 0);
+
+  auto r = run_jobctl(db, dir, {"submit", "--file", "-"}, file_with({}));
+  REQUIRE(r.code == 0);
+  const auto ids = test::lines(r.out);
+  REQUIRE(ids.size() == kLines - kLines / 1000);
+  auto jobs = json::parse(run_jobctl(db, dir, {"ls", "-o", "json", "--limit", "100000"}).out);
+  std::map<std::string, std::string> name_of;
+  for (const auto& j : jobs) name_of[j.at("id").get<std::string>()] = j.at("name").get<std::string>();
+  size_t out_of_order = 0;
+  for (size_t i = 0, n = 1; i < ids.size(); ++i, ++n) {
+    if (n % 1000 == 0) ++n;
+    if (name_of[ids[i]] != "line-" + std::to_string(n) && out_of_order++ < 3)
+      MESSAGE("job " << i << " is " << name_of[ids[i]] << ", expected line-" << n);
+  }
+  CHECK(out_of_order == 0);
 }
 
 TEST_CASE("cli: the same job given by flags and by a batch line is stored the same") {
