@@ -2,8 +2,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <iterator>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -34,77 +38,140 @@ struct SubmitFlags {
   std::unique_ptr<JobFlags> job;
 };
 
-// A job line of a --file: its number among all the file's lines (from 1),
-// and its text.
-struct JobLine {
-  size_t number;
-  std::string_view text;
-};
-
-// The non-blank lines of `text`.
-std::vector<JobLine> job_lines(const std::string& text) {
-  std::vector<JobLine> lines;
-  size_t n = 0;
+// Calls `each(n, line)` for every non-blank line of `text`, numbered from
+// `first` among all the file's lines, until `each` returns false.
+template <class Each>
+void for_each_job_line(std::string_view text, size_t first, Each&& each) {
+  size_t n = first - 1;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line(text.data() + at, end - at);
     at = end + 1;
     ++n;
-    if (line.find_first_not_of(" \t\r") != std::string_view::npos) lines.push_back({n, line});
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos && !each(n, line)) return;
   }
-  return lines;
 }
 
-// Lines below which another thread costs more than it saves (a line takes
-// about 2 µs).
-constexpr size_t kLinesPerThread = 10000;
+// Room for `n` more jobs, if it can be had: a JobSpec is a kilobyte, and a
+// vector grown by doubling moved 100,000 of them about twice over, page
+// faults and all (a quarter of jobctl's CPU in `submit --file` of that
+// many). The room is a hint only: what cannot be had is grown into, and a
+// file of junk fails at its first line, not for want of room.
+void make_room(std::vector<model::JobSpec>& specs, size_t n) {
+  try {
+    specs.reserve(specs.size() + n);
+  } catch (const std::bad_alloc&) {
+  }
+}
 
-// Each line's job into specs[i], the lines shared out among the cores in
-// runs of consecutive lines: a batch file's parse is the part of `submit
-// --file` with nothing else to do (a fifth of its wall time for 100,000
-// jobs on PostgreSQL, done before the first statement goes out). A run
-// stops at its first line that is not a job; the first such line of the
-// file is the one reported, as a read in order would.
-void parse_lines(const std::vector<JobLine>& lines, std::vector<model::JobSpec>& specs) {
+// A run of whole lines of a --file: its text, the number of its first line
+// among all the file's lines, and how many job lines it holds.
+struct Part {
+  std::string_view text;
+  size_t first_line = 1;
+  size_t jobs = 0;
+};
+
+// The fewest job lines worth a thread of their own (a line takes about 2 µs).
+constexpr size_t kMinLinesPerPart = 10000;
+
+// `text` (holding `jobs` job lines) cut into runs of consecutive lines, as
+// many as there are cores while each gets kMinLinesPerPart, with about as
+// many job lines each.
+std::vector<Part> parts_of(std::string_view text, size_t jobs) {
   const size_t cores = std::max(1U, std::thread::hardware_concurrency());
-  const size_t parts = std::clamp<size_t>(lines.size() / kLinesPerThread, 1, cores);
-  std::vector<std::exception_ptr> failed(parts);
-  auto parse_part = [&](size_t part) {
-    try {
-      for (size_t i = part * lines.size() / parts; i < (part + 1) * lines.size() / parts; ++i) {
-        try {
-          specs[i] = jobdef::job_spec_from_json(util::parse_json_input(lines[i].text, "the job", ""));
-        } catch (const Error& e) {
-          throw usage_error(fmt::format("line {}: {}", lines[i].number, e.what()),
-                            e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
-        }
-      }
-    } catch (...) {
-      failed[part] = std::current_exception();
+  const size_t count = std::clamp<size_t>(jobs / kMinLinesPerPart, 1, cores);
+  std::vector<Part> parts(1);
+  const char* start = text.data();
+  size_t seen = 0;
+  for_each_job_line(text, 1, [&](size_t n, std::string_view line) {
+    ++seen;
+    ++parts.back().jobs;
+    if (parts.size() < count && seen == jobs * parts.size() / count) {  // the part ends with this line
+      const char* end = std::min(line.data() + line.size() + 1, text.data() + text.size());
+      parts.back().text = std::string_view(start, static_cast<size_t>(end - start));
+      start = end;
+      parts.push_back({{}, n + 1, 0});
     }
-  };
-  std::vector<std::jthread> others;
-  for (size_t part = 1; part < parts; ++part) {
-    try {
-      others.emplace_back(parse_part, part);
-    } catch (const std::system_error&) {  // no thread to be had: this one reads the part
-      parse_part(part);
-    }
-  }
-  parse_part(0);
-  others.clear();  // joins them
-  for (const auto& e : failed)
-    if (e) std::rethrow_exception(e);
+    return true;
+  });
+  parts.back().text = std::string_view(start, static_cast<size_t>(text.data() + text.size() - start));
+  return parts;
 }
 
+// What the threads reading a --file share: each part's error, and the
+// first part that failed (parts.size() while none has). A part after it
+// stops: the error reported is the file's first, as a read in order gives.
+struct PartsRead {
+  explicit PartsRead(size_t parts) : failed(parts), first_failed(parts) {}
+  std::vector<std::exception_ptr> failed;
+  std::atomic<size_t> first_failed;
+};
+
+// Part `index`'s jobs, appended to `specs`, until its first line that is
+// not a job, or until an earlier part has failed.
+void read_part(const Part& part, size_t index, std::vector<model::JobSpec>& specs, PartsRead& read) {
+  try {
+    for_each_job_line(part.text, part.first_line, [&](size_t n, std::string_view line) {
+      if (read.first_failed.load(std::memory_order_relaxed) < index) return false;
+      try {
+        specs.push_back(jobdef::job_spec_from_json(util::parse_json_input(line, "the job", "")));
+      } catch (const Error& e) {
+        throw usage_error(fmt::format("line {}: {}", n, e.what()),
+                          e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+      }
+      return true;
+    });
+  } catch (...) {
+    read.failed[index] = std::current_exception();
+    size_t first = read.first_failed.load();
+    while (index < first && !read.first_failed.compare_exchange_weak(first, index)) {
+    }
+  }
+}
+
+// A --file's jobs, in line order. A batch file's parse is the part of
+// `submit --file` with nothing else to do (a tenth of its wall time for
+// 100,000 jobs on PostgreSQL, before the first statement goes out), so a
+// large one is read in parts side by side, one thread a part. The first
+// part is read into the result, the others into vectors of their own,
+// moved after it once all are read. While they move, the jobs of all but
+// the first part are held twice: with two parts the parse's peak is half as
+// high again as one thread's, though not the submit's, whose writing of the
+// jobs needs as much (157 and 160 MB for 100,000 jobs).
 std::vector<model::JobSpec> specs_from_file(const std::string& path) {
   const std::string text = read_input(path, "--file");
-  const auto lines = job_lines(text);
-  if (lines.empty())
+  size_t jobs = 0;
+  for_each_job_line(text, 1, [&](size_t, std::string_view) {
+    ++jobs;
+    return true;
+  });
+  if (jobs == 0)
     throw usage_error(fmt::format("--file '{}' holds no jobs", path),
                       "write one JSON job per line, e.g. {\"command\": [\"make\", \"test\"]}");
-  std::vector<model::JobSpec> specs(lines.size());
-  parse_lines(lines, specs);
+  const auto parts = parts_of(text, jobs);
+  PartsRead read(parts.size());
+  std::vector<model::JobSpec> specs;
+  make_room(specs, jobs);
+  std::vector<std::vector<model::JobSpec>> later(parts.size() - 1);
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      make_room(later[i - 1], parts[i].jobs);
+      try {
+        threads.emplace_back(read_part, std::cref(parts[i]), i, std::ref(later[i - 1]), std::ref(read));
+      } catch (const std::system_error&) {  // no thread to be had: this one reads the part
+        read_part(parts[i], i, later[i - 1], read);
+      }
+    }
+    read_part(parts[0], 0, specs, read);
+  }  // joins the threads
+  for (const auto& e : read.failed)
+    if (e) std::rethrow_exception(e);
+  for (auto& part : later) {
+    specs.insert(specs.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    std::vector<model::JobSpec>().swap(part);  // freed at once
+  }
   return specs;
 }
 

@@ -246,9 +246,10 @@ TEST_CASE("cli: batch submit writes every line or none") {
 }
 
 TEST_CASE("cli: a batch read on several threads keeps its lines' order and reports its first bad line") {
-  // 30,000 lines are read in parts side by side (cli/cmd_submit.cpp,
-  // kLinesPerThread): the jobs must still come in line order, and of two
-  // bad lines in different parts the first is the one named.
+  // 30,000 lines are read in parts side by side on a machine of two cores
+  // or more (cli/cmd_submit.cpp, kMinLinesPerPart): the jobs must still
+  // come in line order, and of two bad lines in different parts the first
+  // is the one named.
   test::TempDir dir;
   test::TestDb db(dir);
   constexpr int kLines = 30000;
