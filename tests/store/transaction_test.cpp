@@ -313,7 +313,8 @@ TEST_CASE("transaction: a batch sent with the next statement is seen by it, and 
   CHECK(f.tenant("y1"));
 
   // A column with one value in every row goes as that value when it waits
-  // for the next statement too.
+  // for the next statement too (PostgreSQL; SQLite binds every row as it is
+  // and runs at once).
   const std::vector<store::BatchColumn> two{{"name", store::ColumnType::text}, {"served_at", store::ColumnType::integer}};
   {
     store::Transaction tx(f.c, store::TxMode::write);
@@ -359,14 +360,17 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns w
   // e: the empty text in every row (not NULL). m: INT64_MIN in every row of
   // the first part, then varying; w: one value per part, another in each.
   // s: NULL in some rows (the first of each part among them) and one number
-  // in all the others; v: one text in every row but the last of each part,
-  // which is NULL. Neither is one value: each goes as its array.
+  // in all the others; v: one text in every row but the last of each part
+  // (and of the batch), which is NULL. Neither is one value in any part:
+  // each goes as its array.
   auto y_of = [](size_t i) -> store::Value { return i < 6000 ? store::Value(nullptr) : static_cast<int64_t>(i); };
   const std::string same = "the same \"text\", ✓";
   auto m_of = [](size_t i) -> int64_t { return i < 5000 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(i % 3); };
   auto w_of = [](size_t i) -> int64_t { return static_cast<int64_t>(i / 5000) * 11 + 7; };
   auto s_of = [](size_t i) -> store::Value { return i % 4 == 0 ? store::Value(nullptr) : int64_t{99}; };
-  auto v_of = [](size_t i) -> store::Value { return i % 5000 == 4999 ? store::Value(nullptr) : std::string("v"); };
+  auto v_of = [&](size_t i) -> store::Value {
+    return i % 5000 == 4999 || i == kRows - 1 ? store::Value(nullptr) : std::string("v");
+  };
   f.c.exec_batch("INSERT INTO probe (k, t, n, z, y, c, e, m, w, s, v) "
                  "SELECT u.k, u.t, u.n, u.z, u.y, u.c, u.e, u.m, u.w, u.s, u.v FROM " +
                      f.c.batch(columns, 1, "u"),
@@ -398,7 +402,12 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns w
         r.opt_i64(8) == w_of(i) &&
         (std::holds_alternative<std::nullptr_t>(sv) ? r.is_null(9) : r.opt_i64(9) == std::get<int64_t>(sv)) &&
         (std::holds_alternative<std::nullptr_t>(vv) ? r.is_null(10) : !r.is_null(10) && r.text(10) == "v");
-    if (!right && wrong++ < 3) MESSAGE("row " << i << " came back wrong: '" << r.text(1) << "' " << r.text(2));
+    if (!right && wrong++ < 3) {
+      std::string cells;
+      for (size_t c = 0; c < columns.size(); ++c)
+        cells += std::string(columns[c].name) + "=" + (r.is_null(c) ? "NULL" : r.text(c)) + " ";
+      MESSAGE("row " << i << " came back wrong: " << cells);
+    }
   }
   CHECK(wrong == 0);
 
