@@ -152,6 +152,17 @@ class SqliteConnection final : public Connection {
     sqlite3_stmt* stmt = prepare(sql, params);
     Rows rows;
     int rc;
+    // A row that cannot be held (bad_alloc) leaves the statement reset and
+    // its bindings, which point into `params`, cleared all the same.
+    struct Unbind {
+      sqlite3_stmt* stmt;
+      ~Unbind() {
+        if (stmt) {
+          sqlite3_reset(stmt);
+          sqlite3_clear_bindings(stmt);
+        }
+      }
+    } unbind{stmt};
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
       int n = sqlite3_column_count(stmt);
       std::vector<std::optional<std::string>> cells;
@@ -172,6 +183,7 @@ class SqliteConnection final : public Connection {
       }
       rows.emplace_back(std::move(cells));
     }
+    unbind.stmt = nullptr;
     finish(stmt, rc, sql);
     return rows;
   }
@@ -270,16 +282,19 @@ class SqliteConnection final : public Connection {
     return sqlite3_changes64(db_);
   }
 
+  // Text and bytes are bound in place (SQLITE_STATIC), not copied: every
+  // statement is stepped to its end and its bindings cleared (finish())
+  // while the values it was given are still there.
   static void bind(sqlite3_stmt* stmt, int idx, const Value& v) {
     if (std::holds_alternative<std::nullptr_t>(v)) {
       sqlite3_bind_null(stmt, idx);
     } else if (auto* i = std::get_if<int64_t>(&v)) {
       sqlite3_bind_int64(stmt, idx, *i);
     } else if (auto* s = std::get_if<std::string>(&v)) {
-      sqlite3_bind_text(stmt, idx, s->data(), static_cast<int>(s->size()), SQLITE_TRANSIENT);
+      sqlite3_bind_text(stmt, idx, s->data(), static_cast<int>(s->size()), SQLITE_STATIC);
     } else {
       const auto& b = std::get<Blob>(v).bytes;
-      sqlite3_bind_blob(stmt, idx, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT);
+      sqlite3_bind_blob(stmt, idx, b.data(), static_cast<int>(b.size()), SQLITE_STATIC);
     }
   }
 
