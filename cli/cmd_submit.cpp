@@ -82,6 +82,7 @@ constexpr size_t kMinLinesPerPart = 2500;
 std::vector<Part> parts_of(std::string_view text, size_t jobs) {
   const size_t cores = std::max(1U, std::thread::hardware_concurrency());
   const size_t count = std::clamp<size_t>(jobs / kMinLinesPerPart, 1, cores);
+  if (count == 1) return {{text, 1, jobs}};
   std::vector<Part> parts(1);
   const char* start = text.data();
   size_t seen = 0;

@@ -152,17 +152,14 @@ class SqliteConnection final : public Connection {
     sqlite3_stmt* stmt = prepare(sql, params);
     Rows rows;
     int rc;
-    // A row that cannot be held (bad_alloc) leaves the statement reset and
-    // its bindings, which point into `params`, cleared all the same.
-    struct Unbind {
+    // A row that cannot be held (bad_alloc) leaves the statement released
+    // all the same: its bindings point into `params`.
+    struct Release {
       sqlite3_stmt* stmt;
-      ~Unbind() {
-        if (stmt) {
-          sqlite3_reset(stmt);
-          sqlite3_clear_bindings(stmt);
-        }
+      ~Release() {
+        if (stmt) release(stmt);
       }
-    } unbind{stmt};
+    } on_throw{stmt};
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
       int n = sqlite3_column_count(stmt);
       std::vector<std::optional<std::string>> cells;
@@ -183,7 +180,7 @@ class SqliteConnection final : public Connection {
       }
       rows.emplace_back(std::move(cells));
     }
-    unbind.stmt = nullptr;
+    on_throw.stmt = nullptr;
     finish(stmt, rc, sql);
     return rows;
   }
@@ -283,7 +280,7 @@ class SqliteConnection final : public Connection {
   }
 
   // Text and bytes are bound in place (SQLITE_STATIC), not copied: every
-  // statement is stepped to its end and its bindings cleared (finish())
+  // statement is stepped to its end and released (finish(), release())
   // while the values it was given are still there.
   static void bind(sqlite3_stmt* stmt, int idx, const Value& v) {
     if (std::holds_alternative<std::nullptr_t>(v)) {
@@ -298,10 +295,16 @@ class SqliteConnection final : public Connection {
     }
   }
 
-  void finish(sqlite3_stmt* stmt, int rc, std::string_view sql) {
-    std::string msg = rc == SQLITE_DONE ? "" : sqlite3_errmsg(db_);
+  // Ready for its next use, holding nothing of its last: reset, and its
+  // bindings (into values that may be gone next) cleared.
+  static void release(sqlite3_stmt* stmt) {
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
+  }
+
+  void finish(sqlite3_stmt* stmt, int rc, std::string_view sql) {
+    std::string msg = rc == SQLITE_DONE ? "" : sqlite3_errmsg(db_);
+    release(stmt);
     if (rc != SQLITE_DONE) fail(rc, msg, sql);
   }
 
