@@ -400,9 +400,9 @@ DELETE FROM attempts WHERE finished_at IS NULL AND EXISTS (SELECT 1 FROM runs r 
 // names, queues, tenants, groups, owners) compares as bytes, as SQLite's
 // BINARY does, whatever the database's default collation. Under a
 // locale's collation every comparison in those indexes went through
-// strcoll: 10 % of the server's CPU for a `submit --file` of 100,000 jobs,
-// and 9 % while an agent drained `true` jobs, in a database whose default
-// is C.UTF-8 (scripts/bench; a locale such as en_US.UTF-8 costs more).
+// strcoll: in a database whose default is ICU's en-US, 18 % of the
+// server's CPU in a `submit --file` of 100,000 jobs and 12 % in a drain of
+// `true` jobs; under C.UTF-8 (scripts/bench's server), 3 %.
 // The values are ASCII ids and names, so their order is SQLite's either
 // way. No table is rewritten; the indexes on these columns are rebuilt.
 constexpr const char* kV16Postgres = R"SQL(
