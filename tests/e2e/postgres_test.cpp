@@ -23,6 +23,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/config/dsn.hpp"
+#include "common/store/grants.hpp"
+#include "common/store/migrations.hpp"
 #include "common/store/sql.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
@@ -118,6 +121,47 @@ TEST_CASE("postgres: a store made in public before jobctl had its own schema is 
   REQUIRE(json::parse(after.out).size() == 1);
   CHECK(json::parse(after.out)[0]["id"] == id);
   CHECK(db.count("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0);
+}
+
+TEST_CASE("postgres: init upgrades a store with a submitter's row policy to schema 16, and names a view that stops it") {
+  if (test::test_backend() != config::Backend::postgres) return;
+  test::TempDir dir;
+  // A store at schema 15, as the release before made it.
+  auto at_15 = [](const Database& db) {
+    auto conn = store::open_postgres(config::parse_dsn(db.dsn()).target);
+    store::migrate_to(*conn, 15);
+    return conn;
+  };
+  Database db;
+  const std::string role = "s_" + db.dsn().substr(db.dsn().rfind("d_") + 2, 10);
+  db.sql("CREATE ROLE " + role + " LOGIN");
+  store::grant(*at_15(db), store::GrantKind::submitter, role);
+  const std::string policies = "SELECT count(*) FROM pg_policies WHERE schemaname = 'jobctl' AND tablename = 'runs'";
+  REQUIRE(db.count(policies) == 2);
+  // Migration 16 changes the collation of runs.lease_owner, which the
+  // policy names: PostgreSQL refuses that while the policy exists.
+  auto init = run_on(db.dsn(), dir, {"init"});
+  REQUIRE_MESSAGE(init.code == 0, init.err);
+  CHECK(db.count("SELECT max(version) FROM jobctl.schema_migrations") == 16);
+  CHECK(db.count(policies) == 2);
+  // The submitter submits, and still cannot add a finished run.
+  CHECK(run_on(db.dsn("user=" + role), dir, {"submit", "--", "true"}).code == 0);
+  CHECK_THROWS_WITH(store::open_postgres(config::parse_dsn(db.dsn("user=" + role)).target)
+                        ->exec_script("INSERT INTO runs (id, job_id, queue, priority, status, available_at, created_at, "
+                                      "finished_at) SELECT 'forged', id, queue, 1, 'succeeded', 0, 0, 0 FROM jobs LIMIT 1"),
+                    doctest::Contains("row-level security policy"));
+
+  // A view of the database's own on a column the migration changes: init
+  // says what stopped it (exit 5, not a bug's 70), and changes nothing.
+  Database other;
+  at_15(other);
+  other.sql("CREATE VIEW public.owners AS SELECT lease_owner FROM jobctl.runs");
+  auto stopped = run_on(other.dsn(), dir, {"init"});
+  CHECK(stopped.code == 5);
+  CHECK(stopped.err.find("upgrading the schema to version 16 failed, and nothing was changed") != std::string::npos);
+  CHECK(stopped.err.find("owners") != std::string::npos);
+  CHECK(stopped.err.find("drop it, run `jobctl init`") != std::string::npos);
+  CHECK(other.count("SELECT max(version) FROM jobctl.schema_migrations") == 15);
 }
 
 TEST_CASE("postgres: the client module opens LDAP for an ldap:// service line, and asks the LDAP server") {
