@@ -810,6 +810,17 @@ class PostgresConnection final : public Connection {
     if (state == "23505") throw UniqueViolation(msg);
     if (libpq().PQstatus(conn_) != CONNECTION_OK)
       throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg));
+    // A statement this session prepared before the schema changed under it
+    // (`jobctl init` elsewhere: migration 16 changed the collation of
+    // columns most statements return) fails at every use, "cached plan
+    // must not change result type". A new session prepares it anew: the
+    // agent's or serve's next try works.
+    if (state == "0A000" && prepared_.contains(std::string(sql))) {
+      drop();
+      throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg),
+                  "the store's schema changed under this session (jobctl init): a new one prepares its statements "
+                  "anew; retry");
+    }
     if (auto hint = server_condition(state))
       throw Error(ExitCode::store, fmt::format("PostgreSQL: {}", msg), *hint);
     throw Error(ExitCode::internal, fmt::format("PostgreSQL: {} (in: {})", msg, statement_summary(sql)));
