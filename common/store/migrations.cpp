@@ -408,7 +408,7 @@ DELETE FROM attempts WHERE finished_at IS NULL AND EXISTS (SELECT 1 FROM runs r 
 // way. No table is rewritten; the indexes on these columns are rebuilt.
 // A column a row-level security policy names cannot change collation:
 // `jobctl grant`'s policies on runs are set aside meanwhile
-// (sets_policies_aside).
+// (drop_runs_policies).
 constexpr const char* kV16Postgres = R"SQL(
 ALTER TABLE jobs ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN idempotency_key TYPE TEXT COLLATE "C";
 ALTER TABLE runs ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN job_id TYPE TEXT COLLATE "C",
@@ -483,16 +483,13 @@ std::string migration_sql(Dialect d, int version) {
   return sql;
 }
 
-// Whether migration `version` changes the type or collation of a column a
-// row-level security policy may name, which PostgreSQL refuses while the
-// policy exists ("cannot alter type of a column used in a policy
-// definition"): `jobctl grant submitter` makes one on runs.
-bool sets_policies_aside(Dialect d, int version) { return d == Dialect::postgres && version == 16; }
-
-// PostgreSQL: drops the policies on runs (the table the migration's
-// statements name), and returns the statements that make them again as
-// they were (as pg_dump would), for the same transaction once the
-// migration has run.
+// PostgreSQL: drops the row-level security policies on runs, if it exists
+// (`jobctl grant submitter` makes one), and returns the statements that
+// make them again as they were (as pg_dump would). A migration may not
+// change the type or collation of a column a policy names ("cannot alter
+// type of a column used in a policy definition": migration 16 and
+// runs.lease_owner), so they are set aside while the schema is migrated,
+// and made again in the same transaction.
 std::vector<std::string> drop_runs_policies(Connection& conn) {
   std::vector<std::string> remake;
   for (const auto& row : conn.query(
@@ -502,7 +499,7 @@ std::vector<std::string> drop_runs_policies(Connection& conn) {
            "format('DROP POLICY %I ON runs', policyname) "
            "FROM pg_policies p JOIN pg_namespace n ON n.nspname = p.schemaname "
            "JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename "
-           "WHERE c.oid = 'runs'::regclass ORDER BY policyname")) {
+           "WHERE c.oid = to_regclass('runs') ORDER BY policyname")) {
     conn.exec_script(row.text(1));
     remake.push_back(row.text(0));
   }
@@ -600,9 +597,9 @@ int migrate_to(Connection& conn, int target) {
                             kSchemaVersion),
                 "upgrade jobctl and jobagent to the release that created it");
   int applied = 0;
+  std::vector<std::string> policies;
+  if (conn.dialect() == Dialect::postgres && current < target) policies = drop_runs_policies(conn);
   for (int v = current + 1; v <= target; ++v) {
-    std::vector<std::string> policies;
-    if (sets_policies_aside(conn.dialect(), v)) policies = drop_runs_policies(conn);
     try {
       conn.exec_script(migration_sql(conn.dialect(), v));
     } catch (const Error& e) {
@@ -615,10 +612,10 @@ int migrate_to(Connection& conn, int target) {
                   "if the error names an object of yours on jobctl's tables (a view, a trigger, a policy), drop it, "
                   "run `jobctl init`, then make it again");
     }
-    for (const auto& p : policies) conn.exec_script(p);
     conn.exec("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, NOW_US)", {int64_t{v}});
     ++applied;
   }
+  for (const auto& p : policies) conn.exec_script(p);
   tx.commit();
   return applied;
 }
