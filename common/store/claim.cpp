@@ -310,6 +310,14 @@ std::string opened_attempt(const char* run) {
       run);
 }
 
+// A statement whose every NOW_US reads its CTE `stamp` instead.
+std::string at_own_time(std::string sql) {
+  constexpr std::string_view kNow = "NOW_US", kStamp = "(SELECT us FROM stamp)";
+  for (size_t at = sql.find(kNow); at != std::string::npos; at = sql.find(kNow, at + kStamp.size()))
+    sql.replace(at, kNow.size(), kStamp);
+  return sql;
+}
+
 // PostgreSQL: how many of the groups $1 have a due run waiting, in a
 // snapshot taken after their locks were granted. A group another agent
 // claimed from just before statement 1 tried its lock (its claim committed
@@ -337,8 +345,16 @@ constexpr const char* kGroupsStillDue =
 // on COALESCE (status is NOT NULL, so it means the same) so that no
 // partial index on status = 'pending' is taken for it. A run still
 // locked is skipped.
-const std::string kClaimPostgres = fmt::format(R"SQL(
-WITH {queues}, cand AS (
+//
+// The statement runs at its own time, `stamp`, the clock as it runs (after
+// its snapshot), not at its transaction's (statement 1's): every NOW_US in
+// it reads `stamp`. A completion that committed between the two statements
+// frees the group this claim fills, and its attempt ended after statement
+// 1 began. Stamped with the transaction's time, the next occurrence of an
+// overlap-skip schedule started, on record, before the one it waited for
+// had finished, and the rate tokens it spent were counted at that time too.
+const std::string kClaimPostgres = at_own_time(fmt::format(R"SQL(
+WITH stamp AS MATERIALIZED (SELECT CLOCK_US AS us), {queues}, cand AS (
   SELECT {columns}
   FROM qt CROSS JOIN LATERAL ({walk}) r
 ), {rank}, picked AS (
@@ -372,7 +388,7 @@ ORDER BY c.priority, c.available_at, c.id
                                         claimable(Dialect::postgres, "r.group_key = ANY ($5::text[])"),
                                     "qt.share")),
     fmt::arg("rank", kRankAndChoose), fmt::arg("opened", opened_attempt("r")), fmt::arg("claimed", select_list(kClaimed)),
-    fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres)));
+    fmt::arg("jobs", select_list(kJobs)), fmt::arg("tokens", tokens_now(Dialect::postgres))));
 
 // SQLite: the same steps inside the BEGIN IMMEDIATE write lock, which is
 // what serialises agents on one file. Each (queue, tenant) pair's best

@@ -49,6 +49,7 @@ using config::libpq;
 
 constexpr Oid kByteaOid = 17;
 constexpr const char* kNowUs = "(extract(epoch from now()) * 1000000)::int8";
+constexpr const char* kClockUs = "(extract(epoch from clock_timestamp()) * 1000000)::int8";
 constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generic_plan";
 // A generic plan is made for the tables as they are then, and PostgreSQL
 // makes it again only on new statistics, which autovacuum may take a
@@ -66,15 +67,22 @@ constexpr std::string_view kPlanOnce = "SET LOCAL plan_cache_mode = force_generi
 // 5 ms of it the claim's.
 constexpr std::string_view kForgetPlans = "DISCARD PLANS";
 
-// NOW_US, `offset_us` ahead (a test's shifted clock; see shift_clock).
+// NOW_US and CLOCK_US, `offset_us` ahead (a test's shifted clock; see
+// shift_clock).
 std::string translate(std::string_view sql, int64_t offset_us) {
-  std::string now = offset_us == 0 ? std::string(kNowUs) : fmt::format("({} + {})", kNowUs, offset_us);
+  auto shifted = [&](const char* clock) {
+    return offset_us == 0 ? std::string(clock) : fmt::format("({} + {})", clock, offset_us);
+  };
+  const std::string now = shifted(kNowUs), clock = shifted(kClockUs);
   std::string out;
   out.reserve(sql.size() + 64);
   for (size_t i = 0; i < sql.size(); ++i) {
     if (sql.compare(i, 6, "NOW_US") == 0) {
       out += now;
       i += 5;
+    } else if (sql.compare(i, 8, "CLOCK_US") == 0) {
+      out += clock;
+      i += 7;
     } else {
       out += sql[i];
     }

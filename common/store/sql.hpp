@@ -7,6 +7,11 @@
 //   $1, $2, …  bound parameters (SQLite receives ?1, ?2, …)
 //   NOW_US     the database clock in microseconds since the epoch, one
 //              time for a whole transaction (PostgreSQL's now())
+//   CLOCK_US   the same clock read as the statement runs, after its
+//              snapshot: later than every commit the statement sees
+//              (PostgreSQL's clock_timestamp()). On SQLite, NOW_US: a
+//              write transaction holds the lock from its BEGIN, so its
+//              time already follows every commit it can see.
 // Parameters are always bound, never spliced into the text. Statements are
 // prepared once per connection and cached by their text.
 //

@@ -19,7 +19,7 @@
 namespace jobctl::store {
 namespace {
 
-// $N -> ?N and NOW_US -> jobctl_now_us(); see sql.hpp.
+// $N -> ?N, and NOW_US and CLOCK_US -> jobctl_now_us(); see sql.hpp.
 std::string translate(std::string_view sql) {
   std::string out;
   out.reserve(sql.size() + 16);
@@ -29,6 +29,9 @@ std::string translate(std::string_view sql) {
     } else if (sql.compare(i, 6, "NOW_US") == 0) {
       out += "jobctl_now_us()";
       i += 5;
+    } else if (sql.compare(i, 8, "CLOCK_US") == 0) {
+      out += "jobctl_now_us()";
+      i += 7;
     } else {
       out += sql[i];
     }

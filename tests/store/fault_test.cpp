@@ -192,3 +192,40 @@ TEST_CASE("fault: a claim whose locked groups stopped waiting before it claimed 
   CHECK(claimed[0].run_id == f.run_id);  // the ungrouped run, submitted first
   for (size_t i = 1; i < claimed.size(); ++i) CHECK(claimed[i].run_id == order[256 + i - 1]);
 }
+
+TEST_CASE("fault: a run claimed as a completion frees its group starts, on record, after the run it waited for ended") {
+  // On PostgreSQL a claim's transaction starts at its lock statement and
+  // claims in the next. A completion that commits between the two frees a
+  // group of one, and the claim fills it: the run it claims starts after
+  // that completion, and so must its recorded start. Stamped with the
+  // transaction's start, the next occurrence of an overlap-skip schedule
+  // began, on record, 8.7 ms before the one it waited for had finished (a
+  // CI run of the e2e overlap test). SQLite claims inside the write lock:
+  // no completion commits during a claim.
+  FaultyStore f;
+  auto& s = *f.s;
+  if (s.connection().dialect() != store::Dialect::postgres) return;
+  auto a = worker(s, "a"), b = worker(s, "b");
+  model::JobSpec one_at_a_time;
+  one_at_a_time.command.argv = {"true"};
+  one_at_a_time.concurrency_key = "one";
+  one_at_a_time.max_concurrent = 1;
+  auto grouped = s.jobs().submit({one_at_a_time, one_at_a_time});
+  // The ungrouped run submitted first, and the group's first run.
+  auto claimed = s.agent().claim(a, {"default"}, 3, 60'000'000);
+  REQUIRE(claimed.size() == 2);
+  REQUIRE(claimed[1].run_id == grouped[0].run_id);
+  f.faulty->after_next("pg_try_advisory_xact_lock", [&] {
+    auto done = f.check->agent().complete({store::completion_of(claimed[1], RunStatus::succeeded)});
+    REQUIRE(done.size() == 1);
+    CHECK(done[0]);
+  });
+  auto next = s.agent().claim(b, {"default"}, 2, 60'000'000);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].run_id == grouped[1].run_id);
+  const auto ended = f.check->jobs().attempts(grouped[0].run_id).at(0);
+  const auto started = f.check->jobs().attempts(grouped[1].run_id).at(0);
+  REQUIRE(ended.finished_at);
+  CHECK(started.started_at >= *ended.finished_at);
+  CHECK(f.check->jobs().get_run(grouped[1].run_id)->started_at == started.started_at);
+}

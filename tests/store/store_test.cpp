@@ -379,7 +379,7 @@ TEST_CASE("store: the claim's statements are planned once, not at every claim") 
   // each prepared on its second use and run 19 times since.
   auto plans = s->connection().query(
       "SELECT CASE WHEN statement LIKE '%pg_try_advisory_xact_lock%' THEN 1 ELSE 0 END, generic_plans, custom_plans FROM pg_prepared_statements "
-      "WHERE statement LIKE '%pg_try_advisory_xact_lock%' OR statement LIKE '%attempt_started_at = NOW_US%'");
+      "WHERE statement LIKE '%pg_try_advisory_xact_lock%' OR statement LIKE '%attempt_started_at = (SELECT us FROM stamp)%'");
   REQUIRE(plans.size() == 2);
   for (const auto& row : plans) {
     INFO((row.i64(0) ? "the lock statement" : "the claim"));
