@@ -483,7 +483,7 @@ std::string migration_sql(Dialect d, int version) {
   return sql;
 }
 
-// PostgreSQL: drops the row-level security policies on runs, if it exists
+// PostgreSQL: drops the row-level security policies on runs, if any
 // (`jobctl grant submitter` makes one), and returns the statements that
 // make them again as they were (as pg_dump would). A migration may not
 // change the type or collation of a column a policy names ("cannot alter

@@ -70,18 +70,18 @@ constexpr std::string_view kForgetPlans = "DISCARD PLANS";
 // NOW_US and CLOCK_US, `offset_us` ahead (a test's shifted clock; see
 // shift_clock).
 std::string translate(std::string_view sql, int64_t offset_us) {
-  auto shifted = [&](const char* clock) {
-    return offset_us == 0 ? std::string(clock) : fmt::format("({} + {})", clock, offset_us);
-  };
-  const std::string now = shifted(kNowUs), clock = shifted(kClockUs);
   std::string out;
   out.reserve(sql.size() + 64);
+  auto put = [&](const char* clock) {
+    if (offset_us == 0) out += clock;
+    else out += fmt::format("({} + {})", clock, offset_us);
+  };
   for (size_t i = 0; i < sql.size(); ++i) {
     if (sql.compare(i, 6, "NOW_US") == 0) {
-      out += now;
+      put(kNowUs);
       i += 5;
     } else if (sql.compare(i, 8, "CLOCK_US") == 0) {
-      out += clock;
+      put(kClockUs);
       i += 7;
     } else {
       out += sql[i];

@@ -2,7 +2,7 @@
 // The thin layer both store backends share: a connection that runs
 // parameterised SQL and hands back materialised rows.
 //
-// SQL is written once, in PostgreSQL's spelling, with two conventions the
+// SQL is written once, in PostgreSQL's spelling, with conventions the
 // drivers translate:
 //   $1, $2, …  bound parameters (SQLite receives ?1, ?2, …)
 //   NOW_US     the database clock in microseconds since the epoch, one
