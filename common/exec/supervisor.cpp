@@ -44,6 +44,7 @@
 
 #include <fmt/format.h>
 
+#include "common/exec/spawn_pool.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
@@ -80,6 +81,7 @@ constexpr size_t kMaxText = 16384;  // an error's text, or a request in the data
 constexpr size_t kMaxFds = 4;      // descriptors in one message
 constexpr auto kReplyLimit = std::chrono::seconds(10);  // the agent's wait for an answer
 constexpr auto kKillLimit = std::chrono::seconds(10);   // S's wait after the first SIGKILL
+constexpr size_t kStarters = 4;                          // S's starter threads (spawn_pool.hpp)
 
 // Sends one message; false (errno set) when the peer is gone, or with
 // MSG_DONTWAIT in `flags`, when there is no room for it now (EAGAIN).
@@ -251,8 +253,19 @@ void close_from(int first) {
   for (int fd : open_fds) close(fd);
 }
 
+// One request as a starter thread takes it: the datagram's text, or a
+// memfd, and the three streams.
+pid_t start_requested(const std::string& text, std::vector<Fd>& fds) {
+  const size_t streams = fds.size() == 4 ? 1 : 0;
+  if (fds.size() != 3 + streams) throw Error(ExitCode::internal, "a spawn request without its descriptors");
+  Request r = decode_request(streams ? read_request_file(fds[0].get()) : text);
+  return start_process(r.argv, std::move(r.env), r.cwd, r.user, fds[streams].get(), fds[streams + 1].get(),
+                       fds[streams + 2].get());
+}
+
 // S itself: serves the agent until the lifeline breaks, then ends every
-// process it has. Single-threaded; every wait is bounded.
+// process it has. One thread answers and reaps; its starters (spawn_pool.hpp)
+// only start. Every wait is bounded.
 class Supervising {
  public:
   Supervising(int sock, int signals, milliseconds kill_grace)
@@ -261,9 +274,10 @@ class Supervising {
   // Until the agent is gone.
   void serve() {
     while (!broken_) {
-      pollfd fds[2] = {{sock_, POLLIN, 0}, {signals_, POLLIN, 0}};
-      if (poll(fds, 2, 1000) < 0 && errno != EINTR) return;
+      pollfd fds[3] = {{sock_, POLLIN, 0}, {signals_, POLLIN, 0}, {starters_.fd(), POLLIN, 0}};
+      if (poll(fds, 3, 1000) < 0 && errno != EINTR) return;
       drain_signals();
+      answer();
       reap();
       Message m;
       while (!broken_) {
@@ -272,8 +286,9 @@ class Supervising {
         if (r == Received::closed) broken_ = true;
         else handle(m);
         // The agent sends more as each start is answered: without this,
-        // a long run of starts would hold back every exit until its end,
-        // and the slots of jobs long over would look busy.
+        // a long run of requests would hold back every answer and exit
+        // until its end, and the slots of jobs long over would look busy.
+        answer();
         reap();
       }
     }
@@ -281,6 +296,10 @@ class Supervising {
 
   // SIGTERM to everything, SIGKILL after the grace, until no child is left.
   void end_all() {
+    // What the starters have under way runs too: it is ended with the rest.
+    starters_.stop();
+    for (auto& r : starters_.take())
+      if (r.pid > 0 && early_exits_.erase(r.pid) == 0) jobs_.insert(r.pid);
     if (!reap()) return;  // nothing left: a clean shutdown
     size_t n = signal_all(SIGTERM);
     util::log_event(util::LogLevel::warn, "agent_gone",
@@ -311,27 +330,28 @@ class Supervising {
       for (auto& fd : m.fds) held_.push_back(std::move(fd));  // until S exits
   }
 
-  void spawn(Message& m) {
-    Header h{kSpawned, m.header.seq, -1, 0};
-    std::string error;
-    try {
-      // The request in the datagram and the 3 streams, or in a memfd before them.
-      const size_t streams = m.fds.size() == 4 ? 1 : 0;
-      if (m.fds.size() != 3 + streams) throw Error(ExitCode::internal, "a spawn request without its descriptors");
-      Request r = decode_request(streams ? read_request_file(m.fds[0].get()) : m.text);
-      h.pid = start_process(r.argv, std::move(r.env), r.cwd, r.user, m.fds[streams].get(), m.fds[streams + 1].get(),
-                            m.fds[streams + 2].get());
-      jobs_.insert(h.pid);
-    } catch (const Error& e) {
-      h = Header{kFailed, m.header.seq, -1, static_cast<int32_t>(e.code())};
-      error = e.what();
-    } catch (const std::exception& e) {
-      h = Header{kFailed, m.header.seq, -1, static_cast<int32_t>(ExitCode::internal)};
-      error = e.what();
+  // The start itself is the starters' (spawn_pool.hpp); answer() sends
+  // its answer when its turn comes.
+  void spawn(Message& m) { starters_.submit(m.header.seq, std::move(m.text), std::move(m.fds)); }
+
+  // Sends the answers whose turn has come, in the order of the requests. A
+  // process that ended before its answer went out (reap() kept its status)
+  // is reported right after it.
+  void answer() {
+    for (auto& r : starters_.take()) {
+      Header h = r.pid > 0 ? Header{kSpawned, r.seq, r.pid, 0} : Header{kFailed, r.seq, -1, r.code};
+      if (r.error.size() > kMaxText) r.error.resize(kMaxText);
+      if (!broken_ && !send_message(sock_, h, r.error, {})) broken_ = true;
+      if (r.pid <= 0) continue;
+      if (auto early = early_exits_.find(r.pid); early == early_exits_.end()) {
+        jobs_.insert(r.pid);
+      } else {
+        if (!broken_ && !send_message(sock_, Header{kExited, 0, r.pid, early->second}, {}, {})) broken_ = true;
+        early_exits_.erase(early);
+      }
     }
-    m.fds.clear();  // S keeps none of the job's descriptors: its pipes end with it
-    if (error.size() > kMaxText) error.resize(kMaxText);
-    if (!send_message(sock_, h, error, {})) broken_ = true;
+    // Every start is answered: an exit not matched by now was an orphan's.
+    if (starters_.unanswered() == 0) early_exits_.clear();
   }
 
   // Reaps every child that ended, reporting jobs to the agent. Returns
@@ -345,7 +365,12 @@ class Supervising {
         if (errno == EINTR) continue;
         return errno != ECHILD;
       }
-      if (jobs_.erase(pid) == 0 || broken_) continue;  // an orphan: only reaped
+      if (jobs_.erase(pid) == 0) {
+        // A job whose answer has not gone out yet, or an orphan (only reaped).
+        if (starters_.unanswered() > 0) early_exits_.emplace(pid, status);
+        continue;
+      }
+      if (broken_) continue;
       if (!send_message(sock_, Header{kExited, 0, pid, status}, {}, {})) broken_ = true;
     }
   }
@@ -375,6 +400,8 @@ class Supervising {
   milliseconds kill_grace_;
   bool broken_ = false;   // the lifeline: the agent is gone
   std::set<pid_t> jobs_;  // started for the agent and not yet reaped
+  SpawnPool starters_{kStarters, start_requested};
+  std::map<pid_t, int> early_exits_;  // wait statuses of processes reaped before their answer
   std::vector<Fd> held_;  // lock files
 };
 
@@ -390,13 +417,19 @@ class Supervising {
   sigaddset(&mask, SIGCHLD);
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   int signals = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  Supervising s(3, signals, kill_grace);
+  std::optional<Supervising> s;
   try {
-    s.serve();
+    s.emplace(3, signals, kill_grace);
+  } catch (const std::exception& e) {  // no thread to be had: the agent learns that S died
+    util::log_event(util::LogLevel::error, "supervisor_failed", {{"error", e.what()}});
+    _exit(static_cast<int>(ExitCode::internal));
+  }
+  try {
+    s->serve();
   } catch (...) {  // out of memory: still end what runs
   }
   try {
-    s.end_all();
+    s->end_all();
   } catch (...) {
   }
   _exit(0);

@@ -3,6 +3,7 @@
 // everything when the process that made it lets go (as an agent does when
 // it dies).
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -12,6 +13,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -352,4 +355,47 @@ TEST_CASE("exec::Supervisor gives up on a request S does not answer in 10 s, als
   }, "the killed process's exit");
   CHECK(late[0].kind == Report::Kind::exit);
   CHECK(WIFSIGNALED(late[0].status));
+}
+
+TEST_CASE("exec::Supervisor starts the next requests while one start waits, and reports a process that ended before "
+          "its turn came after its answer") {
+  test::TempDir dir;
+  // The first request's program is held by a write lease: its exec waits
+  // to open it until the lease is given up, and its start with it.
+  const std::string held = dir.file("held-true");
+  REQUIRE(std::system(("cp /bin/true " + held).c_str()) == 0);
+  auto was = signal(SIGIO, SIG_IGN);  // the lease's break is signalled to its holder
+  int lease = open(held.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(lease >= 0);
+  REQUIRE(fcntl(lease, F_SETLEASE, F_WRLCK) == 0);
+  exec::Supervisor sup(milliseconds(300));
+  std::vector<exec::Fd> fds(4);
+  const uint32_t first = sup.request_spawn(exec::SpawnRequest{{held}, {}, "", "", ""}, fds[0], fds[1]);
+  const uint32_t second = sup.request_spawn(shell("touch " + dir.file("ran")), fds[2], fds[3]);
+  // The second starts and ends while the first still waits: no answer
+  // may pass the first one's, so the second's exit is kept for later.
+  test::eventually([&] { return std::filesystem::exists(dir.file("ran")); }, "the second request ran");
+  std::this_thread::sleep_for(milliseconds(200));  // its exit reaped meanwhile
+  std::vector<Report> reports = sup.reports(2);
+  CHECK(reports.empty());
+  REQUIRE(fcntl(lease, F_SETLEASE, F_UNLCK) == 0);
+  close(lease);
+  signal(SIGIO, was);
+  test::eventually([&] {
+    for (auto& r : sup.reports(0)) reports.push_back(r);
+    return reports.size() == 4;
+  }, "both answers and both exits");
+  REQUIRE(reports.size() == 4);
+  CHECK(reports[0].kind == Report::Kind::answer);
+  CHECK(reports[0].ticket == first);
+  CHECK(reports[1].kind == Report::Kind::answer);
+  CHECK(reports[1].ticket == second);
+  // Each exit once, after the answer that named its process.
+  std::map<pid_t, int> exits;
+  for (size_t i = 2; i < reports.size(); ++i) {
+    CHECK(reports[i].kind == Report::Kind::exit);
+    exits[reports[i].pid] += 1;
+  }
+  CHECK(exits[reports[0].pid] == 1);
+  CHECK(exits[reports[1].pid] == 1);
 }

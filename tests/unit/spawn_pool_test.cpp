@@ -1,0 +1,130 @@
+// The supervisor's starters on their own, with starts the test holds: they
+// start side by side, their results come out in the order of the requests,
+// and stop() drops what no starter took and waits for what they did.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+
+#include "common/exec/spawn_pool.hpp"
+#include "common/util/error.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace jobctl;
+
+namespace {
+
+// Starts that return their request's text as a pid, and wait while the
+// test holds that text.
+struct HeldStarts {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::set<std::string> held, running;
+  std::atomic<int> calls{0};
+
+  pid_t start(const std::string& text) {
+    ++calls;
+    std::unique_lock lock(mu);
+    running.insert(text);
+    changed.notify_all();
+    changed.wait(lock, [&] { return !held.count(text); });
+    running.erase(text);
+    if (text == "refused") throw usage_error("command not found: refused");
+    return static_cast<pid_t>(std::stoi(text));
+  }
+  void hold(const std::string& text) {
+    std::lock_guard lock(mu);
+    held.insert(text);
+  }
+  void release(const std::string& text) {
+    std::lock_guard lock(mu);
+    held.erase(text);
+    changed.notify_all();
+  }
+  bool is_running(const std::string& text) {
+    std::lock_guard lock(mu);
+    return running.count(text) > 0;
+  }
+};
+
+bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, ms) == 1;
+}
+
+std::vector<exec::Fd> one_pipe_end(int& other) {
+  int p[2];
+  REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+  other = p[0];
+  std::vector<exec::Fd> fds;
+  fds.emplace_back(p[1]);
+  return fds;
+}
+
+}  // namespace
+
+TEST_CASE("exec::SpawnPool starts side by side, and gives results in the order of their requests") {
+  HeldStarts starts;
+  exec::SpawnPool pool(2, [&](const std::string& text, std::vector<exec::Fd>&) { return starts.start(text); });
+  starts.hold("101");
+  pool.submit(1, "101", {});
+  test::eventually([&] { return starts.is_running("101"); }, "the first start under way");
+  pool.submit(2, "102", {});
+  pool.submit(3, "refused", {});
+  // The second starter took the next requests while the first start waits.
+  test::eventually([&] { return starts.calls == 3; }, "both later starts made");
+  CHECK(readable(pool.fd(), 5000));
+  CHECK(pool.take().empty());  // their turn has not come
+  CHECK(pool.unanswered() == 3);
+  starts.release("101");
+  std::vector<exec::SpawnPool::Result> got;
+  test::eventually([&] {
+    for (auto& r : pool.take()) got.push_back(std::move(r));
+    return got.size() == 3;
+  }, "all three results");
+  CHECK(got[0].seq == 1);
+  CHECK(got[0].pid == 101);
+  CHECK(got[1].seq == 2);
+  CHECK(got[1].pid == 102);
+  CHECK(got[2].seq == 3);
+  CHECK(got[2].pid == -1);
+  CHECK(got[2].code == static_cast<int32_t>(ExitCode::usage));
+  CHECK(got[2].error == "command not found: refused");
+  CHECK(pool.unanswered() == 0);
+}
+
+TEST_CASE("exec::SpawnPool's stop drops the requests no starter took, and waits for the starts under way") {
+  HeldStarts starts;
+  exec::SpawnPool pool(1, [&](const std::string& text, std::vector<exec::Fd>&) { return starts.start(text); });
+  starts.hold("201");
+  int under_way_peer = -1, dropped_peer = -1;
+  pool.submit(1, "201", one_pipe_end(under_way_peer));
+  test::eventually([&] { return starts.is_running("201"); }, "the start under way");
+  pool.submit(2, "202", one_pipe_end(dropped_peer));  // the one starter is busy: nobody takes it
+  // The dropped request's descriptors are closed at once: its pipe reads end of file.
+  std::thread release([&] {
+    CHECK(readable(dropped_peer, 5000));
+    char c;
+    CHECK(read(dropped_peer, &c, 1) == 0);
+    starts.release("201");
+  });
+  pool.stop();  // returns once the start under way has
+  release.join();
+  auto got = pool.take();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].seq == 1);
+  CHECK(got[0].pid == 201);
+  CHECK(pool.unanswered() == 0);
+  CHECK(starts.calls == 1);  // 202 never started
+  // And the started one's descriptors are closed once it started.
+  char c;
+  CHECK(read(under_way_peer, &c, 1) == 0);
+  close(under_way_peer);
+  close(dropped_peer);
+}
