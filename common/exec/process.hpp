@@ -2,9 +2,9 @@
 // Starting a job's process, in two halves that run in two processes: the
 // agent makes the job's standard streams (stdin from memory, stdout and
 // stderr on pipes whose read ends it keeps), and its supervisor
-// (exec/supervisor.hpp) starts the command with them: posix_spawn
-// (vfork-fast) into its own process group, the signal mask and
-// dispositions reset, the working directory set. A job that runs as
+// (exec/supervisor.hpp) starts the command with them: a vfork into its own
+// process group, the signal mask and the dispositions the supervisor
+// ignores reset, the working directory set. A job that runs as
 // another user is forked instead, and drops to that user's ids and groups
 // for good before its working directory is set and it executes.
 #include <sys/types.h>

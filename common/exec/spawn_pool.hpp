@@ -1,7 +1,7 @@
 #pragma once
 // The job supervisor's starters: a few threads that start processes side
-// by side. A start waits for its child until the child executes (posix_spawn
-// is vfork-like), and on a busy host that child waits its turn for a CPU
+// by side. A start waits for its child until the child executes (it is a
+// vfork), and on a busy host that child waits its turn for a CPU
 // among the jobs already running: one start at a time made the supervisor
 // the bottleneck of a flood of short jobs (it spent 92 % of its time inside
 // the start, 440 µs a job, beside 300 µs in a bare spawn loop).

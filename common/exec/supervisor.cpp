@@ -411,6 +411,13 @@ class Supervising {
   // Nothing of the agent's but stdio: its socket becomes descriptor 3.
   if (sock != 3 && dup3(sock, 3, O_CLOEXEC) < 0) _exit(static_cast<int>(ExitCode::internal));
   close_from(4);
+  // No handler of the agent's lives on here: a start vforks, and its child
+  // would run a handler on S's memory. The signals S ignores are then all
+  // a job's start must reset (exec::start_process).
+  for (int s = 1; s < NSIG; ++s) {
+    struct sigaction sa {};
+    if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) signal(s, SIG_DFL);
+  }
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(s, SIG_IGN);
   sigset_t mask;
   sigemptyset(&mask);

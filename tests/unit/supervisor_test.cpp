@@ -399,3 +399,23 @@ TEST_CASE("exec::Supervisor starts the next requests while one start waits, and 
   CHECK(exits[reports[0].pid] == 1);
   CHECK(exits[reports[1].pid] == 1);
 }
+
+TEST_CASE("exec::Supervisor starts a job with no signal blocked and none that the agent or S ignore ignored") {
+  // S blocks SIGCHLD and ignores SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+  // SIGPIPE; a job must start as a shell would start it.
+  Sup sup(milliseconds(300));
+  auto sp = sup.spawn(exec::SpawnRequest{{"cat", "/proc/self/status"}, {"PATH=/usr/bin:/bin"}, "", "", ""});
+  std::string status = read_all(sp.stdout_fd);
+  close(sp.stderr_fd);
+  auto mask = [&](const std::string& field) {
+    auto at = status.find(field + ":");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(status.substr(at + field.size() + 1), nullptr, 16);
+  };
+  CHECK(mask("SigBlk") == 0);
+  uint64_t ignored = mask("SigIgn");
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) {
+    CAPTURE(sig);
+    CHECK((ignored & (uint64_t{1} << (sig - 1))) == 0);
+  }
+}
