@@ -98,13 +98,14 @@ enum : int { kStepSetup = 1, kStepGroups = 2, kStepIds = 3, kStepCwd = 4, kStepE
 // parent's memory, which the child shares until it executes.
 struct FailureReport {
   int pipe = -1;
-  ChildFailure* shared = nullptr;
+  volatile ChildFailure* shared = nullptr;  // volatile: the parent reads it after vfork returns
 };
 
 [[noreturn]] void child_failed(const FailureReport& report, int step) {
   ChildFailure f{step, errno};
   if (report.shared) {
-    *report.shared = f;
+    report.shared->error = f.error;
+    report.shared->step = f.step;
   } else {
     ssize_t ignored = write(report.pipe, &f, sizeof f);
     (void)ignored;
@@ -112,9 +113,10 @@ struct FailureReport {
   _exit(127);
 }
 
-// The child's part: async-signal-safe calls only from here on, and after
-// a vfork nothing that writes the parent's memory but the failure. With
-// an `account`, it drops to that user for good. Never returns.
+// The child's part: system calls only from here on (no allocation, no
+// lock), and after a vfork nothing that writes the parent's memory but the
+// failure (and errno, which the parent reads only when the vfork failed).
+// With an `account`, it drops to that user for good. Never returns.
 [[noreturn]] void become(const Account* account, const char* cwd, char* const argv[], char* const envp[], int in,
                          int out, int err, const FailureReport& report) {
   auto fail = [&report](int step) { child_failed(report, step); };
@@ -255,7 +257,7 @@ pid_t start_process(const std::vector<std::string>& args, std::vector<std::strin
   // time and a sigaction for each of the 64 signals in the child (a tenth
   // of the supervisor's CPU in a flood of `true` jobs). All signals stay
   // blocked until the child has reset what it must (become()).
-  ChildFailure failure;
+  volatile ChildFailure failure;
   sigset_t all, was;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &was);

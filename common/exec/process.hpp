@@ -60,8 +60,8 @@ Stdio make_stdio(const std::string& stdin_data);
 // as descriptors 0, 1 and 2, and default signal handling. With a `user`,
 // the process has that user's uid and gid (real, effective and saved) and
 // its groups, and HOME, USER, LOGNAME and SHELL from its passwd entry
-// unless `env` sets them (a fork whose child makes only async-signal-safe
-// calls, so also from a thread).
+// unless `env` sets them (a fork whose child makes only system calls, no
+// allocation and no lock, so also from a thread).
 // Throws jobctl::Error(ExitCode::usage) with a user-facing reason when the
 // process cannot start (command not found, not executable, bad cwd, no
 // such user, no right to switch to it).

@@ -13,13 +13,24 @@ namespace jobctl::exec {
 SpawnPool::SpawnPool(size_t threads, Start start) : start_(std::move(start)) {
   wake_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_ < 0) throw Error(ExitCode::internal, "cannot create the job supervisor's eventfd");
-  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { serve(); });
+  try {
+    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { serve(); });
+  } catch (...) {  // no thread to be had: those started end before this throws
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (auto& t : threads_) t.join();
+    close(wake_);
+    throw;
+  }
 }
 
 SpawnPool::~SpawnPool() {
-  stop();
   {
     std::lock_guard lock(mu_);
+    requests_.clear();
     stopping_ = true;
   }
   work_.notify_all();
@@ -28,11 +39,13 @@ SpawnPool::~SpawnPool() {
 }
 
 void SpawnPool::submit(uint32_t seq, std::string text, std::vector<Fd> fds) {
-  order_.push_back(seq);
+  const uint64_t nth = ++submitted_;
   {
     std::lock_guard lock(mu_);
-    requests_.push_back(Request{seq, std::move(text), std::move(fds)});
+    if (!taking_) return;  // its descriptors close here
+    requests_.push_back(Request{seq, nth, std::move(text), std::move(fds)});
   }
+  unanswered_.insert(nth);
   work_.notify_one();
 }
 
@@ -40,27 +53,24 @@ std::vector<SpawnPool::Result> SpawnPool::take() {
   uint64_t n;
   while (read(wake_, &n, sizeof n) < 0 && errno == EINTR) {
   }
+  std::vector<Result> out;
   {
     std::lock_guard lock(mu_);
-    for (auto& r : results_) held_.emplace(r.seq, std::move(r));
-    results_.clear();
+    out.swap(results_);
   }
-  std::vector<Result> out;
-  while (!order_.empty()) {
-    auto it = held_.find(order_.front());
-    if (it == held_.end()) break;
-    out.push_back(std::move(it->second));
-    held_.erase(it);
-    order_.pop_front();
-  }
+  for (const auto& r : out) unanswered_.erase(r.nth);
   return out;
 }
 
-void SpawnPool::stop() {
-  std::unique_lock lock(mu_);
-  for (const auto& r : requests_) std::erase(order_, r.seq);
+uint64_t SpawnPool::oldest_unanswered() const {
+  return unanswered_.empty() ? submitted_ + 1 : *unanswered_.begin();
+}
+
+void SpawnPool::stop_taking() {
+  std::lock_guard lock(mu_);
+  taking_ = false;
+  for (const auto& r : requests_) unanswered_.erase(r.nth);
   requests_.clear();
-  idle_.wait(lock, [this] { return busy_ == 0; });
 }
 
 void SpawnPool::serve() {
@@ -70,9 +80,8 @@ void SpawnPool::serve() {
     if (requests_.empty()) return;  // stopping
     Request r = std::move(requests_.front());
     requests_.pop_front();
-    ++busy_;
     lock.unlock();
-    Result result{r.seq, -1, 0, {}};
+    Result result{r.seq, r.nth, -1, 0, {}};
     try {
       result.pid = start_(r.text, r.fds);
     } catch (const Error& e) {
@@ -85,11 +94,9 @@ void SpawnPool::serve() {
     r.fds.clear();  // the supervisor keeps none of the job's descriptors: its pipes end with it
     lock.lock();
     results_.push_back(std::move(result));
-    --busy_;
     const uint64_t one = 1;
     ssize_t ignored = write(wake_, &one, sizeof one);
     (void)ignored;
-    if (busy_ == 0) idle_.notify_all();
   }
 }
 

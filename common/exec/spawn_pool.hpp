@@ -1,22 +1,24 @@
 #pragma once
 // The job supervisor's starters: a few threads that start processes side
 // by side. A start waits for its child until the child executes (it is a
-// vfork), and on a busy host that child waits its turn for a CPU
-// among the jobs already running: one start at a time made the supervisor
-// the bottleneck of a flood of short jobs (it spent 92 % of its time inside
-// the start, 440 µs a job, beside 300 µs in a bare spawn loop).
+// vfork), and on a busy host that child waits its turn for a CPU among the
+// jobs already running: one start at a time made the supervisor the
+// bottleneck of a flood of short jobs (it spent 92 % of its time inside
+// the start, 440 µs a job, beside 300 µs in a bare spawn loop). And a
+// start that hangs (an exec waiting on a file's lease, a user looked up in
+// a directory that does not answer) holds up no other.
 //
-// The supervisor's thread submits requests and takes their results, in the
-// order the requests came: a result waits for those before it. That thread
-// alone answers the agent, and alone reaps.
+// The supervisor's thread submits requests and takes their results as they
+// finish; it alone answers the agent, and alone reaps. Each request gets a
+// number, counted from 1 in the order of submit().
 #include <sys/types.h>
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,16 +35,16 @@ class SpawnPool {
   using Start = std::function<pid_t(const std::string& text, std::vector<Fd>& fds)>;
 
   struct Result {
-    uint32_t seq = 0;
-    pid_t pid = -1;    // started: its pid
-    int32_t code = 0;  // else the ExitCode, with `error`
+    uint32_t seq = 0;   // the caller's, as submitted
+    uint64_t nth = 0;   // the request's number
+    pid_t pid = -1;     // started: its pid
+    int32_t code = 0;   // else the ExitCode, with `error`
     std::string error;
   };
 
   SpawnPool(size_t threads, Start start);
-  // Drops what no starter has taken, waits for the starts under way, and
-  // joins the threads (the results left are dropped: call stop() and
-  // take() first to learn of them).
+  // Drops the requests no starter took, waits for the starts under way,
+  // and joins the threads.
   ~SpawnPool();
   SpawnPool(const SpawnPool&) = delete;
   SpawnPool& operator=(const SpawnPool&) = delete;
@@ -50,18 +52,21 @@ class SpawnPool {
   void submit(uint32_t seq, std::string text, std::vector<Fd> fds);
   // Readable while results wait (an eventfd).
   int fd() const { return wake_; }
-  // The results whose turn has come, in the order of their requests.
+  // The results finished since the last call, in the order they finished.
   std::vector<Result> take();
-  // Requests submitted whose results take() has not returned yet.
-  size_t unanswered() const { return order_.size(); }
-  // Starts nothing more (requests not yet taken are dropped, their
-  // descriptors closed) and waits for the starts under way, whose results
-  // take() then returns.
-  void stop();
+  // How many requests were submitted, and the number of the oldest one
+  // whose result take() has not returned (submitted() + 1 when none).
+  uint64_t submitted() const { return submitted_; }
+  uint64_t oldest_unanswered() const;
+  // Starts nothing more: the requests no starter took are dropped (their
+  // descriptors closed) and later ones ignored. Starts under way go on;
+  // take() returns their results as they finish.
+  void stop_taking();
 
  private:
   struct Request {
     uint32_t seq;
+    uint64_t nth;
     std::string text;
     std::vector<Fd> fds;
   };
@@ -69,15 +74,14 @@ class SpawnPool {
 
   Start start_;
   int wake_ = -1;
-  std::deque<uint32_t> order_;              // the supervisor's thread's: requests not taken, as they came
-  std::map<uint32_t, Result> held_;         // its results finished ahead of their turn
+  uint64_t submitted_ = 0;          // the supervisor's thread's, as is unanswered_
+  std::set<uint64_t> unanswered_;   // numbers submitted whose results take() has not returned
   std::mutex mu_;
   std::condition_variable work_;
   std::deque<Request> requests_;
   std::vector<Result> results_;
-  size_t busy_ = 0;
+  bool taking_ = true;
   bool stopping_ = false;
-  std::condition_variable idle_;
   std::vector<std::thread> threads_;
 };
 

@@ -8,8 +8,9 @@
 //   S → agent  spawned(seq, pid)
 //              failed(seq, status = ExitCode) + the error's text
 //              exited(pid, status = the wait status)
-// S answers the requests in order, and a process's exit is reported after
-// the answer that named it. The agent sends a few requests before it reads
+// S answers each request once its start is done, in the order the starts
+// finish (spawn_pool.hpp), and a process's exit is reported after the
+// answer that named it. The agent sends a few requests before it reads
 // their answers (Supervisor::kWindow); it never waits for room to send
 // without reading what S sent meanwhile, so neither waits on the other.
 // A request is argc and envc as two uint32, then cwd, the user, argv and
@@ -296,10 +297,11 @@ class Supervising {
 
   // SIGTERM to everything, SIGKILL after the grace, until no child is left.
   void end_all() {
-    // What the starters have under way runs too: it is ended with the rest.
-    starters_.stop();
-    for (auto& r : starters_.take())
-      if (r.pid > 0 && early_exits_.erase(r.pid) == 0) jobs_.insert(r.pid);
+    // Nothing more starts. A start under way is a descendant like the rest
+    // (and a stuck one is killed with them); what it started is added to
+    // the jobs as it comes (answer() sends nothing now).
+    starters_.stop_taking();
+    answer();
     if (!reap()) return;  // nothing left: a clean shutdown
     size_t n = signal_all(SIGTERM);
     util::log_event(util::LogLevel::warn, "agent_gone",
@@ -309,6 +311,7 @@ class Supervising {
     const auto kill_at = Clock::now() + kill_grace_;
     const auto give_up = kill_at + kKillLimit;
     while (reap()) {
+      answer();
       auto now = Clock::now();
       if (now >= give_up) {
         util::log_event(util::LogLevel::error, "supervisor_gave_up",
@@ -331,12 +334,11 @@ class Supervising {
   }
 
   // The start itself is the starters' (spawn_pool.hpp); answer() sends
-  // its answer when its turn comes.
+  // its answer once it is done.
   void spawn(Message& m) { starters_.submit(m.header.seq, std::move(m.text), std::move(m.fds)); }
 
-  // Sends the answers whose turn has come, in the order of the requests. A
-  // process that ended before its answer went out (reap() kept its status)
-  // is reported right after it.
+  // Answers the requests whose starts are done. A process that ended before
+  // its answer went out (reap() kept its status) is reported right after it.
   void answer() {
     for (auto& r : starters_.take()) {
       Header h = r.pid > 0 ? Header{kSpawned, r.seq, r.pid, 0} : Header{kFailed, r.seq, -1, r.code};
@@ -346,12 +348,14 @@ class Supervising {
       if (auto early = early_exits_.find(r.pid); early == early_exits_.end()) {
         jobs_.insert(r.pid);
       } else {
-        if (!broken_ && !send_message(sock_, Header{kExited, 0, r.pid, early->second}, {}, {})) broken_ = true;
+        if (!broken_ && !send_message(sock_, Header{kExited, 0, r.pid, early->second.status}, {}, {}))
+          broken_ = true;
         early_exits_.erase(early);
       }
     }
-    // Every start is answered: an exit not matched by now was an orphan's.
-    if (starters_.unanswered() == 0) early_exits_.clear();
+    // An exit kept while requests 1..n were under way is an orphan's once
+    // all of them are answered.
+    std::erase_if(early_exits_, [&](const auto& e) { return e.second.under_way < starters_.oldest_unanswered(); });
   }
 
   // Reaps every child that ended, reporting jobs to the agent. Returns
@@ -367,7 +371,8 @@ class Supervising {
       }
       if (jobs_.erase(pid) == 0) {
         // A job whose answer has not gone out yet, or an orphan (only reaped).
-        if (starters_.unanswered() > 0) early_exits_.emplace(pid, status);
+        if (starters_.oldest_unanswered() <= starters_.submitted())
+          early_exits_.insert_or_assign(pid, EarlyExit{status, starters_.submitted()});
         continue;
       }
       if (broken_) continue;
@@ -401,7 +406,14 @@ class Supervising {
   bool broken_ = false;   // the lifeline: the agent is gone
   std::set<pid_t> jobs_;  // started for the agent and not yet reaped
   SpawnPool starters_{kStarters, start_requested};
-  std::map<pid_t, int> early_exits_;  // wait statuses of processes reaped before their answer
+  // Processes reaped before their answer went out (or orphans, reaped
+  // while a start was under way): the wait status, and the number of the
+  // last request submitted then, whose start may be what made them.
+  struct EarlyExit {
+    int status;
+    uint64_t under_way;
+  };
+  std::map<pid_t, EarlyExit> early_exits_;
   std::vector<Fd> held_;  // lock files
 };
 
@@ -412,8 +424,9 @@ class Supervising {
   if (sock != 3 && dup3(sock, 3, O_CLOEXEC) < 0) _exit(static_cast<int>(ExitCode::internal));
   close_from(4);
   // No handler of the agent's lives on here: a start vforks, and its child
-  // would run a handler on S's memory. The signals S ignores are then all
-  // a job's start must reset (exec::start_process).
+  // would run a handler on S's memory. A job's start then resets only what
+  // S itself blocks or ignores (exec::start_process); a signal ignored by
+  // whoever started the agent stays ignored in its jobs, as across any exec.
   for (int s = 1; s < NSIG; ++s) {
     struct sigaction sa {};
     if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN) signal(s, SIG_DFL);

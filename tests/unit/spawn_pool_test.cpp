@@ -1,6 +1,6 @@
 // The supervisor's starters on their own, with starts the test holds: they
-// start side by side, their results come out in the order of the requests,
-// and stop() drops what no starter took and waits for what they did.
+// start side by side, a start that waits holds up no other's result, and
+// stop_taking() drops what no starter took while the starts under way go on.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -69,7 +69,7 @@ std::vector<exec::Fd> one_pipe_end(int& other) {
 
 }  // namespace
 
-TEST_CASE("exec::SpawnPool starts side by side, and gives results in the order of their requests") {
+TEST_CASE("exec::SpawnPool starts side by side, and a start that waits holds up no other's result") {
   HeldStarts starts;
   exec::SpawnPool pool(2, [&](const std::string& text, std::vector<exec::Fd>&) { return starts.start(text); });
   starts.hold("101");
@@ -77,54 +77,61 @@ TEST_CASE("exec::SpawnPool starts side by side, and gives results in the order o
   test::eventually([&] { return starts.is_running("101"); }, "the first start under way");
   pool.submit(2, "102", {});
   pool.submit(3, "refused", {});
-  // The second starter took the next requests while the first start waits.
-  test::eventually([&] { return starts.calls == 3; }, "both later starts made");
-  CHECK(readable(pool.fd(), 5000));
-  CHECK(pool.take().empty());  // their turn has not come
-  CHECK(pool.unanswered() == 3);
-  starts.release("101");
+  // The second starter takes the next requests while the first start waits.
   std::vector<exec::SpawnPool::Result> got;
   test::eventually([&] {
     for (auto& r : pool.take()) got.push_back(std::move(r));
+    return got.size() == 2;
+  }, "the two later results");
+  CHECK(got[0].seq == 2);
+  CHECK(got[0].nth == 2);
+  CHECK(got[0].pid == 102);
+  CHECK(got[1].seq == 3);
+  CHECK(got[1].pid == -1);
+  CHECK(got[1].code == static_cast<int32_t>(ExitCode::usage));
+  CHECK(got[1].error == "command not found: refused");
+  CHECK(pool.submitted() == 3);
+  CHECK(pool.oldest_unanswered() == 1);  // the first is still under way
+  starts.release("101");
+  test::eventually([&] {
+    for (auto& r : pool.take()) got.push_back(std::move(r));
     return got.size() == 3;
-  }, "all three results");
-  CHECK(got[0].seq == 1);
-  CHECK(got[0].pid == 101);
-  CHECK(got[1].seq == 2);
-  CHECK(got[1].pid == 102);
-  CHECK(got[2].seq == 3);
-  CHECK(got[2].pid == -1);
-  CHECK(got[2].code == static_cast<int32_t>(ExitCode::usage));
-  CHECK(got[2].error == "command not found: refused");
-  CHECK(pool.unanswered() == 0);
+  }, "the first result");
+  CHECK(got[2].seq == 1);
+  CHECK(got[2].nth == 1);
+  CHECK(got[2].pid == 101);
+  CHECK(pool.oldest_unanswered() == 4);  // none left
 }
 
-TEST_CASE("exec::SpawnPool's stop drops the requests no starter took, and waits for the starts under way") {
+TEST_CASE("exec::SpawnPool's stop_taking drops the requests no starter took, and lets the starts under way finish") {
   HeldStarts starts;
   exec::SpawnPool pool(1, [&](const std::string& text, std::vector<exec::Fd>&) { return starts.start(text); });
   starts.hold("201");
-  int under_way_peer = -1, dropped_peer = -1;
+  int under_way_peer = -1, dropped_peer = -1, late_peer = -1;
   pool.submit(1, "201", one_pipe_end(under_way_peer));
   test::eventually([&] { return starts.is_running("201"); }, "the start under way");
   pool.submit(2, "202", one_pipe_end(dropped_peer));  // the one starter is busy: nobody takes it
-  // The dropped request's descriptors are closed at once: its pipe reads end of file.
-  std::thread release([&] {
-    CHECK(readable(dropped_peer, 5000));
-    char c;
-    CHECK(read(dropped_peer, &c, 1) == 0);
-    starts.release("201");
-  });
-  pool.stop();  // returns once the start under way has
-  release.join();
-  auto got = pool.take();
+  pool.stop_taking();
+  pool.submit(3, "203", one_pipe_end(late_peer));  // ignored
+  // Their descriptors are closed at once: each pipe reads end of file.
+  char c;
+  for (int peer : {dropped_peer, late_peer}) {
+    CHECK(readable(peer, 5000));
+    CHECK(read(peer, &c, 1) == 0);
+  }
+  CHECK(pool.oldest_unanswered() == 1);
+  starts.release("201");
+  std::vector<exec::SpawnPool::Result> got;
+  test::eventually([&] {
+    for (auto& r : pool.take()) got.push_back(std::move(r));
+    return !got.empty();
+  }, "the result of the start under way");
   REQUIRE(got.size() == 1);
   CHECK(got[0].seq == 1);
   CHECK(got[0].pid == 201);
-  CHECK(pool.unanswered() == 0);
-  CHECK(starts.calls == 1);  // 202 never started
+  CHECK(pool.oldest_unanswered() == pool.submitted() + 1);
+  CHECK(starts.calls == 1);  // 202 and 203 never started
   // And the started one's descriptors are closed once it started.
-  char c;
   CHECK(read(under_way_peer, &c, 1) == 0);
-  close(under_way_peer);
-  close(dropped_peer);
+  for (int peer : {under_way_peer, dropped_peer, late_peer}) close(peer);
 }
