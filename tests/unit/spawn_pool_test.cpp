@@ -58,6 +58,15 @@ bool readable(int fd, int ms) {
   return poll(&p, 1, ms) == 1;
 }
 
+// Takes results into `got` until it holds `n`.
+void take_until(exec::SpawnPool& pool, std::vector<exec::SpawnPool::Result>& got, size_t n, const std::string& what) {
+  test::eventually([&] {
+    for (auto& r : pool.take()) got.push_back(std::move(r));
+    return got.size() >= n;
+  }, what);
+  REQUIRE(got.size() == n);
+}
+
 std::vector<exec::Fd> one_pipe_end(int& other) {
   int p[2];
   REQUIRE(pipe2(p, O_CLOEXEC) == 0);
@@ -79,10 +88,7 @@ TEST_CASE("exec::SpawnPool starts side by side, and a start that waits holds up 
   pool.submit(3, "refused", {});
   // The second starter takes the next requests while the first start waits.
   std::vector<exec::SpawnPool::Result> got;
-  test::eventually([&] {
-    for (auto& r : pool.take()) got.push_back(std::move(r));
-    return got.size() == 2;
-  }, "the two later results");
+  take_until(pool, got, 2, "the two later results");
   CHECK(got[0].seq == 2);
   CHECK(got[0].nth == 2);
   CHECK(got[0].pid == 102);
@@ -93,10 +99,7 @@ TEST_CASE("exec::SpawnPool starts side by side, and a start that waits holds up 
   CHECK(pool.submitted() == 3);
   CHECK(pool.oldest_unanswered() == 1);  // the first is still under way
   starts.release("101");
-  test::eventually([&] {
-    for (auto& r : pool.take()) got.push_back(std::move(r));
-    return got.size() == 3;
-  }, "the first result");
+  take_until(pool, got, 3, "the first result");
   CHECK(got[2].seq == 1);
   CHECK(got[2].nth == 1);
   CHECK(got[2].pid == 101);
@@ -122,11 +125,7 @@ TEST_CASE("exec::SpawnPool's stop_taking drops the requests no starter took, and
   CHECK(pool.oldest_unanswered() == 1);
   starts.release("201");
   std::vector<exec::SpawnPool::Result> got;
-  test::eventually([&] {
-    for (auto& r : pool.take()) got.push_back(std::move(r));
-    return !got.empty();
-  }, "the result of the start under way");
-  REQUIRE(got.size() == 1);
+  take_until(pool, got, 1, "the result of the start under way");
   CHECK(got[0].seq == 1);
   CHECK(got[0].pid == 201);
   CHECK(pool.oldest_unanswered() == pool.submitted() + 1);

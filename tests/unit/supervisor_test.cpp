@@ -57,6 +57,16 @@ bool ended(int pid) {
 
 using Report = exec::Supervisor::Report;
 
+// Reads reports into `got` until it holds `n`, waiting for all but `leave`
+// of the requests' answers.
+void report_until(exec::Supervisor& sup, std::vector<Report>& got, size_t n, size_t leave, const std::string& what) {
+  test::eventually([&] {
+    for (auto& r : sup.reports(leave)) got.push_back(r);
+    return got.size() >= n;
+  }, what);
+  REQUIRE(got.size() == n);
+}
+
 // One process at a time through a Supervisor: a request and its answer,
 // the exits read meanwhile kept for exits().
 struct Sup {
@@ -214,10 +224,7 @@ TEST_CASE("exec::Supervisor takes several requests before answering, and answers
   CHECK(sup.unanswered() == reqs.size());
   std::vector<Report> reports = sup.reports(0);
   CHECK(sup.unanswered() == 0);
-  test::eventually([&] {
-    for (auto& r : sup.reports(0)) reports.push_back(r);
-    return reports.size() == reqs.size() + 3;
-  }, "the answers and the three exits");
+  report_until(sup, reports, reqs.size() + 3, 0, "the answers and the three exits");
   std::vector<Report> answers;
   std::map<pid_t, int> exits;
   for (const auto& r : reports) {
@@ -298,10 +305,7 @@ TEST_CASE("exec::Supervisor reports exits while it works through a long run of r
   }
   REQUIRE(kill(sup.pid(), SIGCONT) == 0);
   std::vector<Report> reports = sup.reports(0);
-  test::eventually([&] {
-    for (auto& r : sup.reports(0)) reports.push_back(r);
-    return reports.size() == 2 * n;
-  }, "every answer and exit");
+  report_until(sup, reports, static_cast<size_t>(2 * n), 0, "every answer and exit");
   size_t last_answer = 0, exits_before = 0;
   for (size_t i = 0; i < reports.size(); ++i)
     if (reports[i].kind == Report::Kind::answer) last_answer = i;
@@ -376,11 +380,7 @@ TEST_CASE("exec::Supervisor starts and answers the next requests while one start
   const uint32_t second = sup.request_spawn(shell("exit 4"), fds[2], fds[3]);
   // The second starts, is answered and ends while the first still waits.
   std::vector<Report> reports;
-  test::eventually([&] {
-    for (auto& r : sup.reports(1)) reports.push_back(r);
-    return reports.size() == 2;
-  }, "the second request's answer and exit");
-  REQUIRE(reports.size() == 2);
+  report_until(sup, reports, 2, 1, "the second request's answer and exit");
   CHECK(reports[0].kind == Report::Kind::answer);
   CHECK(reports[0].ticket == second);
   CHECK(reports[1].kind == Report::Kind::exit);
@@ -390,11 +390,7 @@ TEST_CASE("exec::Supervisor starts and answers the next requests while one start
   REQUIRE(fcntl(lease, F_SETLEASE, F_UNLCK) == 0);
   close(lease);
   signal(SIGIO, was);
-  test::eventually([&] {
-    for (auto& r : sup.reports(0)) reports.push_back(r);
-    return reports.size() == 4;
-  }, "the first request's answer and exit");
-  REQUIRE(reports.size() == 4);
+  report_until(sup, reports, 4, 0, "the first request's answer and exit");
   CHECK(reports[2].kind == Report::Kind::answer);
   CHECK(reports[2].ticket == first);
   CHECK(reports[2].pid > 0);
