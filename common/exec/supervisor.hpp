@@ -25,7 +25,8 @@
 // * S ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: Ctrl-C at a terminal or
 //   systemd's SIGTERM is meant for the agent, whose drain lets jobs finish.
 //   Only the lifeline makes it end them.
-// * S keeps only its socket and stdio open (and the lock file below).
+// * S keeps only its socket and stdio open (and the lock file below), plus
+//   its own signalfd and the eventfd its starters wake it with.
 //
 // Not thread-safe; one per agent, used from the agent's loop.
 #include <sys/types.h>
