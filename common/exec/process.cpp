@@ -122,7 +122,7 @@ struct FailureReport {
   auto fail = [&report](int step) { child_failed(report, step); };
   if (setpgid(0, 0) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) fail(kStepSetup);
   // The supervisor has no handler (supervisor.cpp makes sure of it), so
-  // the signals it ignores are all a job must not inherit.
+  // resetting what it and the agent block or ignore is enough.
   for (int s : kResetSignals) signal(s, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -139,6 +139,15 @@ struct FailureReport {
   child_failed(report, kStepExec);
 }
 
+// The NULL-ended array of C strings execve takes, pointing into `strings`.
+std::vector<char*> exec_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 // Sets NAME to `value` in `env` unless it is there.
 void default_variable(std::vector<std::string>& env, const std::string& name, const std::string& value) {
   for (const auto& e : env)
@@ -152,11 +161,7 @@ pid_t start_as(const Account& a, const std::vector<std::string>& args, std::vect
   default_variable(env, "USER", a.name);
   default_variable(env, "LOGNAME", a.name);
   default_variable(env, "SHELL", a.shell);
-  std::vector<char*> argv, envp;
-  for (const auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  auto argv = exec_strings(args), envp = exec_strings(env);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) throw pipe_error();
   pid_t pid = fork();
@@ -245,11 +250,7 @@ pid_t start_process(const std::vector<std::string>& args, std::vector<std::strin
       throw usage_error(fmt::format("working directory '{}' does not exist on this host", cwd));
   }
 
-  std::vector<char*> argv, envp;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  auto argv = exec_strings(args), envp = exec_strings(env);
 
   // A vfork: this thread waits until the child executes, and the child
   // uses this thread's stack meanwhile, so nothing is copied or mapped for
@@ -265,7 +266,11 @@ pid_t start_process(const std::vector<std::string>& args, std::vector<std::strin
   if (pid == 0) become(nullptr, cwd.c_str(), argv.data(), envp.data(), in, out, err, FailureReport{-1, &failure});
   const int fork_error = errno;
   pthread_sigmask(SIG_SETMASK, &was, nullptr);
-  if (pid < 0) throw Error(ExitCode::internal, fmt::format("cannot start a job: {}", strerror(fork_error)));
+  if (pid < 0)
+    throw Error(ExitCode::internal,
+                fmt::format("cannot start a job: {}; this host is out of processes or memory (see ulimit -u and "
+                            "kernel.pid_max), and the run is tried again later",
+                            strerror(fork_error)));
   if (failure.step == 0) return pid;
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }

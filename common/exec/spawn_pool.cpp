@@ -16,18 +16,14 @@ SpawnPool::SpawnPool(size_t threads, Start start) : start_(std::move(start)) {
   try {
     for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { serve(); });
   } catch (...) {  // no thread to be had: those started end before this throws
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    work_.notify_all();
-    for (auto& t : threads_) t.join();
-    close(wake_);
+    end_threads();
     throw;
   }
 }
 
-SpawnPool::~SpawnPool() {
+SpawnPool::~SpawnPool() { end_threads(); }
+
+void SpawnPool::end_threads() {
   {
     std::lock_guard lock(mu_);
     requests_.clear();

@@ -58,6 +58,8 @@ class SpawnPool {
   // whose result take() has not returned (submitted() + 1 when none).
   uint64_t submitted() const { return submitted_; }
   uint64_t oldest_unanswered() const;
+  // Whether any request waits for its result.
+  bool under_way() const { return !unanswered_.empty(); }
   // Starts nothing more: the requests no starter took are dropped (their
   // descriptors closed) and later ones ignored. Starts under way go on;
   // take() returns their results as they finish.
@@ -71,6 +73,8 @@ class SpawnPool {
     std::vector<Fd> fds;
   };
   void serve();
+  // Drops the requests not taken, waits for the starts under way, joins.
+  void end_threads();
 
   Start start_;
   int wake_ = -1;

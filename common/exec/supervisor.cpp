@@ -371,7 +371,7 @@ class Supervising {
       }
       if (jobs_.erase(pid) == 0) {
         // A job whose answer has not gone out yet, or an orphan (only reaped).
-        if (starters_.oldest_unanswered() <= starters_.submitted())
+        if (starters_.under_way())
           early_exits_.insert_or_assign(pid, EarlyExit{status, starters_.submitted()});
         continue;
       }
