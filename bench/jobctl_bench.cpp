@@ -3,6 +3,8 @@
 // results as key=value lines on stdout:
 //
 //   sql DSN STATEMENT        runs one statement, prints its rows tab-separated
+//   server-cpu               the PostgreSQL server's CPU seconds so far (all
+//                            its processes; JOBCTL_BENCH_PG_PID names it)
 //   timed LIMIT_S -- CMD…    wall and CPU time of CMD (its output discarded)
 //   starts N -- CMD…         CMD N times, one at a time: start-to-exit p50/p99
 //   spawn N C -- CMD…        a bare spawn loop, C at a time: runs per second
@@ -49,6 +51,9 @@
 //                            the same at RATE requests/s in all, on a
 //                            fixed schedule: latency from each request's
 //                            planned time (no coordinated omission)
+//   serve-latency URL TOKEN N GAP_MS DIR
+//                            latency's samples, each job posted by one
+//                            keep-alive client instead of a jobctl process
 //
 // Every loop is bounded in count and in time. A mode that cannot produce
 // its figure throws jobctl::Error; main prints it and exits non-zero.
@@ -62,6 +67,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -163,6 +169,12 @@ void mode_sql(const Args& a) {
     for (size_t i = 0; i < row.size(); ++i) line += (i ? "\t" : "") + row.text(i);
     fmt::print("{}\n", line);
   }
+}
+
+void mode_server_cpu(const Args&) {
+  auto cpu = server_cpu();
+  if (!cpu) throw usage_error("server-cpu needs JOBCTL_BENCH_PG_PID, the postmaster's pid");
+  put("server_cpu", *cpu);
 }
 
 void mode_timed(const Args& a) {
@@ -383,42 +395,67 @@ void mode_dag(const Args& a) {
   put("overhead_per_edge_us", (makespan_ms - bound_ms) * 1000.0 / edges);
 }
 
-void mode_latency(const Args& a) {
-  auto n = static_cast<int>(number(a, 0, "N"));
-  double gap_ms = number(a, 1, "GAP_MS");
-  const std::string& dir = a.at(2);
-  auto submit = command_after(a, 3);
-  // The job: jobctl_stamp, built beside this program.
-  const std::string stamp_program = std::filesystem::path(self_path()).replace_filename("jobctl_stamp").string();
-  std::vector<double> latency, submit_ms, floor_ms;
+// The latency figure's job: jobctl_stamp, built beside this program.
+std::string stamp_program() {
+  return std::filesystem::path(self_path()).replace_filename("jobctl_stamp").string();
+}
+
+// The pickup samples: n times, t0, then `submit(stamp, file)` and the
+// wait for the job to stamp the file. Prints the latency (stamp - t0)
+// and how long submit took. A sample that never ran counts as the whole
+// wait, so it shows in p99.
+void pickup_samples(int n, double gap_ms, const std::string& dir,
+                    const std::function<void(const std::string&, const std::string&)>& submit) {
+  const std::string stamp = stamp_program();
+  std::vector<double> latency_ms, submit_ms;
   int missed = 0;
   for (int i = 0; i < n; ++i) {
     std::string file = fmt::format("{}/{}", dir, i);
-    Args argv = submit;
-    argv.insert(argv.end(), {stamp_program, file});
     int64_t t0 = realtime_ns(), m0 = monotonic_ns();
-    run_to_end(argv, kProcessLimit);
+    submit(stamp, file);
     submit_ms.push_back(seconds_since(m0) * 1000);
-    // A sample that never ran counts as the whole wait, so it shows in p99.
-    auto stamp = wait_stamp(file, kProcessLimit);
-    if (!stamp) ++missed;
-    latency.push_back(stamp ? static_cast<double>(*stamp - t0) / 1e6 : 1000.0 * kProcessLimit.count());
+    auto stamped = wait_stamp(file, kProcessLimit);
+    if (!stamped) ++missed;
+    latency_ms.push_back(stamped ? static_cast<double>(*stamped - t0) / 1e6 : 1000.0 * kProcessLimit.count());
     sleep_ms(gap_ms);
-  }
-  // The floor: the stamp spawned directly, no jobctl or agent between.
-  for (int i = 0; i < std::min(n, 50); ++i) {
-    std::string file = fmt::format("{}/floor-{}", dir, i);
-    int64_t t0 = realtime_ns();
-    run_to_end({stamp_program, file}, kProcessLimit);
-    if (auto stamp = wait_stamp(file, kProcessLimit)) floor_ms.push_back(static_cast<double>(*stamp - t0) / 1e6);
   }
   put("samples", n);
   put("missed", missed);
-  put("p50_ms", percentile(latency, 0.50));
-  put("p99_ms", percentile(latency, 0.99));
-  put("max_ms", percentile(latency, 1.0));
+  put("p50_ms", percentile(latency_ms, 0.50));
+  put("p99_ms", percentile(latency_ms, 0.99));
+  put("max_ms", percentile(latency_ms, 1.0));
   put("submit_p50_ms", percentile(submit_ms, 0.50));
+}
+
+void mode_latency(const Args& a) {
+  const auto n = static_cast<int>(number(a, 0, "N"));
+  const std::string& dir = a.at(2);
+  auto submit = command_after(a, 3);
+  pickup_samples(n, number(a, 1, "GAP_MS"), dir, [&](const std::string& stamp, const std::string& file) {
+    Args argv = submit;
+    argv.insert(argv.end(), {stamp, file});
+    run_to_end(argv, kProcessLimit);
+  });
+  // The floor: the stamp spawned directly, no jobctl or agent between.
+  std::vector<double> floor_ms;
+  for (int i = 0; i < std::min(n, 50); ++i) {
+    std::string file = fmt::format("{}/floor-{}", dir, i);
+    int64_t t0 = realtime_ns();
+    run_to_end({stamp_program(), file}, kProcessLimit);
+    if (auto stamp = wait_stamp(file, kProcessLimit)) floor_ms.push_back(static_cast<double>(*stamp - t0) / 1e6);
+  }
   put("floor_p50_ms", percentile(floor_ms, 0.50));
+}
+
+// The same through jobctl serve: each job is one POST /api/v1/jobs from a
+// keep-alive client, so the latency is the agent's pickup after an API
+// call, with no process started to submit it.
+void mode_serve_latency(const Args& a) {
+  auto client = serve_client(a.at(0), a.at(1));
+  pickup_samples(static_cast<int>(number(a, 2, "N")), number(a, 3, "GAP_MS"), a.at(4),
+                 [&](const std::string& stamp, const std::string& file) {
+                   post_job(client, nlohmann::json{{"command", {stamp, file}}}.dump());
+                 });
 }
 
 // N `true` jobs; `shape` spreads them over tenants or concurrency keys
@@ -712,6 +749,7 @@ struct Mode {
 
 constexpr Mode kModes[] = {
     {"sql", 2, "sql DSN STATEMENT", mode_sql},
+    {"server-cpu", 0, "server-cpu", mode_server_cpu},
     {"timed", 3, "timed LIMIT_S -- CMD...", mode_timed},
     {"starts", 3, "starts N -- CMD...", mode_starts},
     {"spawn", 4, "spawn N C -- CMD...", mode_spawn},
@@ -724,6 +762,7 @@ constexpr Mode kModes[] = {
     {"herd", 7, "herd DSN N FIRST AGENTS LOGDIR -- AGENT...", mode_herd},
     {"serve", 4, "serve URL TOKEN CLIENTS N", serve_closed_loop},
     {"serve-paced", 5, "serve-paced URL TOKEN CLIENTS RATE SECONDS", serve_paced},
+    {"serve-latency", 5, "serve-latency URL TOKEN N GAP_MS DIR", mode_serve_latency},
 };
 
 void run(const Args& args) {
@@ -733,7 +772,7 @@ void run(const Args& args) {
     m.run(Args(args.begin() + 1, args.end()));
     return;
   }
-  throw usage_error("usage: jobctl_bench sql|timed|starts|spawn|drain|latency|claim|claim-pair|dag|webhook|herd|serve|serve-paced ...", "see bench/jobctl_bench.cpp");
+  throw usage_error("usage: jobctl_bench sql|server-cpu|timed|starts|spawn|drain|latency|claim|claim-pair|dag|webhook|herd|serve|serve-paced|serve-latency ...", "see bench/jobctl_bench.cpp");
 }
 
 }  // namespace

@@ -28,15 +28,6 @@ struct Samples {
   }
 };
 
-httplib::Client client_of(const std::string& url, const std::string& token) {
-  httplib::Client c(url);
-  c.set_bearer_token_auth(token.c_str());
-  c.set_keep_alive(true);
-  c.set_tcp_nodelay(true);  // as curl and every HTTP library that cares
-  c.set_read_timeout(30, 0);
-  return c;
-}
-
 // One POST; its error ("" when 201), and its latency from `from_ns`.
 std::string post(httplib::Client& c, int64_t from_ns, std::vector<double>& latency_ms) {
   auto r = c.Post("/api/v1/jobs", kJob, "application/json");
@@ -59,6 +50,22 @@ void report(Samples& s, double seconds) {
 
 }  // namespace
 
+httplib::Client serve_client(const std::string& url, const std::string& token) {
+  httplib::Client c(url);
+  c.set_bearer_token_auth(token.c_str());
+  c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);  // as curl and every HTTP library that cares
+  c.set_read_timeout(30, 0);
+  return c;
+}
+
+void post_job(httplib::Client& c, const std::string& job) {
+  auto r = c.Post("/api/v1/jobs", job, "application/json");
+  if (!r) throw Error(ExitCode::internal, "POST /api/v1/jobs: no answer: " + httplib::to_string(r.error()));
+  if (r->status != 201)
+    throw Error(ExitCode::internal, fmt::format("POST /api/v1/jobs: HTTP {}: {}", r->status, r->body.substr(0, 200)));
+}
+
 void serve_closed_loop(const Args& args) {
   const std::string url = args[0], token = args[1];
   const int clients = static_cast<int>(number(args, 2, "CLIENTS"));
@@ -70,7 +77,7 @@ void serve_closed_loop(const Args& args) {
   std::vector<std::thread> threads;
   for (int i = 0; i < clients; ++i)
     threads.emplace_back([&] {
-      auto c = client_of(url, token);
+      auto c = serve_client(url, token);
       std::vector<double> ms;
       int64_t errors = 0;
       std::string first;
@@ -98,7 +105,7 @@ void serve_paced(const Args& args) {
   std::vector<std::thread> threads;
   for (int i = 0; i < clients; ++i)
     threads.emplace_back([&, i] {
-      auto c = client_of(url, token);
+      auto c = serve_client(url, token);
       std::vector<double> ms;
       int64_t errors = 0;
       std::string first;
