@@ -164,9 +164,11 @@ class Jobs {
 
  private:
   // The jobs of `results`, just written from `specs` (one each) in the
-  // caller's transaction, by id.
+  // caller's transaction, by id. Those the submit made are read with the
+  // transaction's next statement, its COMMIT (a round trip less): their
+  // rows land in `made` then, for view_from_row.
   std::map<std::string, model::JobView> submitted_views(const std::vector<SubmitResult>& results,
-                                                        const std::vector<const model::JobSpec*>& specs);
+                                                        const std::vector<const model::JobSpec*>& specs, Rows& made);
 
   Connection* conn_;
   std::string actor_;  // who changes are recorded as

@@ -263,24 +263,17 @@ class PostgresConnection final : public Connection {
 
   Rows query(std::string_view sql, const Params& params) override {
     ResultGuard r{run(sql, params)};
-    Rows rows;
-    int nrows = libpq().PQntuples(r.res), ncols = libpq().PQnfields(r.res);
-    rows.reserve(static_cast<size_t>(nrows));
-    for (int i = 0; i < nrows; ++i) {
-      std::vector<std::optional<std::string>> cells;
-      cells.reserve(static_cast<size_t>(ncols));
-      for (int c = 0; c < ncols; ++c) {
-        if (libpq().PQgetisnull(r.res, i, c)) {
-          cells.emplace_back(std::nullopt);
-        } else if (libpq().PQftype(r.res, c) == kByteaOid) {
-          cells.emplace_back(decode_bytea(libpq().PQgetvalue(r.res, i, c), libpq().PQgetlength(r.res, i, c)));
-        } else {
-          cells.emplace_back(std::string(libpq().PQgetvalue(r.res, i, c), static_cast<size_t>(libpq().PQgetlength(r.res, i, c))));
-        }
-      }
-      rows.emplace_back(std::move(cells));
-    }
-    return rows;
+    return rows_of(r.res);
+  }
+
+  void query_with_next(std::string_view sql, const Params& params, const std::function<void(Rows&&)>& read) override {
+    if (!in_transaction_) return read(query(sql, params));
+    refuse_if_lost(sql);
+    ensure_connected();  // prepared_name() may prepare it now
+    const std::string* name = prepared_name(sql);
+    forget_plans_first();
+    ahead_.push_back({std::string(sql), params, name ? *name : std::string(), false,
+                      [read](const PGresult* r) { read(rows_of(r)); }});
   }
 
   int64_t exec(std::string_view sql, const Params& params) override {
@@ -675,8 +668,7 @@ class PostgresConnection final : public Connection {
     refuse_if_lost(sql);
     ensure_connected();
     const std::string* name = prepared_name(sql);
-    if (forget_plans_)  // until it is answered: then the plans are gone
-      ahead_.push_back({std::string(kForgetPlans), {}, {}, true, [this](const PGresult*) { forget_plans_ = false; }});
+    forget_plans_first();
     if (anything_ahead()) return run_pipeline(Statement{std::string(sql), params}, name);
     send(sql, name, params);
     PGresult* res = await(sql);
@@ -771,6 +763,35 @@ class PostgresConnection final : public Connection {
   }
 
   bool anything_ahead() const { return !settings_.empty() || !ahead_.empty(); }
+
+  // Once plan_once has found its table outgrown, DISCARD PLANS goes ahead
+  // of each statement until one such is answered: then the plans are gone.
+  void forget_plans_first() {
+    if (forget_plans_)
+      ahead_.push_back({std::string(kForgetPlans), {}, {}, true, [this](const PGresult*) { forget_plans_ = false; }});
+  }
+
+  // A result's rows, bytea decoded.
+  static Rows rows_of(const PGresult* res) {
+    Rows rows;
+    int nrows = libpq().PQntuples(res), ncols = libpq().PQnfields(res);
+    rows.reserve(static_cast<size_t>(nrows));
+    for (int i = 0; i < nrows; ++i) {
+      std::vector<std::optional<std::string>> cells;
+      cells.reserve(static_cast<size_t>(ncols));
+      for (int c = 0; c < ncols; ++c) {
+        if (libpq().PQgetisnull(res, i, c)) {
+          cells.emplace_back(std::nullopt);
+        } else if (libpq().PQftype(res, c) == kByteaOid) {
+          cells.emplace_back(decode_bytea(libpq().PQgetvalue(res, i, c), libpq().PQgetlength(res, i, c)));
+        } else {
+          cells.emplace_back(std::string(libpq().PQgetvalue(res, i, c), static_cast<size_t>(libpq().PQgetlength(res, i, c))));
+        }
+      }
+      rows.emplace_back(std::move(cells));
+    }
+    return rows;
+  }
 
   // Whether what waits to go out only sets the transaction up (its BEGIN,
   // plan_once's setting): a transaction of nothing else has nothing to send.

@@ -119,6 +119,13 @@ class Connection {
 
   // Runs a statement and returns all its rows.
   virtual Rows query(std::string_view sql, const Params& params = {}) = 0;
+  // A query whose rows are wanted only once the transaction's next
+  // statement, its COMMIT say, is answered: on PostgreSQL, in a
+  // transaction, it goes out with that statement in one pipeline (as
+  // exec_batch's Send::with_next), a round trip less, and `read` gets its
+  // rows as that pipeline is read; its error fails that statement. `read`
+  // only keeps the rows: it must not throw. Elsewhere it runs at once.
+  virtual void query_with_next(std::string_view sql, const Params& params, const std::function<void(Rows&&)>& read) = 0;
   // Runs a statement and returns the number of rows it changed.
   virtual int64_t exec(std::string_view sql, const Params& params = {}) = 0;
   // Runs a script of several statements with no parameters (migrations).

@@ -151,6 +151,11 @@ class SqliteConnection final : public Connection {
 
   Dialect dialect() const override { return Dialect::sqlite; }
 
+  // In-process: there is no round trip to save.
+  void query_with_next(std::string_view sql, const Params& params, const std::function<void(Rows&&)>& read) override {
+    read(query(sql, params));
+  }
+
   Rows query(std::string_view sql, const Params& params) override {
     sqlite3_stmt* stmt = prepare(sql, params);
     Rows rows;

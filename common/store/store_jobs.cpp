@@ -134,6 +134,17 @@ std::map<std::string, SubmitResult> existing_keys(Connection& c, const std::set<
   return found;
 }
 
+// Jobs with their latest run: the FROM clause of get_jobs and list_jobs.
+// See latest_run_of.
+const std::string kJobsWithLatestRun =
+    std::string("FROM jobs j LEFT JOIN runs r ON r.id = ") + latest_run_of("j.id");
+
+model::JobView view_from_row(const Row& row) {
+  model::JobView v{job_from_row(row), std::nullopt};
+  if (!row.is_null(kJobs.size())) v.latest_run = run_from_row(row, kJobs.size());
+  return v;
+}
+
 }  // namespace
 
 std::vector<SubmitResult> Jobs::submit(const std::vector<model::JobSpec>& specs) {
@@ -177,8 +188,13 @@ std::vector<Submitted> Jobs::submit_together(const std::vector<Submission>& grou
           next += static_cast<std::ptrdiff_t>(group[i].specs.size());
         }
       }
-      auto views = submitted_views(all, all_specs);
+      Rows made;
+      auto views = submitted_views(all, all_specs, made);
       tx.commit();
+      for (const auto& row : made) {
+        auto v = view_from_row(row);
+        views.emplace(v.job.id, std::move(v));
+      }
       for (auto& s : out)
         for (const auto& r : s.results)
           if (auto it = views.find(r.job_id); it != views.end()) s.views.push_back(it->second);
@@ -274,21 +290,6 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
   return results;
 }
 
-namespace {
-
-// Jobs with their latest run: the FROM clause of get_jobs and list_jobs.
-// See latest_run_of.
-const std::string kJobsWithLatestRun =
-    std::string("FROM jobs j LEFT JOIN runs r ON r.id = ") + latest_run_of("j.id");
-
-model::JobView view_from_row(const Row& row) {
-  model::JobView v{job_from_row(row), std::nullopt};
-  if (!row.is_null(kJobs.size())) v.latest_run = run_from_row(row, kJobs.size());
-  return v;
-}
-
-}  // namespace
-
 std::optional<model::JobView> Jobs::get_job(const std::string& job_id) {
   auto views = get_jobs({job_id});
   if (views.empty()) return std::nullopt;
@@ -318,7 +319,8 @@ std::vector<model::JobView> Jobs::get_jobs(const std::vector<std::string>& job_i
 // made a run per agent) and a job an idempotency key matched are read by
 // get_jobs.
 std::map<std::string, model::JobView> Jobs::submitted_views(const std::vector<SubmitResult>& results,
-                                                            const std::vector<const model::JobSpec*>& specs) {
+                                                            const std::vector<const model::JobSpec*>& specs,
+                                                            Rows& made) {
   std::vector<std::string> job_ids, run_ids, others;
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
@@ -336,10 +338,8 @@ std::map<std::string, model::JobView> Jobs::submitted_views(const std::vector<Su
     std::string sql = fmt::format("SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.job_id = j.id AND {} WHERE {}",
                                   select_list(kJobs), select_list(kRuns), conn_->in_list("r.id", 2),
                                   conn_->in_list("j.id", 1));
-    for (const auto& row : conn_->query(sql, {conn_->list(job_ids), conn_->list(run_ids)})) {
-      auto v = view_from_row(row);
-      views.emplace(v.job.id, std::move(v));
-    }
+    conn_->query_with_next(sql, {conn_->list(job_ids), conn_->list(run_ids)},
+                           [&made](Rows&& rows) { made = std::move(rows); });
   }
   if (!others.empty())
     for (auto& v : get_jobs(others)) views.emplace(v.job.id, std::move(v));

@@ -12,6 +12,7 @@
 #include "common/store/jobs.hpp"
 #include "common/store/migrations.hpp"
 #include "common/util/error.hpp"
+#include "tests/support/faults.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -28,6 +29,15 @@ model::JobSpec job(const std::string& name, Priority p = Priority::normal, const
   s.command.argv = {"true"};
   return s;
 }
+
+// A PostgreSQL store reached through a proxy that counts its round trips
+// (StoreFreeze's, never frozen here).
+struct Proxied {
+  test::TempDir dir;
+  test::TestDb db{dir};
+  test::StoreFreeze proxy{db};
+  std::unique_ptr<store::Store> s = store::Store::open(config::parse_dsn(proxy.dsn()), store::Create::no);
+};
 
 std::string worker(store::Store& s, const std::string& name = "w") {
   store::WorkerRegistration reg{name, "host", 1, {"default"}, 8, "test", 30'000'000, {}};
@@ -264,6 +274,31 @@ TEST_CASE("store: submit_together reads each job back as get_jobs reads it") {
   CHECK(submitted[1].views[1].job.spec.name == "keyed");  // the job the key matched
 }
 
+TEST_CASE("store: on PostgreSQL one caller's group commit of plain jobs is two round trips, its read-back sent with its COMMIT") {
+  // Each round trip is in the answer to every POST of the group, and costs
+  // most on an idle host. The read-back went out alone, then the COMMIT:
+  // three.
+  if (test::test_backend() != config::Backend::postgres) return;
+  Proxied p;
+  auto& s = p.s;
+  auto group = [](int i) {
+    return std::vector<store::Submission>{{"ci-bot", {job(fmt::format("a{}", i))}}, {"ci-bot", {job(fmt::format("b{}", i))}}};
+  };
+  // Each statement is prepared on its second use: a few groups first.
+  for (int i = 0; i < 3; ++i) s->jobs().submit_together(group(i));
+  const int before = p.proxy.round_trips();
+  auto submitted = s->jobs().submit_together(group(3));
+  CHECK(p.proxy.round_trips() - before == 2);
+  REQUIRE(submitted.size() == 2);
+  for (const auto& one : submitted) {
+    REQUIRE(one.views.size() == 1);
+    REQUIRE(one.views[0].latest_run);
+    CHECK(one.views[0].latest_run->id == one.results[0].run_id);
+    CHECK(s->jobs().get_job(one.results[0].job_id));
+  }
+  CHECK(submitted[1].views[0].job.spec.name == "b3");
+}
+
 TEST_CASE("store: a server's group commits plan their read-back once, not at each group") {
   // Planned at each use, the read-back cost 0.9 ms of server CPU a group
   // commit: more than its execution and the jobs' insert together.
@@ -386,6 +421,28 @@ TEST_CASE("store: the claim's statements are planned once, not at every claim") 
     CHECK(row.i64(1) == 19);
     CHECK(row.i64(2) == 0);
   }
+}
+
+TEST_CASE("store: on PostgreSQL a claim is two round trips, its locks and then the claim with its COMMIT") {
+  // A claim stands between a submit's NOTIFY and its job's start, and a
+  // round trip costs most on an idle host, which wakes for each. Its
+  // COMMIT went out alone after the claim's answer: three.
+  if (test::test_backend() != config::Backend::postgres) return;
+  Proxied p;
+  auto& s = p.s;
+  auto w = worker(*s);
+  // Each statement is prepared on its second use: claimed thrice first.
+  for (int i = 0; i < 3; ++i) s->agent().claim(w, {"default"}, 1, 30'000'000);
+  auto submitted = s->jobs().submit({job("one")});
+  int before = p.proxy.round_trips();
+  auto claimed = s->agent().claim(w, {"default"}, 1, 30'000'000);
+  CHECK(p.proxy.round_trips() - before == 2);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].run_id == submitted[0].run_id);
+  CHECK(s->jobs().get_run(claimed[0].run_id)->status == RunStatus::running);
+  before = p.proxy.round_trips();
+  CHECK(s->agent().claim(w, {"default"}, 1, 30'000'000).empty());
+  CHECK(p.proxy.round_trips() - before == 2);
 }
 
 TEST_CASE("store: a claim planned when the store was empty reads only the runs it takes once the store has grown") {

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -327,6 +328,63 @@ TEST_CASE("transaction: a batch sent with the next statement is seen by it, and 
     tx.commit();
   }
   CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'z%' AND served_at = 424242").at(0).i64(0) == 3);
+}
+
+TEST_CASE("transaction: a query sent with the next statement gives its rows once that one is answered, its error fails it") {
+  Fixture f;
+  const bool postgres = f.c.dialect() == store::Dialect::postgres;
+  const std::string add = "INSERT INTO tenants (name) VALUES ($1) RETURNING name";
+  std::optional<store::Rows> got;
+  auto keep = [&](store::Rows&& rows) { got = std::move(rows); };
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.query_with_next(add, {std::string("q1")}, keep);
+    // On PostgreSQL it waits for the next statement; SQLite ran it at once.
+    CHECK(got.has_value() == !postgres);
+    tx.commit();  // with the COMMIT
+  }
+  REQUIRE(got);
+  REQUIRE(got->size() == 1);
+  CHECK(got->at(0).text(0) == "q1");
+  CHECK(f.tenant("q1"));
+  // Followed by a statement, it goes out first and that one sees it.
+  got.reset();
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.query_with_next(add, {std::string("q2")}, keep);
+    CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name = 'q2'").at(0).i64(0) == 1);
+    REQUIRE(got);
+    CHECK(got->at(0).text(0) == "q2");
+    tx.commit();
+  }
+  CHECK(f.tenant("q2"));
+  // Its error fails the statement it went out with, and nothing is written.
+  got.reset();
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('q3')");
+    if (postgres) {
+      f.c.query_with_next(add, {std::string("q1")}, keep);
+      CHECK_THROWS_AS(tx.commit(), store::UniqueViolation);
+    } else {
+      CHECK_THROWS_AS(f.c.query_with_next(add, {std::string("q1")}, keep), store::UniqueViolation);
+    }
+  }
+  CHECK_FALSE(got);
+  CHECK_FALSE(f.tenant("q3"));
+  // Rolled back before it went out: never run, never read.
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.query_with_next(add, {std::string("q4")}, keep);
+  }
+  CHECK(got.has_value() == !postgres);
+  CHECK_FALSE(f.tenant("q4"));
+  // Outside a transaction it runs at once, and the connection goes on.
+  got.reset();
+  f.c.query_with_next(add, {std::string("q5")}, keep);
+  REQUIRE(got);
+  CHECK(got->at(0).text(0) == "q5");
+  CHECK(f.tenant("q5"));
 }
 
 TEST_CASE("transaction: a batch writes every value as given, NULLs and columns with one value in every row too") {

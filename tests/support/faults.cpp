@@ -56,6 +56,12 @@ store::Rows FaultyConnection::query(std::string_view sql, const store::Params& p
   return rows;
 }
 
+void FaultyConnection::query_with_next(std::string_view sql, const store::Params& params,
+                                       const std::function<void(store::Rows&&)>& read) {
+  step([&] { inner_->query_with_next(sql, params, read); });
+  if (lose_answer_ && !in_transaction_) answer_lost();
+}
+
 int64_t FaultyConnection::exec(std::string_view sql, const store::Params& params) {
   auto n = step([&] { return inner_->exec(sql, params); });
   if (lose_answer_ && !in_transaction_) answer_lost();
@@ -132,7 +138,8 @@ TcpProxy::~TcpProxy() {
 // accepted (as a stopped server's kernel does) and nothing is read, so
 // nothing is forwarded either way.
 void TcpProxy::serve() {
-  std::map<int, int> peer;  // fd -> the fd it forwards to
+  std::map<int, int> peer;       // fd -> the fd it forwards to
+  std::map<int, bool> answered;  // a client's fd -> its server has sent since it last did
   for (;;) {
     bool frozen = frozen_;
     std::vector<pollfd> fds{{stop_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
@@ -146,6 +153,7 @@ void TcpProxy::serve() {
       if (server >= 0) {
         peer[client] = server;
         peer[server] = client;
+        answered[client] = true;
       } else if (client >= 0) {
         close(client);
       }
@@ -158,6 +166,14 @@ void TcpProxy::serve() {
       char buf[65536];
       ssize_t n = read(fd, buf, sizeof buf);
       bool ok = n > 0;
+      if (ok) {
+        if (auto sent = answered.find(fd); sent != answered.end()) {  // from a client
+          if (sent->second) ++round_trips_;
+          sent->second = false;
+        } else {
+          answered[it->second] = true;
+        }
+      }
       for (ssize_t off = 0; ok && off < n;) {
         ssize_t w = write(it->second, buf + off, static_cast<size_t>(n - off));
         ok = w > 0;
@@ -169,6 +185,8 @@ void TcpProxy::serve() {
         close(other);
         peer.erase(fd);
         peer.erase(other);
+        answered.erase(fd);
+        answered.erase(other);
       }
     }
   }

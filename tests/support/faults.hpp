@@ -56,6 +56,10 @@ class FaultyConnection final : public store::Connection {
 
   store::Dialect dialect() const override { return inner_->dialect(); }
   store::Rows query(std::string_view sql, const store::Params& params) override;
+  // A step of its own; its answer comes with the next statement's, so
+  // after_next does not wait for it.
+  void query_with_next(std::string_view sql, const store::Params& params,
+                       const std::function<void(store::Rows&&)>& read) override;
   int64_t exec(std::string_view sql, const store::Params& params) override;
   void exec_script(std::string_view sql) override { inner_->exec_script(sql); }
   void begin(store::TxMode mode) override;
@@ -100,6 +104,10 @@ class TcpProxy {
   int port() const { return port_; }
   void freeze() { frozen_ = true; }
   void thaw() { frozen_ = false; }
+  // The round trips forwarded so far: the times a client sent after its
+  // server had answered (a connection's first send counts as one, and so
+  // does a pipeline sent in several pieces with no answer between).
+  int round_trips() const { return round_trips_; }
 
  private:
   void serve();
@@ -110,6 +118,7 @@ class TcpProxy {
   int port_ = 0;
   int stop_fd_ = -1;
   std::atomic<bool> frozen_{false};
+  std::atomic<int> round_trips_{0};
   std::thread thread_;
 };
 
@@ -121,6 +130,8 @@ class StoreFreeze {
   const std::string& dsn() const { return dsn_; }
   void freeze();
   void thaw();
+  // PostgreSQL: the round trips made through dsn() so far (TcpProxy's).
+  int round_trips() const { return proxy_ ? proxy_->round_trips() : 0; }
 
  private:
   const TestDb& db_;
