@@ -12,9 +12,13 @@
 //                                            JOBCTL_BENCH_PG_PID are set (jobctl_bench
 //                                            server-cpu reads it)
 //   node peers.mjs single PEER DSN N         N jobs added one at a time: per_s, p50_ms
-//   node peers.mjs pickup PEER DSN N GAP_MS  N jobs, one at a time with GAP_MS between, each
-//                                            into an idle worker: p50_ms, p99_ms (add call
-//                                            to handler start)
+//   node peers.mjs pickup PEER DSN N GAP_MS STAMP DIR
+//                                            N jobs, one at a time with GAP_MS between, each
+//                                            into an idle worker whose handler runs the
+//                                            program STAMP (bench/stamp.cpp) with DIR/i, as
+//                                            a shell job would: p50_ms, p99_ms from the add
+//                                            call to STAMP's start (the time it wrote), and
+//                                            handler_p50_ms, handler_p99_ms to the handler's
 //   node peers.mjs true   PEER DSN N C       N jobs each running `true`, C at a time, added
 //                                            before the worker starts: seconds, rate (worker
 //                                            start to the last job's completion committed)
@@ -22,6 +26,7 @@
 // PEER is graphile-worker or pg-boss. DSN is a libpq key=value string of
 // an empty database.
 import { execFileSync, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Logger, makeWorkerUtils, run } from "graphile-worker";
 import { PgBoss } from "pg-boss";
@@ -100,12 +105,22 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-function runTrue() {
+// Runs a program to its end, its output discarded.
+function runProgram(program, args = []) {
   return new Promise((resolve, reject) => {
-    const child = spawn("true", { stdio: "ignore" });
+    const child = spawn(program, args, { stdio: "ignore" });
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`true exited ${code}`))));
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${program} exited ${code}`))));
   });
+}
+
+// The realtime clock in ms, to the microsecond: comparable with the time
+// the stamp program wrote.
+const realtimeMs = () => performance.timeOrigin + performance.now();
+
+// The realtime (ms) a stamp file holds, once its program has ended.
+async function stampedMs(file) {
+  return Number(BigInt((await readFile(file, "utf8")).trim())) / 1e6;
 }
 
 // Waits, polling every 10 ms, until the store holds no unfinished job.
@@ -144,27 +159,39 @@ const modes = {
     return { per_s: Number(n) / seconds, p50_ms: percentile(took, 50) };
   },
 
-  async pickup(store, [n, gapMs]) {
-    let started;
-    const stop = await store.work(1, async () => started());
+  async pickup(store, [n, gapMs, stamp, dir]) {
+    let started, ran;  // the sample's: its handler started (when), its program ran
+    const stop = await store.work(1, async ({ file }) => {
+      started(now());
+      await runProgram(stamp, [file]);
+      ran();
+    });
     await sleep(1000);  // the worker has connected and listens
-    const lags = [];
+    const toHandler = [], toProcess = [];
     for (let i = 0; i < Number(n); ++i) {
-      const began = new Promise((resolve) => { started = () => resolve(now()); });
-      const t0 = now();
-      await store.addOne({});
-      lags.push((await began) - t0);
+      const file = `${dir}/${i}`;
+      const began = new Promise((resolve) => { started = resolve; });
+      const done = new Promise((resolve) => { ran = resolve; });
+      const t0 = now(), wall0 = realtimeMs();
+      await store.addOne({ file });
+      toHandler.push((await began) - t0);
+      await done;
+      toProcess.push(await stampedMs(file) - wall0);
       await sleep(Number(gapMs));
     }
     await stop();
-    lags.sort((a, b) => a - b);
-    return { p50_ms: percentile(lags, 50), p99_ms: percentile(lags, 99), max_ms: lags[lags.length - 1] };
+    toHandler.sort((a, b) => a - b);
+    toProcess.sort((a, b) => a - b);
+    return {
+      p50_ms: percentile(toProcess, 50), p99_ms: percentile(toProcess, 99), max_ms: toProcess[toProcess.length - 1],
+      handler_p50_ms: percentile(toHandler, 50), handler_p99_ms: percentile(toHandler, 99),
+    };
   },
 
   async true(store, [n, concurrency]) {
     await store.addMany(Number(n));
     const t0 = now();
-    const stop = await store.work(Number(concurrency), runTrue);
+    const stop = await store.work(Number(concurrency), () => runProgram("true"));
     await drained(store);
     const seconds = (now() - t0) / 1000;
     await stop();
