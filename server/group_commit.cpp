@@ -1,5 +1,7 @@
 #include "server/group_commit.hpp"
 
+#include <utility>
+
 #include "common/util/error.hpp"
 
 namespace jobctl::server {
@@ -18,43 +20,76 @@ GroupCommit::~GroupCommit() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  wake_.notify_one();
+  handed_over_.notify_one();
   if (thread_.joinable()) thread_.join();
 }
 
 GroupCommit::Submitted GroupCommit::submit(std::string actor, std::vector<model::JobSpec> specs) {
-  Pending p{store::Submission{std::move(actor), std::move(specs)}, {}};
-  auto answer = p.promise.get_future();
-  {
-    std::lock_guard lock(mutex_);
-    // Started by the first request, from a worker thread: it inherits the
-    // worker's signal mask (serve.cpp leaves SIGTERM to its stopper thread).
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-    queue_.push_back(std::move(p));
+  Pending me(store::Submission{std::move(actor), std::move(specs)});
+  std::unique_lock lock(mutex_);
+  queue_.push_back(&me);
+  if (writing_) {  // it waits to be written in a group
+    lock.unlock();
+    me.woken.acquire();
+  } else {  // nothing is written, so nothing waited: it is first, and writes its group here
+    writing_ = true;
+    if (write_next(lock, &me)) {
+      // Requests came meanwhile: the committing thread writes them. Started
+      // by the first hand-over, from a worker thread, it inherits the
+      // worker's signal mask (serve.cpp leaves SIGTERM to its stopper thread).
+      committer_ = true;
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+      handed_over_.notify_one();
+    } else {
+      writing_ = false;
+    }
   }
-  wake_.notify_one();
-  return answer.get();
+  if (me.error) std::rethrow_exception(me.error);
+  return std::move(*me.answer);
 }
 
 void GroupCommit::run() {
+  std::unique_lock lock(mutex_);
   for (;;) {
-    std::vector<Pending> group;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing waits
-      size_t jobs = 0;
-      while (!queue_.empty() && (group.empty() || jobs + queue_.front().submission.specs.size() <= kGroupJobs)) {
-        jobs += queue_.front().submission.specs.size();
-        group.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+    handed_over_.wait(lock, [&] { return stopping_ || committer_; });
+    if (!committer_) return;  // stopping, and nothing waits
+    while (write_next(lock, nullptr)) {
     }
-    commit(group);
+    committer_ = writing_ = false;
   }
 }
 
-void GroupCommit::commit(std::vector<Pending>& group) {
+bool GroupCommit::write_next(std::unique_lock<std::mutex>& lock, const Pending* own) {
+  std::vector<Pending*> group;
+  try {
+    group = next_group();
+  } catch (...) {  // no memory for a group: its first request fails alone
+    group = {queue_.front()};
+    queue_.pop_front();
+    group[0]->error = std::current_exception();
+  }
+  lock.unlock();
+  if (!group[0]->error) commit(group);  // never throws: each request gets its answer or error
+  // A request's thread may return, and its Pending be gone, once woken.
+  for (auto* p : group)
+    if (p != own) p->woken.release();
+  lock.lock();
+  return !queue_.empty();
+}
+
+std::vector<GroupCommit::Pending*> GroupCommit::next_group() {
+  std::vector<Pending*> group;
+  group.reserve(queue_.size());  // what can throw, before any is taken
+  size_t jobs = 0;
+  while (!queue_.empty() && (group.empty() || jobs + queue_.front()->submission.specs.size() <= kGroupJobs)) {
+    jobs += queue_.front()->submission.specs.size();
+    group.push_back(queue_.front());
+    queue_.pop_front();
+  }
+  return group;
+}
+
+void GroupCommit::commit(const std::vector<Pending*>& group) {
   try {
     write(group);
   } catch (const Error& e) {
@@ -62,21 +97,17 @@ void GroupCommit::commit(std::vector<Pending>& group) {
     // jobs were refused: then each is tried alone, to fail or succeed by itself.
     if (e.code() == ExitCode::store) store_.reset();
     if (e.code() == ExitCode::store || group.size() == 1) {
-      for (auto& p : group) p.promise.set_exception(std::current_exception());
+      for (auto* p : group) p->error = std::current_exception();
       return;
     }
-    for (auto& p : group) {
-      std::vector<Pending> alone;
-      alone.push_back(std::move(p));
-      commit(alone);
-    }
+    for (auto* p : group) commit({p});
   } catch (...) {
     store_.reset();
-    for (auto& p : group) p.promise.set_exception(std::current_exception());
+    for (auto* p : group) p->error = std::current_exception();
   }
 }
 
-void GroupCommit::write(std::vector<Pending>& group) {
+void GroupCommit::write(const std::vector<Pending*>& group) {
   if (!store_) {
     auto s = store::Store::open(dsn_, store::Create::no);
     s->require_schema();
@@ -84,17 +115,17 @@ void GroupCommit::write(std::vector<Pending>& group) {
   }
   std::vector<store::Submission> submissions;
   submissions.reserve(group.size());
-  for (auto& p : group) submissions.push_back(std::move(p.submission));
+  for (auto* p : group) submissions.push_back(std::move(p->submission));
   std::vector<Submitted> answers;
   try {
     answers = store_->jobs().submit_together(submissions);
   } catch (...) {
-    for (size_t i = 0; i < group.size(); ++i) group[i].submission = std::move(submissions[i]);  // for a retry alone
+    for (size_t i = 0; i < group.size(); ++i) group[i]->submission = std::move(submissions[i]);  // for a retry alone
     throw;
   }
   ++commits_;
   requests_ += group.size();
-  for (size_t i = 0; i < group.size(); ++i) group[i].promise.set_value(std::move(answers[i]));
+  for (size_t i = 0; i < group.size(); ++i) group[i]->answer = std::move(answers[i]);
 }
 
 }  // namespace jobctl::server
