@@ -28,13 +28,19 @@ struct Samples {
   }
 };
 
-// One POST; its error ("" when 201), and its latency from `from_ns`.
-std::string post(httplib::Client& c, int64_t from_ns, std::vector<double>& latency_ms) {
-  auto r = c.Post("/api/v1/jobs", kJob, "application/json");
-  latency_ms.push_back(static_cast<double>(monotonic_ns() - from_ns) / 1e6);
+// POST /api/v1/jobs of `job`; its error, "" when it is answered 201.
+std::string post_error(httplib::Client& c, const std::string& job) {
+  auto r = c.Post("/api/v1/jobs", job, "application/json");
   if (!r) return "no answer: " + httplib::to_string(r.error());
   if (r->status != 201) return fmt::format("HTTP {}: {}", r->status, r->body.substr(0, 200));
   return {};
+}
+
+// One POST of kJob; its error ("" when 201), and its latency from `from_ns`.
+std::string post(httplib::Client& c, int64_t from_ns, std::vector<double>& latency_ms) {
+  std::string error = post_error(c, kJob);
+  latency_ms.push_back(static_cast<double>(monotonic_ns() - from_ns) / 1e6);
+  return error;
 }
 
 void report(Samples& s, double seconds) {
@@ -60,10 +66,7 @@ httplib::Client serve_client(const std::string& url, const std::string& token) {
 }
 
 void post_job(httplib::Client& c, const std::string& job) {
-  auto r = c.Post("/api/v1/jobs", job, "application/json");
-  if (!r) throw Error(ExitCode::internal, "POST /api/v1/jobs: no answer: " + httplib::to_string(r.error()));
-  if (r->status != 201)
-    throw Error(ExitCode::internal, fmt::format("POST /api/v1/jobs: HTTP {}: {}", r->status, r->body.substr(0, 200)));
+  if (auto error = post_error(c, job); !error.empty()) throw Error(ExitCode::internal, "POST /api/v1/jobs: " + error);
 }
 
 void serve_closed_loop(const Args& args) {

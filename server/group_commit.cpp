@@ -1,5 +1,6 @@
 #include "server/group_commit.hpp"
 
+#include <system_error>
 #include <utility>
 
 #include "common/util/error.hpp"
@@ -37,9 +38,15 @@ GroupCommit::Submitted GroupCommit::submit(std::string actor, std::vector<model:
       // Requests came meanwhile: the committing thread writes them. Started
       // by the first hand-over, from a worker thread, it inherits the
       // worker's signal mask (serve.cpp leaves SIGTERM to its stopper thread).
-      committer_ = true;
-      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-      handed_over_.notify_one();
+      try {
+        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+        committer_ = true;
+        handed_over_.notify_one();
+      } catch (const std::system_error&) {  // no thread to be had: this one writes what waits
+        while (write_next(lock, &me)) {
+        }
+        writing_ = false;
+      }
     } else {
       writing_ = false;
     }
