@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,9 +39,6 @@ const std::string& made_once(const Connection& c, Make make) {
 // The store's clock (NOW_US), µs since the epoch.
 int64_t now_us(Connection& c);
 
-// Writes the jobs and their first runs in one transaction of its own.
-std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
-                                      const std::vector<model::JobSpec>& specs);
 // What a job is besides its definition, written with it: its kind — 'job'
 // (submitted), 'node' (a DAG's node), 'dag' (the schedule that fires a
 // DAG) or 'notification' — and the DAG it belongs to.
@@ -48,11 +46,41 @@ struct JobOrigin {
   std::string kind = "job";
   std::string dag_id;
 };
-// insert_jobs' work inside the caller's transaction; FirstRun::no writes
-// jobs without a first run (DAG nodes: their DAG runs make their runs).
-// Every row is written whole by its INSERT (a schedule with its first
-// fire time): a role that may only add rows (jobctl grant submitter) can.
+// Jobs::submit's work inside the caller's transaction; FirstRun::no
+// writes jobs without a first run (DAG nodes: their DAG runs make their
+// runs). Every row is written whole by its INSERT (a schedule with its
+// first fire time): a role that may only add rows (jobctl grant
+// submitter) can.
 enum class FirstRun { yes, no };
+// Writes jobs a part at a time, each part's statements on their way while
+// the caller reads the next (Connection::Send::with_next): what one part
+// read (its queues' defaults, the store's clock, idempotency keys) serves
+// the next, and finish() records the tenants and wakes the queues of all.
+class JobWriter {
+ public:
+  JobWriter(Connection& c, std::string actor, FirstRun first_run, JobOrigin origin = {})
+      : c_(c), actor_(std::move(actor)), first_run_(first_run), origin_(std::move(origin)) {}
+  // A result per spec, in order. A key written by an earlier part is found
+  // as any other (existed = true).
+  std::vector<SubmitResult> write(std::span<const model::JobSpec> specs);
+  void finish();
+
+ private:
+  std::vector<model::RetryPolicy> retry_policies(std::span<const model::JobSpec> specs);
+  void find_keys(std::span<const model::JobSpec> specs);
+
+  Connection& c_;
+  std::string actor_;
+  FirstRun first_run_;
+  JobOrigin origin_;
+  std::map<std::string, model::RetryOverrides> defaults_;  // of the queues read so far
+  std::set<std::string> queues_read_;
+  std::map<std::string, SubmitResult> keys_;  // the idempotency keys looked up or written so far
+  std::set<std::string> keys_read_;
+  std::optional<int64_t> now_;  // read once, and only for jobs with a time or a schedule
+  std::set<std::string> queues_, tenants_;
+};
+// One part, finished.
 std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
                                      FirstRun first_run, const JobOrigin& origin = {});
 // A DAG's jobs (nodes, or the schedule that fires it). Returns their ids.

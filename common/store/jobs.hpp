@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,30 @@ struct SubmitResult {
   std::string job_id;
   std::string run_id;
   bool existed = false;  // the idempotency key matched an earlier job
+};
+
+// A batch of jobs given a part at a time (Jobs::submit): each part goes
+// to the store while the next is read.
+class JobParts {
+ public:
+  virtual ~JobParts() = default;
+  // The next part, once it is read; empty after the last. Throws what
+  // stops the reading (the submit then writes nothing).
+  virtual std::span<const model::JobSpec> next() = 0;
+  // From the first part again: the submit is tried again after a conflict.
+  virtual void rewind() = 0;
+};
+
+// The jobs of a vector, as one part.
+class OnePart final : public JobParts {
+ public:
+  explicit OnePart(std::span<const model::JobSpec> specs) : specs_(specs) {}
+  std::span<const model::JobSpec> next() override { return std::exchange(given_, true) ? std::span<const model::JobSpec>() : specs_; }
+  void rewind() override { given_ = false; }
+
+ private:
+  std::span<const model::JobSpec> specs_;
+  bool given_ = false;
 };
 
 // One caller's jobs in a group commit (Jobs::submit_together).
@@ -108,6 +133,9 @@ class Jobs {
   // idempotency key exists returns the existing job (existed = true),
   // also for two equal keys inside one batch.
   std::vector<SubmitResult> submit(const std::vector<model::JobSpec>& specs);
+  // The same for a batch read a part at a time: all in one transaction,
+  // each part written while the next is read. A result per job, in order.
+  std::vector<SubmitResult> submit(JobParts& parts);
   // Several callers' submissions, each as submit() would write it, in one
   // transaction (group commit: one commit, one NOTIFY per queue, for all),
   // with their jobs read back in it. All or nothing for the group: when one

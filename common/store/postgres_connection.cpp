@@ -17,7 +17,10 @@
 // pipeline (libpq's pipeline mode): a transaction of n statements costs n
 // round trips (COMMIT included), not n + 1 + its NOTIFYs, less those
 // writes, and a connection's first statement brings its settings along.
-// A transaction that ran no statement sends nothing.
+// A transaction that ran no statement sends nothing. A large batch that
+// may wait goes out at once instead, still without a sync (its answer is
+// read with the next statement's): the server writes it while this
+// process makes what follows (see kSendAtOnceRows).
 #include <poll.h>
 
 #include <chrono>
@@ -31,6 +34,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -92,6 +96,12 @@ std::string translate(std::string_view sql, int64_t offset_us) {
 
 // How many rows one batch statement binds: memory stays bounded.
 constexpr size_t kBatchRows = 5000;
+// A batch of this many rows or more that may wait for the next statement
+// (Send::with_next) goes out at once, in the pipeline, its answer read
+// with the next statement's: the server writes it while the caller makes
+// the next (a part of a `submit --file` read while the last is written).
+// A smaller one rides with the next statement, in the same packets.
+constexpr size_t kSendAtOnceRows = 1000;
 
 // A batch column's items in one part, as one array parameter in
 // PostgreSQL's binary form (array_send's): the server reads each item as it
@@ -315,6 +325,13 @@ class PostgresConnection final : public Connection {
     end_transaction();
     if (!sent) return;
     try {
+      // What went out without a sync is answered first, whatever it is.
+      if (!sent_.empty()) {
+        try {
+          libpq().PQclear(run_pipeline(std::nullopt));
+        } catch (const std::exception&) {  // its error (a unique violation too): rolled back below all the same
+        }
+      }
       if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) script("ROLLBACK");
     } catch (const std::exception&) {
       // Never throws: a connection that cannot roll back is dropped, and
@@ -381,10 +398,11 @@ class PostgresConnection final : public Connection {
   }
 
   // A statement per kBatchRows rows, each column bound as one array or as
-  // its one value (see batch()). The
-  // server inserts one while this process encodes the next: each is sent
-  // before the next is made, and awaited after (one in flight at most, so
-  // memory stays bounded).
+  // its one value (see batch()). The server inserts one while this
+  // process encodes the next: each is sent before the next is made, and
+  // (Send::now) awaited after, one in flight at most, so memory stays
+  // bounded. One that may wait, in a transaction, goes into the pipeline
+  // at once (kSendAtOnceRows), or waits for the next statement if small.
   int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns, size_t rows,
                      const BatchFill& fill, Send when) override {
     int64_t changed = 0;
@@ -416,11 +434,15 @@ class PostgresConnection final : public Connection {
       return p;
     };
     if (rows == 0) return 0;
-    if (rows <= kBatchRows && when == Send::with_next && in_transaction_) {
-      refuse_if_lost(sql);
-      ensure_connected();  // prepared_name() may prepare it now
-      const std::string* name = prepared_name(sql);
-      ahead_.push_back({std::string(sql), make(0), name ? *name : std::string()});
+    if (when == Send::with_next && in_transaction_) {
+      for (size_t start = 0; start < rows; start += kBatchRows) {
+        Params p = make(start);
+        refuse_if_lost(sql);
+        ensure_connected();  // prepared_name() may prepare it now
+        const std::string* name = prepared_name(sql);
+        ahead_.push_back({std::string(sql), std::move(p), name ? *name : std::string()});
+        if (rows >= kSendAtOnceRows) send_ahead();
+      }
       return 0;
     }
     if (rows <= kBatchRows) return exec(sql, make(0));  // prepared on its second use, as any statement
@@ -529,6 +551,9 @@ class PostgresConnection final : public Connection {
     libpq().PQfinish(conn_);
     conn_ = nullptr;
     settings_.clear();
+    sent_.clear();
+    sent_settings_ = 0;
+    syncs_sent_ = 0;
     prepared_.clear();
     seen_.clear();
     plans_for_.reset();  // a new session plans afresh
@@ -681,34 +706,58 @@ class PostgresConnection final : public Connection {
     return res;
   }
 
-  // Sends a new session's settings, what waits in ahead_, then `last`
-  // (prepared as `name`, if it is), in one pipeline, and reads every
-  // answer: the last one's result, or the first error, which ends the
+  // Sends a new session's settings and what waits in ahead_ into the
+  // pipeline, without a sync: their answers are read with the next
+  // statement's (run_pipeline). The settings have a sync of their own, so
+  // they commit by themselves: in the same implicit transaction as what
+  // follows (or in its BEGIN's), an error or a rollback there would undo
+  // them, and they are not sent again.
+  void send_ahead() {
+    if (settings_.empty() && ahead_.empty()) return;
+    if (in_transaction_) begun_ = true;  // its BEGIN is among them, if not sent before: ROLLBACK from now on
+    const std::string& first = settings_.empty() ? ahead_.front().sql : settings_.front().sql;
+    if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(first);
+    if (!settings_.empty()) {  // a new session's: nothing went out on it before them
+      sent_settings_ = settings_.size();
+      for (auto& s : settings_) {
+        send(s.sql, nullptr, s.params);
+        sent_.push_back(std::move(s));
+      }
+      settings_.clear();
+      if (!ahead_.empty()) {
+        if (!libpq().PQpipelineSync(conn_)) fail_to_send(sent_.back().sql);
+        ++syncs_sent_;
+      }
+    }
+    for (auto& s : ahead_) {
+      send(s.sql, s.name.empty() ? nullptr : &s.name, s.params);
+      s.params.clear();  // sent: only its text is kept, for its errors
+      sent_.push_back(std::move(s));
+    }
+    ahead_.clear();
+    flush(sent_.back().sql, Clock::now() + timeout_);  // a failed connection is reported with the answers
+  }
+
+  // Sends what waits (send_ahead), then `last` (prepared as `name`, if it
+  // is), and a sync, and reads every answer of what went out since the
+  // last sync: the last one's result, or the first error, which ends the
   // pipeline (the server skips what follows, up to the next sync).
   //
-  // The settings have a sync of their own, so they commit by themselves:
-  // in the same implicit transaction as what follows (or in its BEGIN's),
-  // an error or a rollback there would undo them, and they are not sent
-  // again. A setting the server refuses (it takes both since 11) drops the
+  // A setting the server refuses (it takes both since 11) drops the
   // session, which ends whatever of the rest is still open; a statement
   // outside a transaction may have been applied, as after a lost answer.
   PGresult* run_pipeline(std::optional<Statement> last, const std::string* name = nullptr) {
-    std::vector<Statement> items = std::move(settings_);
-    settings_.clear();
-    const size_t settings = items.size();
-    items.insert(items.end(), std::make_move_iterator(ahead_.begin()), std::make_move_iterator(ahead_.end()));
-    ahead_.clear();
-    if (last) items.push_back(std::move(*last));
-    if (in_transaction_) begun_ = true;  // its BEGIN is among them, if not sent before: ROLLBACK from now on
-    if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(items.back().sql);
-    const int syncs = settings > 0 && settings < items.size() ? 2 : 1;
-    for (size_t i = 0; i < items.size(); ++i) {
-      const std::string* as = last && i + 1 == items.size() ? name : nullptr;
-      if (!as && !items[i].name.empty()) as = &items[i].name;
-      send(items[i].sql, as, items[i].params);
-      if (syncs == 2 && i + 1 == settings && !libpq().PQpipelineSync(conn_)) fail_to_send(items[i].sql);
+    const bool has_last = last.has_value();
+    if (last) {
+      if (name) last->name = *name;
+      ahead_.push_back(std::move(*last));
     }
-    if (!libpq().PQpipelineSync(conn_)) fail_to_send(items.back().sql);
+    send_ahead();
+    if (!libpq().PQpipelineSync(conn_)) fail_to_send(sent_.back().sql);
+    std::vector<Statement> items = std::move(sent_);
+    sent_.clear();
+    const size_t settings = std::exchange(sent_settings_, 0);
+    const int syncs = std::exchange(syncs_sent_, 0) + 1;
 
     auto deadline = Clock::now() + timeout_;
     flush(items.back().sql, deadline);
@@ -731,7 +780,7 @@ class PostgresConnection final : public Connection {
         ++synced;
         after_sync = true;
       }
-      if (!failed(r) && item + 1 < items.size() && items[item].answered && !(keep && failed(keep)))
+      if (!failed(r) && (item + 1 < items.size() || !has_last) && items[item].answered && !(keep && failed(keep)))
         items[item].answered(r);
       if (st == PGRES_PIPELINE_SYNC || st == PGRES_PIPELINE_ABORTED || (keep && failed(keep)) ||
           (!failed(r) && item + 1 != items.size())) {
@@ -762,7 +811,7 @@ class PostgresConnection final : public Connection {
     return keep;
   }
 
-  bool anything_ahead() const { return !settings_.empty() || !ahead_.empty(); }
+  bool anything_ahead() const { return !settings_.empty() || !ahead_.empty() || !sent_.empty(); }
 
   // Once plan_once has found its table outgrown, DISCARD PLANS goes ahead
   // of each statement until one such is answered: then the plans are gone.
@@ -823,6 +872,7 @@ class PostgresConnection final : public Connection {
     auto it = prepared_.find(key);
     if (it != prepared_.end()) return &it->second;
     if (seen_.insert(key).second) return nullptr;  // its first use on this session sent the session's settings
+    if (!sent_.empty()) return nullptr;  // answers are due in the pipeline first: prepared at a later use
     std::string name = fmt::format("s{}", prepared_.size() + 1);
     std::string text = translate(sql, clock_offset_us_);
     if (!libpq().PQsendPrepare(conn_, name.c_str(), text.c_str(), 0, nullptr)) fail_to_send(sql);
@@ -862,6 +912,11 @@ class PostgresConnection final : public Connection {
   // session's settings, then the transaction's.
   std::vector<Statement> settings_;
   std::vector<Statement> ahead_;
+  // Sent into the pipeline without a sync (send_ahead), answers unread: a
+  // new session's settings first, if any (with a sync of their own).
+  std::vector<Statement> sent_;
+  size_t sent_settings_ = 0;
+  int syncs_sent_ = 0;
   bool in_transaction_ = false;
   bool begun_ = false;  // its BEGIN went out
   bool lost_ = false;   // and then its connection: see refuse_if_lost

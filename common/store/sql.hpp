@@ -174,12 +174,13 @@ class Connection {
   // `when` let it wait (then 0).
   //
   // Send::with_next, for a write whose count nobody reads: in a
-  // transaction on PostgreSQL, a batch that is one statement waits to go
-  // out with the transaction's next statement (or its COMMIT), in one
-  // pipeline, as a NOTIFY does: a round trip less. Its error, a unique
+  // transaction on PostgreSQL, a small batch waits to go out with the
+  // transaction's next statement (or its COMMIT), in one pipeline, as a
+  // NOTIFY does: a round trip less. A large one goes into that pipeline at
+  // once, so the server writes it while the caller goes on; its answer is
+  // read with the next statement's all the same. Its error, a unique
   // violation too, then fails that statement, which ends the transaction
-  // all the same. Outside a transaction, a larger batch, and SQLite's run
-  // at once.
+  // all the same. Outside a transaction, and on SQLite, it runs at once.
   enum class Send { now, with_next };
   virtual int64_t exec_batch(std::string_view sql, const Params& params, std::span<const BatchColumn> columns,
                              size_t rows, const BatchFill& fill, Send when = Send::now) = 0;

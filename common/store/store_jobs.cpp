@@ -148,13 +148,28 @@ model::JobView view_from_row(const Row& row) {
 }  // namespace
 
 std::vector<SubmitResult> Jobs::submit(const std::vector<model::JobSpec>& specs) {
+  OnePart part(specs);
+  return submit(part);
+}
+
+std::vector<SubmitResult> Jobs::submit(JobParts& parts) {
   // A concurrent submit with the same idempotency key can win the race
   // between our lookup and our insert; the retry then finds its job.
   for (int tries = 0;; ++tries) {
     try {
-      return insert_jobs(*conn_, actor_, specs);
+      Transaction tx(*conn_, TxMode::write);
+      JobWriter writer(*conn_, actor_, FirstRun::yes);
+      std::vector<SubmitResult> results;
+      for (auto part = parts.next(); !part.empty(); part = parts.next()) {
+        auto written = writer.write(part);
+        results.insert(results.end(), written.begin(), written.end());
+      }
+      writer.finish();
+      tx.commit();
+      return results;
     } catch (const UniqueViolation& e) {
       if (tries == 2) throw Error(ExitCode::internal, fmt::format("submit kept conflicting: {}", e.what()));
+      parts.rewind();
     }
   }
 }
@@ -205,14 +220,6 @@ std::vector<Submitted> Jobs::submit_together(const std::vector<Submission>& grou
   }
 }
 
-std::vector<SubmitResult> insert_jobs(Connection& c, const std::string& actor,
-                                      const std::vector<model::JobSpec>& specs) {
-  Transaction tx(c, TxMode::write);
-  auto results = write_jobs(c, actor, specs, FirstRun::yes);
-  tx.commit();
-  return results;
-}
-
 std::vector<std::string> insert_node_jobs(Connection& c, const std::string& actor,
                                           const std::vector<model::JobSpec>& specs, const JobOrigin& origin) {
   std::vector<std::string> ids;
@@ -222,72 +229,95 @@ std::vector<std::string> insert_node_jobs(Connection& c, const std::string& acto
 
 std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
                                      FirstRun first_run, const JobOrigin& origin) {
-  std::set<std::string> spec_queues;
-  for (const auto& s : specs) spec_queues.insert(s.queue);
-  auto defaults = queue_defaults(c, spec_queues);
+  JobWriter writer(c, actor, first_run, origin);
+  auto results = writer.write(specs);
+  writer.finish();
+  return results;
+}
+
+// Each spec's retry policy: built-in defaults, its queue's, then its own.
+// A queue's defaults are read once, when a part first names it.
+std::vector<model::RetryPolicy> JobWriter::retry_policies(std::span<const model::JobSpec> specs) {
+  std::set<std::string> unread;
+  for (const auto& s : specs)
+    if (!queues_read_.contains(s.queue)) unread.insert(s.queue);
+  if (!unread.empty()) {
+    defaults_.merge(queue_defaults(c_, unread));
+    queues_read_.merge(unread);
+  }
   std::vector<model::RetryPolicy> retry;
   retry.reserve(specs.size());
   for (const auto& s : specs) {
-    model::RetryOverrides policy = defaults[s.queue];
+    model::RetryOverrides policy = defaults_[s.queue];
     policy.merge(s.retry_given);
     model::validate(retry.emplace_back(policy.resolve()));
     if (s.schedule) cron::validate_schedule(*s.schedule, s.name);
   }
-  std::set<std::string> keys;
-  for (const auto& s : specs)
-    if (!s.idempotency_key.empty()) keys.insert(s.idempotency_key);
-  auto known = existing_keys(c, keys);
+  return retry;
+}
 
+// The jobs already holding the part's idempotency keys, each key looked up
+// once: one an earlier part wrote is known already.
+void JobWriter::find_keys(std::span<const model::JobSpec> specs) {
+  std::set<std::string> unread;
+  for (const auto& s : specs)
+    if (!s.idempotency_key.empty() && !keys_read_.contains(s.idempotency_key)) unread.insert(s.idempotency_key);
+  if (unread.empty()) return;
+  keys_.merge(existing_keys(c_, unread));
+  keys_read_.merge(unread);
+}
+
+std::vector<SubmitResult> JobWriter::write(std::span<const model::JobSpec> specs) {
+  const auto retry = retry_policies(specs);
+  find_keys(specs);
   std::vector<SubmitResult> results;
   std::vector<NewRow> fresh;
   results.reserve(specs.size());
   fresh.reserve(specs.size());
-  std::set<std::string> queues;
-  // A time in the past means now; a schedule starts now (read once, and
-  // only for those).
-  std::optional<int64_t> now;
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
     if (!s.idempotency_key.empty()) {
-      if (auto it = known.find(s.idempotency_key); it != known.end()) {
+      if (auto it = keys_.find(s.idempotency_key); it != keys_.end()) {
         results.push_back(it->second);
         continue;
       }
     }
-    // A schedule's runs are made by its leader, a fan-out's below.
+    // A schedule's runs are made by its leader, a fan-out's below. A time
+    // in the past means now; a schedule starts now.
     NewRow row{&s, &retry[i], util::new_ulid(),
-               s.schedule || s.fan_out || first_run == FirstRun::no ? std::string() : util::new_ulid(), s.run_at_us,
-               &origin, std::nullopt, std::nullopt};
+               s.schedule || s.fan_out || first_run_ == FirstRun::no ? std::string() : util::new_ulid(), s.run_at_us,
+               &origin_, std::nullopt, std::nullopt};
     if (row.due || s.schedule) {
-      if (!now) now = now_us(c);
-      if (row.due && *row.due < *now) row.due.reset();
+      if (!now_) now_ = now_us(c_);
+      if (row.due && *row.due < *now_) row.due.reset();
     }
     if (s.schedule) {
       model::Job job;
       job.id = row.job_id;
       job.spec = s;
-      job.schedule_anchor = cron::anchor_of(*s.schedule, *now);
+      job.schedule_anchor = cron::anchor_of(*s.schedule, *now_);
       row.schedule_anchor = job.schedule_anchor;
-      row.next_fire_at = cron::next_occurrence(job, *now);
+      row.next_fire_at = cron::next_occurrence(job, *now_);
     }
-    if (!s.idempotency_key.empty()) known[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
+    if (!s.idempotency_key.empty()) keys_[s.idempotency_key] = SubmitResult{row.job_id, row.run_id, true};
     results.push_back(SubmitResult{row.job_id, row.run_id, false});
-    queues.insert(s.queue);
+    queues_.insert(s.queue);
+    if (!s.tenant.empty()) tenants_.insert(s.tenant);
     fresh.push_back(std::move(row));
   }
-  insert_jobs_and_runs(c, fresh, actor);
+  insert_jobs_and_runs(c_, fresh, actor_);
   for (size_t i = 0, f = 0; i < results.size(); ++i) {
     if (results[i].existed) continue;
     const auto& r = fresh[f++];
-    if (r.spec->fan_out && !r.spec->schedule && first_run == FirstRun::yes)
-      results[i].run_id = insert_fan_out(c, r);
+    if (r.spec->fan_out && !r.spec->schedule && first_run_ == FirstRun::yes)
+      results[i].run_id = insert_fan_out(c_, r);
   }
-  std::set<std::string> tenants;
-  for (const auto& r : fresh)
-    if (!r.spec->tenant.empty()) tenants.insert(r.spec->tenant);
-  for (const auto& t : tenants) c.exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
-  for (const auto& q : queues) wake_queue(c, q);
   return results;
+}
+
+void JobWriter::finish() {
+  for (const auto& t : tenants_) c_.exec("INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING", {t});
+  for (const auto& q : queues_) wake_queue(c_, q);
 }
 
 std::optional<model::JobView> Jobs::get_job(const std::string& job_id) {

@@ -245,11 +245,12 @@ TEST_CASE("cli: batch submit writes every line or none") {
   CHECK(job_count(db, dir) == 3);
 }
 
-TEST_CASE("cli: a batch read on several threads keeps its lines' order and reports its first bad line") {
-  // 8,000 lines are read in parts side by side on a machine of two cores
-  // or more (cli/cmd_submit.cpp, kMinLinesPerPart): the jobs must still
-  // come in line order, and of two bad lines in different parts the first
-  // is the one named.
+TEST_CASE("cli: a batch read while it is written keeps its lines' order and reports its first bad line") {
+  // 8,000 lines are read in parts (the first of 1,000 jobs, then 5,000
+  // each: cli/job_file.cpp) on a thread of their own, while the store
+  // writes the parts before: the jobs must still come in line order, a bad
+  // line in a late part must leave nothing written, and the file's first
+  // bad line is the one named, whatever else went wrong first.
   test::TempDir dir;
   test::TestDb db(dir);
   constexpr int kLines = 8000;
@@ -262,16 +263,24 @@ TEST_CASE("cli: a batch read on several threads keeps its lines' order and repor
     }
     return text;
   };
-  // Two parts on two cores: lines 1-3999 and 4000-8000. The second part
-  // meets its bad line long before the first part meets its own.
   auto b = run_jobctl(db, dir, {"submit", "--file", "-"},
-                      file_with({{4010, R"({"command": ["true"], "retires": 3})"}, {3990, "{oops"}}));
+                      file_with({{900, R"({"command": ["true"], "retires": 3})"}, {7990, "{oops"}}));
   CHECK(b.code == 2);
-  CHECK(b.err.find("line 3990: ") != std::string::npos);
-  CHECK(b.err.find("line 4010") == std::string::npos);
+  CHECK(b.err.find("line 900: ") != std::string::npos);
+  CHECK(b.err.find("line 7990") == std::string::npos);
   auto late = run_jobctl(db, dir, {"submit", "--file", "-"}, file_with({{7999, "[1]"}}));
   CHECK(late.code == 2);
   CHECK(late.err.find("line 7999: ") != std::string::npos);
+  CHECK(late.err.find("nothing was submitted") != std::string::npos);
+  // The store refuses a job of the first part (its retry delay is longer
+  // than its queue's longest) before the last part is read: the bad line
+  // is still what is reported, as when every line was read first.
+  REQUIRE(run_jobctl(db, dir, {"queue", "set", "slow", "--max-retry-delay", "1m"}).code == 0);
+  auto refused = run_jobctl(
+      db, dir, {"submit", "--file", "-"},
+      file_with({{5, R"({"command": ["true"], "queue": "slow", "retry_delay": "2m"})"}, {7999, "[1]"}}));
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("line 7999: ") != std::string::npos);
   CHECK(job_count(db, dir) == 0);
 
   auto r = run_jobctl(db, dir, {"submit", "--file", "-"}, file_with({}));

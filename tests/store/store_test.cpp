@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <span>
 #include <fmt/format.h>
 #include <thread>
 
@@ -206,6 +208,64 @@ TEST_CASE("store: an idempotency key returns the existing job, within and across
   CHECK(batch[1].job_id == batch[0].job_id);
   store::JobFilter f;
   CHECK(s->jobs().list_jobs(f).size() == 3);
+}
+
+TEST_CASE("store: a batch given in parts is one transaction: a key finds a job an earlier part wrote, and a part "
+          "that cannot be read leaves nothing written") {
+  // `submit --file` hands the store its parts while it reads the next. On
+  // PostgreSQL a part this large goes out before the next is given, and
+  // the next part's lookup of its keys must see it.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  struct Parts final : store::JobParts {
+    std::vector<std::vector<model::JobSpec>> parts;
+    size_t at = 0;
+    std::optional<size_t> unreadable;  // the part whose reading fails
+    std::span<const model::JobSpec> next() override {
+      if (at == unreadable) throw usage_error("line 9: the job is not valid JSON");
+      return at == parts.size() ? std::span<const model::JobSpec>() : parts[at++];
+    }
+    void rewind() override { at = 0; }
+  };
+  auto keyed = [](const std::string& name, const std::string& key) {
+    auto j = job(name);
+    j.idempotency_key = key;
+    return j;
+  };
+  constexpr size_t kPlain = 1500;
+  auto count = [&] { return s->connection().query("SELECT count(*) FROM jobs").at(0).i64(0); };
+  Parts given;
+  given.parts = {std::vector<model::JobSpec>(kPlain, job("plain")), std::vector<model::JobSpec>(kPlain, job("plain")),
+                 {job("a"), keyed("b", "k1")}, {keyed("c", "k1")}, {keyed("d", "k2"), keyed("e", "k2")}};
+  given.parts[0].push_back(keyed("x", "kx"));
+  given.parts[1].insert(given.parts[1].begin(), keyed("y", "kx"));
+  auto r = s->jobs().submit(given);
+  REQUIRE(r.size() == 2 * kPlain + 7);
+  const auto& x = r[kPlain];
+  const auto& y = r[kPlain + 1];
+  CHECK_FALSE(x.existed);
+  CHECK(y.existed);
+  CHECK(y.job_id == x.job_id);
+  CHECK(r[2 * kPlain + 4].existed);  // c, with b's key
+  CHECK(r[2 * kPlain + 4].job_id == r[2 * kPlain + 3].job_id);
+  CHECK(r[2 * kPlain + 6].job_id == r[2 * kPlain + 5].job_id);
+  CHECK(count() == static_cast<int64_t>(2 * kPlain + 4));
+  CHECK(s->jobs().get_job(r[2 * kPlain + 2].job_id)->job.spec.name == "a");
+
+  Parts unreadable;
+  unreadable.parts = {std::vector<model::JobSpec>(kPlain, job("lost")), {keyed("z", "kz")}};
+  unreadable.unreadable = 1;
+  CHECK_THROWS_WITH(s->jobs().submit(unreadable), "line 9: the job is not valid JSON");
+  CHECK(count() == static_cast<int64_t>(2 * kPlain + 4));
+  // The same store goes on: a key written before is found from a later part.
+  Parts later;
+  later.parts = {std::vector<model::JobSpec>(kPlain, job("later")), {keyed("again", "k1")}};
+  auto again = s->jobs().submit(later);
+  REQUIRE(again.size() == kPlain + 1);
+  CHECK(again[kPlain].existed);
+  CHECK(again[kPlain].job_id == r[2 * kPlain + 3].job_id);
+  CHECK(count() == static_cast<int64_t>(3 * kPlain + 4));
 }
 
 TEST_CASE("store: submit_together writes several callers' jobs in one transaction, each with its actor") {

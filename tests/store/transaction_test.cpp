@@ -4,6 +4,7 @@
 // transaction, and nothing of it stays written. A new session's settings
 // go out with its first statement, and stay.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <functional>
@@ -328,6 +329,91 @@ TEST_CASE("transaction: a batch sent with the next statement is seen by it, and 
     tx.commit();
   }
   CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'z%' AND served_at = 424242").at(0).i64(0) == 3);
+}
+
+TEST_CASE("transaction: a large batch sent with the next statement goes out at once, its answer read with that one's") {
+  // The server writes it while the caller makes what follows (a submit
+  // --file's next part): it has begun the transaction and inserted before
+  // the next statement is sent. Its error, or the caller's, still leaves
+  // nothing written, and the connection goes on.
+  Fixture f;
+  using Send = store::Connection::Send;
+  const bool postgres = f.c.dialect() == store::Dialect::postgres;
+  const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
+  const std::string sql = "INSERT INTO tenants (name) SELECT name FROM " + f.c.batch(columns, 1, "u");
+  auto named = [](std::string prefix) {
+    return [prefix](size_t i, std::span<store::Value> cells) { cells[0] = prefix + std::to_string(i); };
+  };
+  constexpr size_t kRows = 12000;
+  const std::string pid = postgres ? f.c.query("SELECT pg_backend_pid()").at(0).text(0) : "";
+  // The session has a transaction id once its first write ran: never
+  // before its BEGIN is sent.
+  auto wrote = [&] {
+    return !f.check->query("SELECT 1 FROM pg_stat_activity WHERE pid = $1::int AND backend_xid IS NOT NULL", {pid})
+                .empty();
+  };
+  constexpr size_t kOneStatement = 3000;  // fewer than a statement's rows, enough to go at once
+  {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec_batch(sql, {}, columns, kOneStatement, named("s"), Send::with_next);
+    if (postgres) {
+      bool seen = false;
+      for (int i = 0; i < 500 && !seen; ++i) {
+        seen = wrote();
+        if (!seen) usleep(10'000);
+      }
+      CHECK(seen);
+    }
+    f.c.exec_batch(sql, {}, columns, 2, named("t"), Send::with_next);  // small: waits for the COMMIT
+    tx.commit();
+  }
+  CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 's%'").at(0).i64(0) == static_cast<int64_t>(kOneStatement));
+  CHECK(f.tenant("t1"));
+  SUBCASE("a row the table refuses fails the next statement") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    auto fill = [](size_t i, std::span<store::Value> cells) {
+      cells[0] = i == 6000 ? std::string("s5") : "u" + std::to_string(i);
+    };
+    if (postgres) {
+      f.c.exec_batch(sql, {}, columns, kRows, fill, Send::with_next);
+      CHECK_THROWS_AS(f.c.query("SELECT 1"), store::UniqueViolation);
+    } else {
+      CHECK_THROWS_AS(f.c.exec_batch(sql, {}, columns, kRows, fill, Send::with_next), store::UniqueViolation);
+    }
+  }
+  SUBCASE("the caller fails after a part went out: rolled back, its answer read") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    f.c.exec_batch(sql, {}, columns, kRows, named("u"), Send::with_next);
+    auto fill = [](size_t i, std::span<store::Value> cells) {
+      if (i == 7000) throw Error(ExitCode::usage, "row 7000 cannot be made");
+      cells[0] = "v" + std::to_string(i);
+    };
+    CHECK_THROWS_WITH(f.c.exec_batch(sql, {}, columns, kRows, fill, Send::with_next), "row 7000 cannot be made");
+  }
+  SUBCASE("the caller fails after a part the table refuses went out") {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
+    auto refused = [](size_t i, std::span<store::Value> cells) {
+      cells[0] = i == 10 ? std::string("s5") : "u" + std::to_string(i);
+    };
+    if (postgres) {
+      f.c.exec_batch(sql, {}, columns, kOneStatement, refused, Send::with_next);
+      auto fill = [](size_t, std::span<store::Value>) { throw Error(ExitCode::usage, "no row can be made"); };
+      CHECK_THROWS_WITH(f.c.exec_batch(sql, {}, columns, kRows, fill, Send::with_next), "no row can be made");
+    }
+  }
+  CHECK_FALSE(f.tenant("before"));
+  CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 'u%' OR name LIKE 'v%'").at(0).i64(0) == 0);
+  // The same connection goes on, and prepares what it runs again.
+  for (int i = 0; i < 3; ++i) {
+    store::Transaction tx(f.c, store::TxMode::write);
+    f.c.exec_batch(sql, {}, columns, kRows, named(fmt::format("w{}-", i)), Send::with_next);
+    CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE $1", {fmt::format("w{}-%", i)}).at(0).i64(0) ==
+          static_cast<int64_t>(kRows));
+    tx.commit();
+  }
 }
 
 TEST_CASE("transaction: a query sent with the next statement gives its rows once that one is answered, its error fails it") {

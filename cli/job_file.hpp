@@ -1,0 +1,68 @@
+#pragma once
+// A `submit --file` batch: one JSON job a line, read in parts of
+// consecutive lines by a thread of its own while the store writes the
+// parts before (store::JobParts), so that reading a large batch overlaps
+// writing it.
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/model/job.hpp"
+#include "common/store/jobs.hpp"
+
+namespace jobctl::cli {
+
+class JobFile final : public store::JobParts {
+ public:
+  // Reads `path` ("-": standard input) and starts reading its jobs. Throws
+  // a usage error when it cannot be read or holds no job.
+  explicit JobFile(const std::string& path);
+  ~JobFile() override;
+  JobFile(const JobFile&) = delete;
+  JobFile& operator=(const JobFile&) = delete;
+
+  // The next part's jobs once read; throws a usage error naming the line
+  // when one of the part's lines is not a job ("nothing was submitted").
+  std::span<const model::JobSpec> next() override;
+  void rewind() override { next_part_ = 0; }
+  // Waits for every line to be read, and throws the file's first error if
+  // it has one: what is wrong with the input is reported before what else
+  // stopped the submit (the store being down, say), as when every line was
+  // read first.
+  void check_all_read();
+  // The file's job number `index` (from 0), once its part is read.
+  const model::JobSpec& job(size_t index) const;
+
+ private:
+  struct Part {
+    std::string_view text;
+    size_t first_line = 1;  // among all the file's lines, from 1
+    size_t first_job = 0;   // among all its jobs, from 0
+    size_t jobs = 0;
+    std::vector<model::JobSpec> specs;
+    std::exception_ptr error;
+  };
+
+  void read_parts();  // in order, until one fails or the file is dropped
+  void read_part(Part& part);
+  // Whether part `index` has been read, or one before it has failed.
+  bool ready(size_t index) const { return read_ > index || failed_; }
+
+  std::string text_;
+  std::vector<Part> parts_;
+  size_t next_part_ = 0;
+  std::mutex mutex_;
+  std::condition_variable read_more_;
+  size_t read_ = 0;      // the parts read, in order (mutex_)
+  bool failed_ = false;  // one of them failed: no more are read (mutex_)
+  bool dropped_ = false; // the submit is over: no more are read (mutex_)
+  std::jthread reader_;
+};
+
+}  // namespace jobctl::cli
