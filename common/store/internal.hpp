@@ -55,14 +55,17 @@ enum class FirstRun { yes, no };
 // Writes jobs a part at a time, each part's statements on their way while
 // the caller reads the next (Connection::Send::with_next): what one part
 // read (its queues' defaults, the store's clock, idempotency keys) serves
-// the next, and finish() records the tenants and wakes the queues of all.
+// the next, and finish() records the tenants and wakes the queues of all,
+// once each. The parts of one transaction: a batch's, or a group commit's
+// (a part per actor).
 class JobWriter {
  public:
-  JobWriter(Connection& c, std::string actor, FirstRun first_run, JobOrigin origin = {})
-      : c_(c), actor_(std::move(actor)), first_run_(first_run), origin_(std::move(origin)) {}
-  // A result per spec, in order. A key written by an earlier part is found
-  // as any other (existed = true).
-  std::vector<SubmitResult> write(std::span<const model::JobSpec> specs);
+  JobWriter(Connection& c, FirstRun first_run, JobOrigin origin = {})
+      : c_(c), first_run_(first_run), origin_(std::move(origin)) {}
+  // A result per spec, in order; the jobs are recorded as submitted by
+  // `actor`. A key written by an earlier part is found as any other
+  // (existed = true).
+  std::vector<SubmitResult> write(const std::string& actor, std::span<const model::JobSpec> specs);
   void finish();
 
  private:
@@ -70,7 +73,6 @@ class JobWriter {
   void find_keys(std::span<const model::JobSpec> specs);
 
   Connection& c_;
-  std::string actor_;
   FirstRun first_run_;
   JobOrigin origin_;
   std::map<std::string, model::RetryOverrides> defaults_;  // of the queues read so far

@@ -158,10 +158,10 @@ std::vector<SubmitResult> Jobs::submit(JobParts& parts) {
   for (int tries = 0;; ++tries) {
     try {
       Transaction tx(*conn_, TxMode::write);
-      JobWriter writer(*conn_, actor_, FirstRun::yes);
+      JobWriter writer(*conn_, FirstRun::yes);
       std::vector<SubmitResult> results;
       for (auto part = parts.next(); !part.empty(); part = parts.next()) {
-        auto written = writer.write(part);
+        auto written = writer.write(actor_, part);
         results.insert(results.end(), written.begin(), written.end());
       }
       writer.finish();
@@ -177,8 +177,9 @@ std::vector<SubmitResult> Jobs::submit(JobParts& parts) {
 std::vector<Submitted> Jobs::submit_together(const std::vector<Submission>& group) {
   for (int tries = 0;; ++tries) {
     try {
-      // One write per actor, of all its submissions' jobs: a few statements
-      // for the group, not a few per submission.
+      // One part per actor, of all its submissions' jobs: a few statements
+      // for the group, not a few per submission, and each queue's defaults
+      // read, and each queue woken, once for all.
       std::map<std::string, std::vector<size_t>> by_actor;
       for (size_t i = 0; i < group.size(); ++i) by_actor[group[i].actor].push_back(i);
       std::vector<Submitted> out(group.size());
@@ -190,10 +191,11 @@ std::vector<Submitted> Jobs::submit_together(const std::vector<Submission>& grou
       // CPU a group (pg_stat_statements: 1,065 ms of planning for 1,142
       // groups, more than its execution and the jobs' insert).
       conn_->plan_once("runs");
+      JobWriter writer(*conn_, FirstRun::yes);
       for (const auto& [actor, members] : by_actor) {
         std::vector<model::JobSpec> specs;
         for (size_t i : members) specs.insert(specs.end(), group[i].specs.begin(), group[i].specs.end());
-        auto results = write_jobs(*conn_, actor, specs, FirstRun::yes);
+        auto results = writer.write(actor, specs);
         all.insert(all.end(), results.begin(), results.end());
         for (size_t i : members)
           for (const auto& spec : group[i].specs) all_specs.push_back(&spec);
@@ -203,6 +205,7 @@ std::vector<Submitted> Jobs::submit_together(const std::vector<Submission>& grou
           next += static_cast<std::ptrdiff_t>(group[i].specs.size());
         }
       }
+      writer.finish();
       Rows made;
       auto views = submitted_views(all, all_specs, made);
       tx.commit();
@@ -229,8 +232,8 @@ std::vector<std::string> insert_node_jobs(Connection& c, const std::string& acto
 
 std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,
                                      FirstRun first_run, const JobOrigin& origin) {
-  JobWriter writer(c, actor, first_run, origin);
-  auto results = writer.write(specs);
+  JobWriter writer(c, first_run, origin);
+  auto results = writer.write(actor, specs);
   writer.finish();
   return results;
 }
@@ -267,7 +270,7 @@ void JobWriter::find_keys(std::span<const model::JobSpec> specs) {
   keys_read_.merge(unread);
 }
 
-std::vector<SubmitResult> JobWriter::write(std::span<const model::JobSpec> specs) {
+std::vector<SubmitResult> JobWriter::write(const std::string& actor, std::span<const model::JobSpec> specs) {
   const auto retry = retry_policies(specs);
   find_keys(specs);
   std::vector<SubmitResult> results;
@@ -305,7 +308,7 @@ std::vector<SubmitResult> JobWriter::write(std::span<const model::JobSpec> specs
     if (!s.tenant.empty()) tenants_.insert(s.tenant);
     fresh.push_back(std::move(row));
   }
-  insert_jobs_and_runs(c_, fresh, actor_);
+  insert_jobs_and_runs(c_, fresh, actor);
   for (size_t i = 0, f = 0; i < results.size(); ++i) {
     if (results[i].existed) continue;
     const auto& r = fresh[f++];

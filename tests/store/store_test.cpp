@@ -359,6 +359,35 @@ TEST_CASE("store: on PostgreSQL one caller's group commit of plain jobs is two r
   CHECK(submitted[1].views[0].job.spec.name == "b3");
 }
 
+TEST_CASE("store: on PostgreSQL a group commit of several callers' jobs is two round trips too, their queue's "
+          "defaults read once") {
+  // Each caller's jobs went through a write of their own, each reading its
+  // queues' defaults: a round trip more per caller after the first.
+  if (test::test_backend() != config::Backend::postgres) return;
+  Proxied p;
+  auto& s = p.s;
+  auto group = [](int i) {
+    return std::vector<store::Submission>{{"ci-bot", {job(fmt::format("a{}", i))}},
+                                          {"on-call", {job(fmt::format("b{}", i))}},
+                                          {"nightly", {job(fmt::format("c{}", i))}}};
+  };
+  for (int i = 0; i < 3; ++i) s->jobs().submit_together(group(i));
+  const int before = p.proxy.round_trips();
+  auto submitted = s->jobs().submit_together(group(3));
+  CHECK(p.proxy.round_trips() - before == 2);
+  REQUIRE(submitted.size() == 3);
+  auto created_by = [&](const std::string& id) {
+    return s->connection().query("SELECT created_by FROM jobs WHERE id = $1", {id}).at(0).text(0);
+  };
+  CHECK(created_by(submitted[0].results[0].job_id) == "ci-bot");
+  CHECK(created_by(submitted[1].results[0].job_id) == "on-call");
+  CHECK(created_by(submitted[2].results[0].job_id) == "nightly");
+  for (const auto& one : submitted) {
+    REQUIRE(one.views.size() == 1);
+    CHECK(one.views[0].latest_run->id == one.results[0].run_id);
+  }
+}
+
 TEST_CASE("store: a server's group commits plan their read-back once, not at each group") {
   // Planned at each use, the read-back cost 0.9 ms of server CPU a group
   // commit: more than its execution and the jobs' insert together.
