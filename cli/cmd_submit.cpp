@@ -71,6 +71,9 @@ void register_submit(CLI::App& app, Context& ctx) {
       JobFile batch(f->file);
       try {
         results = ctx.store().jobs().submit(batch);
+      } catch (const store::JobRefused& e) {
+        batch.check_all_read();
+        throw batch.refused(e);
       } catch (const Error&) {
         batch.check_all_read();
         throw;

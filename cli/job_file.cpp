@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/read_input.hpp"
+#include "common/jobdef/fields.hpp"
 #include "common/jobdef/job_input.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
@@ -60,26 +61,14 @@ JobFile::JobFile(const std::string& path) : text_(read_input(path, "--file")) {
     return;
   }
   try {
-    reader_ = std::jthread([this] { read_parts(); });
+    reader_ = std::jthread([this](const std::stop_token& stop) { read_parts(stop); });
   } catch (const std::system_error&) {  // no thread to be had: read it all now
     read_parts();
   }
 }
 
-JobFile::~JobFile() {
-  {
-    std::lock_guard lock(mutex_);
-    dropped_ = true;
-  }
-  if (reader_.joinable()) reader_.join();
-}
-
-void JobFile::read_parts() {
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    {
-      std::lock_guard lock(mutex_);
-      if (dropped_) return;
-    }
+void JobFile::read_parts(const std::stop_token& stop) {
+  for (size_t i = 0; i < parts_.size() && !stop.stop_requested(); ++i) {
     read_part(parts_[i]);
     std::lock_guard lock(mutex_);
     read_ = i + 1;
@@ -129,11 +118,26 @@ void JobFile::check_all_read() {
     if (part.error) std::rethrow_exception(part.error);
 }
 
+const JobFile::Part& JobFile::part_of(size_t job) const {
+  auto after = std::upper_bound(parts_.begin(), parts_.end(), job, [](size_t i, const Part& p) { return i < p.first_job; });
+  return *(after - 1);
+}
+
 const model::JobSpec& JobFile::job(size_t index) const {
-  auto after = std::upper_bound(parts_.begin(), parts_.end(), index,
-                                [](size_t i, const Part& p) { return i < p.first_job; });
-  const Part& part = *(after - 1);
+  const Part& part = part_of(index);
   return part.specs.at(index - part.first_job);
+}
+
+Error JobFile::refused(const store::JobRefused& e) const {
+  const Part& part = part_of(e.index());
+  size_t line = 0, jobs = part.first_job;
+  for_each_job_line(part.text, part.first_line, [&](size_t n, std::string_view) {
+    line = n;
+    return jobs++ < e.index();
+  });
+  const Error in_terms = jobdef::in_line_terms(e);  // a line names its fields by their keys
+  return Error(e.code(), fmt::format("line {}: {}", line, in_terms.what()),
+               in_terms.hint().empty() ? "nothing was submitted" : in_terms.hint() + "; nothing was submitted");
 }
 
 }  // namespace jobctl::cli

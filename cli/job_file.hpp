@@ -8,6 +8,7 @@
 #include <exception>
 #include <mutex>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "common/model/job.hpp"
 #include "common/store/jobs.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::cli {
 
@@ -23,7 +25,6 @@ class JobFile final : public store::JobParts {
   // Reads `path` ("-": standard input) and starts reading its jobs. Throws
   // a usage error when it cannot be read or holds no job.
   explicit JobFile(const std::string& path);
-  ~JobFile() override;
   JobFile(const JobFile&) = delete;
   JobFile& operator=(const JobFile&) = delete;
 
@@ -38,6 +39,9 @@ class JobFile final : public store::JobParts {
   void check_all_read();
   // The file's job number `index` (from 0), once its part is read.
   const model::JobSpec& job(size_t index) const;
+  // The store's refusal of one of the file's jobs, naming its line, as a
+  // line that is not a job is named.
+  Error refused(const store::JobRefused& e) const;
 
  private:
   struct Part {
@@ -49,7 +53,8 @@ class JobFile final : public store::JobParts {
     std::exception_ptr error;
   };
 
-  void read_parts();  // in order, until one fails or the file is dropped
+  const Part& part_of(size_t job) const;  // the part holding the file's job number `job`
+  void read_parts(const std::stop_token& stop = {});  // in order, until one fails or the file is dropped
   void read_part(Part& part);
   // Whether part `index` has been read, or one before it has failed.
   bool ready(size_t index) const { return read_ > index || failed_; }
@@ -61,8 +66,7 @@ class JobFile final : public store::JobParts {
   std::condition_variable read_more_;
   size_t read_ = 0;      // the parts read, in order (mutex_)
   bool failed_ = false;  // one of them failed: no more are read (mutex_)
-  bool dropped_ = false; // the submit is over: no more are read (mutex_)
-  std::jthread reader_;
+  std::jthread reader_;   // last: stopped and joined first, when the submit is over
 };
 
 }  // namespace jobctl::cli

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/jobdef/fields.hpp"
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job.hpp"
 #include "common/ops/ids.hpp"
@@ -61,7 +62,15 @@ Reply submit_jobs(Call& c) {
     throw usage_error("the Idempotency-Key header goes with one job, not a batch",
                       "give each job of the array its own \"idempotency_key\"");
   apply_idempotency_header(c, specs[0]);
-  auto s = c.submissions.submit(c.token.name, std::move(specs));
+  store::Submitted s;
+  try {
+    s = c.submissions.submit(c.token.name, std::move(specs));
+  } catch (const store::JobRefused& e) {  // what the body asks, as a bad item of it is (422, its keys named)
+    if (!batch) throw BodyError(jobdef::in_line_terms(e));
+    throw BodyError(jobdef::in_line_terms(
+        Error(e.code(), fmt::format("job {}: {}", e.index() + 1, e.what()),
+              e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted")));
+  }
   bool all_existed = std::all_of(s.results.begin(), s.results.end(), [](const auto& r) { return r.existed; });
   Reply reply{all_existed ? 200 : 201, ops::submitted_json(s.views, batch), {}};
   if (!batch) reply.headers.emplace_back("Location", fmt::format("{}/jobs/{}", kApiPrefix, s.results[0].job_id));

@@ -64,7 +64,8 @@ class JobWriter {
       : c_(c), first_run_(first_run), origin_(std::move(origin)) {}
   // A result per spec, in order; the jobs are recorded as submitted by
   // `actor`. A key written by an earlier part is found as any other
-  // (existed = true).
+  // (existed = true). Throws JobRefused for a job whose retry policy or
+  // schedule makes no sense.
   std::vector<SubmitResult> write(const std::string& actor, std::span<const model::JobSpec> specs);
   void finish();
 
@@ -81,6 +82,7 @@ class JobWriter {
   std::set<std::string> keys_read_;
   std::optional<int64_t> now_;  // read once, and only for jobs with a time or a schedule
   std::set<std::string> queues_, tenants_;
+  size_t given_ = 0;  // the jobs of the parts before: a refused job's index counts from the first part's first
 };
 // One part, finished.
 std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs,

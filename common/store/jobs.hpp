@@ -13,6 +13,7 @@
 #include "common/model/job.hpp"
 #include "common/model/schedule.hpp"
 #include "common/store/sql.hpp"
+#include "common/util/error.hpp"
 
 namespace jobctl::store {
 
@@ -20,6 +21,19 @@ struct SubmitResult {
   std::string job_id;
   std::string run_id;
   bool existed = false;  // the idempotency key matched an earlier job
+};
+
+// A job of a batch that the store refused, and nothing of the batch was
+// written: its retry policy makes no sense once its queue's defaults are
+// applied, or its schedule cannot be read. index() is its place in the
+// batch (from 0), for the caller to name it (a --file line, an array item).
+class JobRefused : public Error {
+ public:
+  JobRefused(const Error& e, size_t index) : Error(e), index_(index) {}
+  size_t index() const { return index_; }
+
+ private:
+  size_t index_;
 };
 
 // A batch of jobs given a part at a time (Jobs::submit): each part goes

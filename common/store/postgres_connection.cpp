@@ -30,6 +30,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -325,8 +326,10 @@ class PostgresConnection final : public Connection {
     end_transaction();
     if (!sent) return;
     try {
-      // What went out without a sync is answered first, whatever it is.
+      // What went out without a sync is answered first, whatever it is,
+      // and read by nobody: a query's reader may be gone with its caller.
       if (!sent_.empty()) {
+        for (auto& s : sent_) s.answered = nullptr;
         try {
           libpq().PQclear(run_pipeline(std::nullopt));
         } catch (const std::exception&) {  // its error (a unique violation too): rolled back below all the same
@@ -712,29 +715,28 @@ class PostgresConnection final : public Connection {
   // they commit by themselves: in the same implicit transaction as what
   // follows (or in its BEGIN's), an error or a rollback there would undo
   // them, and they are not sent again.
+  // Taken from settings_ and ahead_ before any is sent: one that fails to
+  // go out drops the session, and none of them may go out on the next.
+  // The settings' sync goes only before something else: without, the
+  // pipeline's own sync follows at once (run_pipeline).
   void send_ahead() {
-    if (settings_.empty() && ahead_.empty()) return;
+    std::vector<Statement> settings = std::exchange(settings_, {});
+    std::vector<Statement> pending = std::exchange(ahead_, {});
+    if (settings.empty() && pending.empty()) return;
     if (in_transaction_) begun_ = true;  // its BEGIN is among them, if not sent before: ROLLBACK from now on
-    const std::string& first = settings_.empty() ? ahead_.front().sql : settings_.front().sql;
-    if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(first);
-    if (!settings_.empty()) {  // a new session's: nothing went out on it before them
-      sent_settings_ = settings_.size();
-      for (auto& s : settings_) {
-        send(s.sql, nullptr, s.params);
-        sent_.push_back(std::move(s));
-      }
-      settings_.clear();
-      if (!ahead_.empty()) {
-        if (!libpq().PQpipelineSync(conn_)) fail_to_send(sent_.back().sql);
-        ++syncs_sent_;
-      }
+    if (!libpq().PQenterPipelineMode(conn_)) fail_to_send(settings.empty() ? pending.front().sql : settings.front().sql);
+    if (!settings.empty()) {  // a new session's: nothing went out on it before them
+      for (auto& s : settings) send(s.sql, nullptr, s.params);
+      if (!pending.empty() && !libpq().PQpipelineSync(conn_)) fail_to_send(settings.back().sql);
+      sent_settings_ = settings.size();
+      syncs_sent_ += pending.empty() ? 0 : 1;
+      std::move(settings.begin(), settings.end(), std::back_inserter(sent_));
     }
-    for (auto& s : ahead_) {
+    for (auto& s : pending) {
       send(s.sql, s.name.empty() ? nullptr : &s.name, s.params);
       s.params.clear();  // sent: only its text is kept, for its errors
       sent_.push_back(std::move(s));
     }
-    ahead_.clear();
     flush(sent_.back().sql, Clock::now() + timeout_);  // a failed connection is reported with the answers
   }
 

@@ -250,11 +250,29 @@ std::vector<model::RetryPolicy> JobWriter::retry_policies(std::span<const model:
   }
   std::vector<model::RetryPolicy> retry;
   retry.reserve(specs.size());
-  for (const auto& s : specs) {
-    model::RetryOverrides policy = defaults_[s.queue];
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& s = specs[i];
+    const model::RetryOverrides& queue = defaults_[s.queue];
+    model::RetryOverrides policy = queue;
     policy.merge(s.retry_given);
-    model::validate(retry.emplace_back(policy.resolve()));
-    if (s.schedule) cron::validate_schedule(*s.schedule, s.name);
+    try {
+      model::validate(retry.emplace_back(policy.resolve()));
+    } catch (const Error& e) {
+      if (queue.empty()) throw JobRefused(e, given_ + i);
+      // The queue's defaults are part of it: the job may not have set
+      // what is wrong.
+      throw JobRefused(Error(e.code(), fmt::format("{}, with queue {}'s retry defaults", e.what(), s.queue),
+                             fmt::format("{}, or change the queue's: jobctl queue set {}", e.hint().empty()
+                                                                                               ? "fix the job's retry fields"
+                                                                                               : e.hint(),
+                                         s.queue)),
+                       given_ + i);
+    }
+    try {
+      if (s.schedule) cron::validate_schedule(*s.schedule, s.name);
+    } catch (const Error& e) {
+      throw JobRefused(e, given_ + i);
+    }
   }
   return retry;
 }
@@ -309,6 +327,7 @@ std::vector<SubmitResult> JobWriter::write(const std::string& actor, std::span<c
     fresh.push_back(std::move(row));
   }
   insert_jobs_and_runs(c_, fresh, actor);
+  given_ += specs.size();
   for (size_t i = 0, f = 0; i < results.size(); ++i) {
     if (results[i].existed) continue;
     const auto& r = fresh[f++];

@@ -281,6 +281,14 @@ TEST_CASE("cli: a batch read while it is written keeps its lines' order and repo
       file_with({{5, R"({"command": ["true"], "queue": "slow", "retry_delay": "2m"})"}, {7999, "[1]"}}));
   CHECK(refused.code == 2);
   CHECK(refused.err.find("line 7999: ") != std::string::npos);
+  // Alone, the refused job is named by its line, as a bad line is, and
+  // the queue whose defaults made it wrong.
+  auto alone = run_jobctl(db, dir, {"submit", "--file", "-"},
+                          file_with({{6500, R"({"command": ["true"], "queue": "slow", "retry_delay": "2m"})"}}));
+  CHECK(alone.code == 2);
+  CHECK(alone.err.find("line 6500: ") != std::string::npos);
+  CHECK(alone.err.find("queue slow") != std::string::npos);
+  CHECK(alone.err.find("nothing was submitted") != std::string::npos);
   CHECK(job_count(db, dir) == 0);
 
   auto r = run_jobctl(db, dir, {"submit", "--file", "-"}, file_with({}));

@@ -263,6 +263,15 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   // A batch is all or nothing.
   check_problem(c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": 5}])", "application/json"), 422, "job 2");
   CHECK(cli_json(db, dir, {"ls"}).empty());
+  // So is a job the store refuses, by its place: its retry delay is longer
+  // than its queue's longest.
+  REQUIRE(test::run_jobctl(db, dir, {"queue", "set", "slow", "--max-retry-delay", "1m"}).code == 0);
+  check_problem(c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": "true", "queue": "slow", "retry_delay": "2m"}])",
+                       "application/json"),
+                422, "job 2: ");
+  check_problem(c.Post("/api/v1/jobs", R"({"command": "true", "queue": "slow", "retry_delay": "2m"})", "application/json"),
+                422, "field 'max_retry_delay' 1m is shorter than field 'retry_delay' 2m, with queue slow's retry defaults");
+  CHECK(cli_json(db, dir, {"ls"}).empty());
   // An update's checks, made in the store, name the keys as well.
   const std::string scheduled = test::submit(db, dir, {"--cron", "0 * * * *", "--", "true"});
   check_problem(c.Patch("/api/v1/jobs/" + scheduled, R"({"starts_at": "2030-01-02 00:00", "ends_at": "2030-01-01 00:00"})",

@@ -213,8 +213,9 @@ TEST_CASE("store: an idempotency key returns the existing job, within and across
 TEST_CASE("store: a batch given in parts is one transaction: a key finds a job an earlier part wrote, and a part "
           "that cannot be read leaves nothing written") {
   // `submit --file` hands the store its parts while it reads the next. On
-  // PostgreSQL a part this large goes out before the next is given, and
-  // the next part's lookup of its keys must see it.
+  // PostgreSQL a part this large goes out before the next is given, and a
+  // later part's lookup of a key (one an earlier submit wrote) is answered
+  // after it, in the same pipeline; a key an earlier part wrote is known.
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();

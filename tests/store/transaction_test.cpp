@@ -171,6 +171,13 @@ TEST_CASE("transaction: PostgreSQL refuses a text parameter holding a NUL byte, 
                            {}, columns, 3, [&](size_t, std::span<store::Value> cells) { cells[0] = nul; });
           }) == ExitCode::internal);
   }
+  SUBCASE("a statement outside a transaction, the first of a new session") {
+    // The refusal drops the session: the next statement opens one, and
+    // goes out behind its settings. Refused there too, it must not stay
+    // queued to go out on the session after.
+    CHECK(code_of([&] { f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {nul}); }) == ExitCode::internal);
+    CHECK(code_of([&] { f.c.exec("INSERT INTO tenants (name) VALUES ($1)", {nul}); }) == ExitCode::internal);
+  }
   CHECK_FALSE(f.tenant("before"));
   CHECK_FALSE(f.tenant("a"));
   // The connection goes on.
