@@ -87,8 +87,7 @@ void JobFile::read_part(Part& part) {
       try {
         part.specs.push_back(jobdef::job_spec_from_json(util::parse_json_input(line, "the job", "")));
       } catch (const Error& e) {
-        throw usage_error(fmt::format("line {}: {}", n, e.what()),
-                          e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+        throw jobdef::refused_in_batch(e, fmt::format("line {}", n));
       }
       return true;
     });
@@ -135,9 +134,8 @@ Error JobFile::refused(const store::JobRefused& e) const {
     line = n;
     return jobs++ < e.index();
   });
-  const Error in_terms = jobdef::in_line_terms(e);  // a line names its fields by their keys
-  return Error(e.code(), fmt::format("line {}: {}", line, in_terms.what()),
-               in_terms.hint().empty() ? "nothing was submitted" : in_terms.hint() + "; nothing was submitted");
+  // A line names its fields by their keys.
+  return jobdef::refused_in_batch(jobdef::in_line_terms(e), fmt::format("line {}", line));
 }
 
 }  // namespace jobctl::cli

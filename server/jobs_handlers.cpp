@@ -36,8 +36,7 @@ std::vector<model::JobSpec> specs_of(const Call& c, bool& batch) {
       try {
         specs.push_back(jobdef::job_spec_from_json(body[i]));
       } catch (const Error& e) {
-        throw Error(e.code(), fmt::format("job {}: {}", i + 1, e.what()),
-                    e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
+        throw jobdef::refused_in_batch(e, fmt::format("job {}", i + 1));
       }
     }
     return specs;
@@ -67,9 +66,7 @@ Reply submit_jobs(Call& c) {
     s = c.submissions.submit(c.token.name, std::move(specs));
   } catch (const store::JobRefused& e) {  // what the body asks, as a bad item of it is (422, its keys named)
     if (!batch) throw BodyError(jobdef::in_line_terms(e));
-    throw BodyError(jobdef::in_line_terms(
-        Error(e.code(), fmt::format("job {}: {}", e.index() + 1, e.what()),
-              e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted")));
+    throw BodyError(jobdef::in_line_terms(jobdef::refused_in_batch(e, fmt::format("job {}", e.index() + 1))));
   }
   bool all_existed = std::all_of(s.results.begin(), s.results.end(), [](const auto& r) { return r.existed; });
   Reply reply{all_existed ? 200 : 201, ops::submitted_json(s.views, batch), {}};

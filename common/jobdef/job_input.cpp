@@ -1,5 +1,7 @@
 #include "common/jobdef/job_input.hpp"
 
+#include <fmt/format.h>
+
 #include "common/jobdef/fields.hpp"
 #include "common/util/error.hpp"
 
@@ -13,6 +15,11 @@ model::JobSpec job_spec_from_json(const nlohmann::json& j) {
     f.apply(d, v, Name{f, Source::line});
   }
   return finish(std::move(d));
+}
+
+Error refused_in_batch(const Error& e, std::string_view item) {
+  return Error(e.code(), fmt::format("{}: {}", item, e.what()),
+               e.hint().empty() ? "nothing was submitted" : e.hint() + "; nothing was submitted");
 }
 
 }  // namespace jobctl::jobdef

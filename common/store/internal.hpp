@@ -76,10 +76,8 @@ class JobWriter {
   Connection& c_;
   FirstRun first_run_;
   JobOrigin origin_;
-  std::map<std::string, model::RetryOverrides> defaults_;  // of the queues read so far
-  std::set<std::string> queues_read_;
-  std::map<std::string, SubmitResult> keys_;  // the idempotency keys looked up or written so far
-  std::set<std::string> keys_read_;
+  std::map<std::string, model::RetryOverrides> defaults_;  // of every queue read so far (empty: none of its own)
+  std::map<std::string, SubmitResult> keys_;  // every idempotency key looked up so far: found, or then written
   std::optional<int64_t> now_;  // read once, and only for jobs with a time or a schedule
   std::set<std::string> queues_, tenants_;
   size_t given_ = 0;  // the jobs of the parts before: a refused job's index counts from the first part's first

@@ -243,16 +243,16 @@ std::vector<SubmitResult> write_jobs(Connection& c, const std::string& actor, co
 std::vector<model::RetryPolicy> JobWriter::retry_policies(std::span<const model::JobSpec> specs) {
   std::set<std::string> unread;
   for (const auto& s : specs)
-    if (!queues_read_.contains(s.queue)) unread.insert(s.queue);
+    if (!defaults_.contains(s.queue)) unread.insert(s.queue);
   if (!unread.empty()) {
     defaults_.merge(queue_defaults(c_, unread));
-    queues_read_.merge(unread);
+    for (const auto& q : unread) defaults_.try_emplace(q);  // a queue with no row has none: read all the same
   }
   std::vector<model::RetryPolicy> retry;
   retry.reserve(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
-    const model::RetryOverrides& queue = defaults_[s.queue];
+    const model::RetryOverrides& queue = defaults_.at(s.queue);
     model::RetryOverrides policy = queue;
     policy.merge(s.retry_given);
     try {
@@ -261,11 +261,9 @@ std::vector<model::RetryPolicy> JobWriter::retry_policies(std::span<const model:
       if (queue.empty()) throw JobRefused(e, given_ + i);
       // The queue's defaults are part of it: the job may not have set
       // what is wrong.
+      const std::string fix = e.hint().empty() ? "fix the job's retry fields" : e.hint();
       throw JobRefused(Error(e.code(), fmt::format("{}, with queue {}'s retry defaults", e.what(), s.queue),
-                             fmt::format("{}, or change the queue's: jobctl queue set {}", e.hint().empty()
-                                                                                               ? "fix the job's retry fields"
-                                                                                               : e.hint(),
-                                         s.queue)),
+                             fmt::format("{}, or change the queue's: jobctl queue set {}", fix, s.queue)),
                        given_ + i);
     }
     try {
@@ -282,10 +280,8 @@ std::vector<model::RetryPolicy> JobWriter::retry_policies(std::span<const model:
 void JobWriter::find_keys(std::span<const model::JobSpec> specs) {
   std::set<std::string> unread;
   for (const auto& s : specs)
-    if (!s.idempotency_key.empty() && !keys_read_.contains(s.idempotency_key)) unread.insert(s.idempotency_key);
-  if (unread.empty()) return;
-  keys_.merge(existing_keys(c_, unread));
-  keys_read_.merge(unread);
+    if (!s.idempotency_key.empty() && !keys_.contains(s.idempotency_key)) unread.insert(s.idempotency_key);
+  if (!unread.empty()) keys_.merge(existing_keys(c_, unread));  // one not found is written by this part
 }
 
 std::vector<SubmitResult> JobWriter::write(const std::string& actor, std::span<const model::JobSpec> specs) {

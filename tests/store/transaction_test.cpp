@@ -376,12 +376,14 @@ TEST_CASE("transaction: a large batch sent with the next statement goes out at o
   }
   CHECK(f.c.query("SELECT count(*) FROM tenants WHERE name LIKE 's%'").at(0).i64(0) == static_cast<int64_t>(kOneStatement));
   CHECK(f.tenant("t1"));
+  // Rows u0, u1, … but for row `at`, s5, which the table holds already.
+  auto refused_at = [](size_t at) {
+    return [at](size_t i, std::span<store::Value> cells) { cells[0] = i == at ? std::string("s5") : "u" + std::to_string(i); };
+  };
   SUBCASE("a row the table refuses fails the next statement") {
     store::Transaction tx(f.c, store::TxMode::write);
     f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
-    auto fill = [](size_t i, std::span<store::Value> cells) {
-      cells[0] = i == 6000 ? std::string("s5") : "u" + std::to_string(i);
-    };
+    auto fill = refused_at(6000);
     if (postgres) {
       f.c.exec_batch(sql, {}, columns, kRows, fill, Send::with_next);
       CHECK_THROWS_AS(f.c.query("SELECT 1"), store::UniqueViolation);
@@ -402,11 +404,8 @@ TEST_CASE("transaction: a large batch sent with the next statement goes out at o
   SUBCASE("the caller fails after a part the table refuses went out") {
     store::Transaction tx(f.c, store::TxMode::write);
     f.c.exec("INSERT INTO tenants (name) VALUES ('before')");
-    auto refused = [](size_t i, std::span<store::Value> cells) {
-      cells[0] = i == 10 ? std::string("s5") : "u" + std::to_string(i);
-    };
     if (postgres) {
-      f.c.exec_batch(sql, {}, columns, kOneStatement, refused, Send::with_next);
+      f.c.exec_batch(sql, {}, columns, kOneStatement, refused_at(10), Send::with_next);
       auto fill = [](size_t, std::span<store::Value>) { throw Error(ExitCode::usage, "no row can be made"); };
       CHECK_THROWS_WITH(f.c.exec_batch(sql, {}, columns, kRows, fill, Send::with_next), "no row can be made");
     }
