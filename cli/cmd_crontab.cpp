@@ -34,7 +34,7 @@ void add_import(CLI::App& group, Context& ctx) {
   cmd->add_flag("--dry-run", f->dry_run, "Print what would change, and change nothing");
   cmd->callback([f, &ctx] {
     util::given_zone(f->tz, "--tz");
-    const auto crontab = ops::parse_crontab(read_input(f->file, "the crontab"), f->queue, f->tz);
+    const auto crontab = ops::parse_crontab(read_input(f->file, "the crontab", kDocumentLimit), f->queue, f->tz);
     // What an earlier import made, by key.
     std::map<std::string, std::string> imported;  // key → job id
     const std::string ours = ops::crontab_key_prefix(f->queue);

@@ -65,7 +65,7 @@ void add_submit(CLI::App& group, Context& ctx) {
                         "wait for one of them with jobctl dag wait DAG_ID (its newest run)");
     std::optional<util::Micros> timeout;
     if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
-    auto d = ops::dag_submission(read_input(f->file, "dag submit"), f->on_failure, f->cron,
+    auto d = ops::dag_submission(read_input(f->file, "dag submit", kDocumentLimit), f->on_failure, f->cron,
                                  cmd->count("--tz") ? std::optional<std::string>(f->tz) : std::nullopt);
     auto r = ctx.store().dags().submit_dag(d);
     if (f->wait) {  // -o json: the finished run, as dag wait prints it
@@ -186,7 +186,7 @@ void add_graph(CLI::App& group, Context& ctx) {
   cmd->footer("Render it with: jobctl dag graph ID | dot -Tsvg > dag.svg");
   cmd->callback([id, &ctx] {
     if (*id == "-" || std::filesystem::exists(*id)) {
-      std::printf("%s", dag::to_dot(dag::parse(read_input(*id, "dag graph"))).c_str());
+      std::printf("%s", dag::to_dot(dag::parse(read_input(*id, "dag graph", kDocumentLimit))).c_str());
       return;
     }
     auto v = require_run(ctx, *id);

@@ -37,7 +37,7 @@ constexpr size_t kPartJobs = 5000;
 
 }  // namespace
 
-JobFile::JobFile(const std::string& path) : text_(read_input(path, "--file")) {
+JobFile::JobFile(const std::string& path) : text_(read_input(path, "--file", kBatchLimit)) {
   const char* start = text_.data();
   size_t jobs = 0;
   parts_.emplace_back();

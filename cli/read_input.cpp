@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -14,6 +13,10 @@
 
 namespace jobctl::cli {
 
+namespace {
+
+// The file at `path`, open for reading; throws usage Error (naming `what`)
+// when it cannot be read or is a directory.
 std::ifstream open_input(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -27,19 +30,35 @@ std::ifstream open_input(const std::string& path, const std::string& what) {
   return in;
 }
 
-std::string read_input(const std::string& path, const std::string& what) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
+// Everything `in` holds, up to limit.bytes; `from` names it ("'PATH'").
+std::string read_all(std::istream& in, const std::string& from, const std::string& what, const ReadLimit& limit) {
+  std::string text;
+  char chunk[64 * 1024];
+  while (in) {
+    in.read(chunk, sizeof chunk);
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > limit.bytes)
+      throw usage_error(fmt::format("{}: {} holds more than {} MiB, the most jobctl reads for it", what, from,
+                                    limit.bytes >> 20),
+                        limit.instead);
   }
-  ss << open_input(path, what).rdbuf();
-  return ss.str();
+  if (in.bad())
+    throw usage_error(fmt::format("{}: cannot read {}: {}", what, from, std::strerror(errno)),
+                      "check the path; - reads standard input");
+  return text;
+}
+
+}  // namespace
+
+std::string read_input(const std::string& path, const std::string& what, const ReadLimit& limit) {
+  if (path == "-") return read_all(std::cin, "standard input", what, limit);
+  std::ifstream in = open_input(path, what);
+  return read_all(in, "'" + path + "'", what, limit);
 }
 
 std::string text_or_file(const std::string& arg, const std::string& flag) {
   if (arg.empty() || arg[0] != '@') return arg;
-  std::string text = read_input(arg.substr(1), flag);
+  std::string text = read_input(arg.substr(1), flag, kValueFileLimit);
   if (!util::is_utf8(text))
     throw usage_error(fmt::format("{}: '{}' is not valid UTF-8 text", flag, arg.substr(1)),
                       "jobctl keeps text as UTF-8: convert it first, e.g. with iconv");

@@ -534,6 +534,15 @@ void sizes(const Fixture& f, Cases& cases) {
   add(cases, {"submit", "--webhook", hook, "--header", "X-A: " + std::string(40000, 'h'), "--header",
               "X-B: " + std::string(30000, 'h')});
   add(cases, {"submit", "--webhook", hook, "--data", "@" + f.huge_text}, 2, "--data");
+  // A file without end is read only up to the size jobctl(1), DESCRIPTION,
+  // gives it: before, jobctl read /dev/zero until memory ran out.
+  add(cases, {"submit", "--payload", "@/dev/zero", "--", "true"}, 2, "more than 16 MiB");
+  add(cases, {"submit", "--webhook", hook, "--data", "@/dev/zero"}, 2, "more than 16 MiB");
+  add(cases, {"progress", "0.5", "--checkpoint", "@/dev/zero"}, 2, "more than 16 MiB").with_env(in_job(f));
+  add(cases, {"submit", "--file", "/dev/zero"}, 2, "more than 256 MiB");
+  add(cases, {"dag", "submit", "/dev/zero"}, 2, "more than 64 MiB");
+  add(cases, {"dag", "graph", "/dev/zero"}, 2, "more than 64 MiB");
+  add(cases, {"crontab", "import", "/dev/zero"}, 2, "more than 64 MiB");
   add(cases, {"submit", "--queue", std::string(65, 'q'), "--", "true"});
   add(cases, {"submit", "--tenant", std::string(65, 't'), "--", "true"});
   add(cases, {"submit", "--concurrency-key", std::string(201, 'k'), "--", "true"});
