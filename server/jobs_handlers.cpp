@@ -8,6 +8,7 @@
 #include "common/jobdef/fields.hpp"
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job.hpp"
+#include "common/model/job_json.hpp"
 #include "common/ops/ids.hpp"
 #include "common/ops/job_actions.hpp"
 #include "common/ops/job_update.hpp"
@@ -48,6 +49,8 @@ std::vector<model::JobSpec> specs_of(const Call& c, bool& batch) {
 void apply_idempotency_header(const Call& c, model::JobSpec& spec) {
   if (!c.request.has_header("Idempotency-Key")) return;
   const std::string key = c.request.get_header_value("Idempotency-Key");
+  // Checked as the body's key is: it goes to the store as one.
+  model::validate_idempotency_key(key, "the Idempotency-Key header");
   if (!spec.idempotency_key.empty() && spec.idempotency_key != key)
     throw usage_error("the Idempotency-Key header and the body's \"idempotency_key\" differ",
                       "give the key once, in either");

@@ -40,7 +40,9 @@ void send_problem(httplib::Response& res, int status, const std::string& detail,
   if (!hint.empty()) j["hint"] = hint;
   if (exit_code != 0) j["exit_code"] = exit_code;
   res.status = status;
-  res.set_content(j.dump() + "\n", "application/problem+json");
+  // A detail may quote what the client sent, invalid UTF-8 and all.
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "application/problem+json");
 }
 
 void send_error(httplib::Response& res, const Error& e) {

@@ -56,7 +56,6 @@ void refuse_nul(std::string_view value, std::string_view label) {
 
 }  // namespace
 
-
 void validate_queue_name(const std::string& queue) {
   if (queue.empty() || queue.size() > 64 || !std::all_of(queue.begin(), queue.end(), valid_name_char))
     throw usage_error(fmt::format("invalid queue name '{}'", util::show_bytes(queue)),
@@ -74,11 +73,19 @@ void validate_user_name(const std::string& user, std::string_view label) {
                       "give a user of the agent's host: 1 to 32 characters of A-Z a-z 0-9 _ . -");
 }
 
+void validate_idempotency_key(const std::string& key, std::string_view label) {
+  if (key.size() > kMaxIdempotencyKeyBytes)
+    throw usage_error(fmt::format("{} is {} bytes, more than {}", label, key.size(), kMaxIdempotencyKeyBytes),
+                      "give a shorter key, e.g. a hash of what makes the job unique");
+  refuse_nul(key, label);
+  if (!util::is_utf8(key))
+    throw usage_error(fmt::format("{} is not valid UTF-8", label), "give a key of UTF-8 text");
+}
+
 void validate(const JobSpec& s) {
   check_sizes(s);
   refuse_nul(s.name, "--name");
   refuse_nul(s.cwd, "--cwd");
-  refuse_nul(s.idempotency_key, "--idempotency-key");
   for (const auto& arg : s.command.argv) refuse_nul(arg, "the command");
   validate_user_name(s.user, "--user");
   if (s.command.webhook) {
@@ -116,8 +123,10 @@ void validate(const JobSpec& s) {
   if (s.max_concurrent && (*s.max_concurrent < 1 || *s.max_concurrent > kMaxConcurrentLimit))
     throw usage_error(fmt::format("--max-concurrent must be 1 to {}, not {}", kMaxConcurrentLimit, *s.max_concurrent),
                       "leave it out for no limit");
-  if (s.concurrency_key.size() > 200)
-    throw usage_error("the concurrency key is longer than 200 characters", "give a shorter --concurrency-key");
+  if (s.concurrency_key.size() > kMaxConcurrencyKeyBytes)
+    throw usage_error(fmt::format("the concurrency key is {} bytes, more than {}", s.concurrency_key.size(),
+                                  kMaxConcurrencyKeyBytes),
+                      "give a shorter --concurrency-key");
   refuse_nul(s.concurrency_key, "--concurrency-key");
   if (s.tenant.size() > 64)
     throw usage_error(fmt::format("invalid tenant '{}'", s.tenant), "use at most 64 characters of A-Z a-z 0-9 _ - .");
@@ -130,8 +139,7 @@ void validate(const JobSpec& s) {
   if (s.fan_out && !s.target.empty())
     throw usage_error("--on and --on-each cannot be combined",
                       "--on-each both selects the agents and gives each of them a run");
-  if (s.idempotency_key.size() > 255)
-    throw usage_error("the idempotency key is longer than 255 characters");
+  validate_idempotency_key(s.idempotency_key, "--idempotency-key");
   validate(s.retry_given.resolve());
 }
 

@@ -18,6 +18,9 @@ void validate_queue_name(const std::string& queue);
 // not starting with - (a trailing $ allowed, as for Samba's machine
 // accounts); empty is none. `label` names the field in the error.
 void validate_user_name(const std::string& user, std::string_view label);
+// An idempotency key: at most 255 bytes of UTF-8, no NUL. `label` names
+// where it came from in the error.
+void validate_idempotency_key(const std::string& key, std::string_view label);
 
 nlohmann::json to_json(const RetryPolicy& p);
 // `fired`: the occurrences the leader has made of it, held to max_runs.

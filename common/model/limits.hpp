@@ -19,6 +19,8 @@ inline constexpr size_t kMaxPayloadInEnv = 64 * kKiB;     // JOB_PAYLOAD is set 
 inline constexpr size_t kMaxUrlBytes = 8 * kKiB;          // --webhook, --notify
 inline constexpr size_t kMaxHeadersBytes = 64 * kKiB;     // every --header, together
 inline constexpr size_t kMaxBodyBytes = 1024 * kKiB;      // --data
+inline constexpr size_t kMaxConcurrencyKeyBytes = 200;     // --concurrency-key
+inline constexpr size_t kMaxIdempotencyKeyBytes = 255;     // --idempotency-key, the Idempotency-Key header
 
 // Throws usage Error when `bytes` exceeds `limit`: "WHAT is N bytes, more
 // than L KiB", with `instead` (where large content belongs) as the hint.

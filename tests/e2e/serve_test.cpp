@@ -2,6 +2,9 @@
 // called with a real HTTP client. Its answers are compared with what the
 // CLI prints for the same store, since both come from common/ops.
 #include <doctest/doctest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +110,39 @@ void check_problem(const httplib::Result& r, int status, const std::string& deta
   CHECK(j["status"] == status);
   CAPTURE(r->body);
   CHECK(j["detail"].get<std::string>().find(detail_has) != std::string::npos);
+}
+
+// Sends `request` as it is over a new connection to 127.0.0.1:port, its
+// sending side left open, and returns what comes back before the server
+// closes or `wait_s` pass: a server waiting for more of the request
+// answers nothing.
+std::string raw_exchange(int port, const std::string& request, int wait_s) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  timeval tv{wait_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buf[4096];
+  // Up to the end of the first answer's headers and its body, or a timeout.
+  while (true) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+    const size_t end = answer.find("\r\n\r\n");
+    std::smatch m;
+    static const std::regex length("Content-Length: ([0-9]+)", std::regex::icase);
+    if (end != std::string::npos && std::regex_search(answer, m, length) &&
+        answer.size() >= end + 4 + std::stoul(m[1]))
+      break;
+  }
+  close(fd);
+  return answer;
 }
 
 const char* kDag = R"({"name": "etl", "jobs": {"extract": {"command": "true"},
@@ -297,6 +333,11 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   check_problem(c.Post("/api/v1/dags", R"({"name": "d", "jobs": {"a": {"command": "true", "depends_on": ["b"]}}})",
                        "application/json"),
                 422, "b");
+  // Bytes that are not UTF-8, in a body or a header, are the client's
+  // mistake: they were answered 500, as a bug of the server's.
+  check_problem(c.Post("/api/v1/jobs", "\xff\xfe", "application/json"), 400, "not valid JSON");
+  check_problem(c.Patch("/api/v1/jobs/" + scheduled, "{\"name\": \"\xff\"}", "application/json"), 400, "UTF-8");
+  check_problem(c.Post("/api/v1/dags", "{\"name\": \"\xff\"", "application/json"), 400, "not valid JSON");
   // What no route answers, and a body over --max-body.
   check_problem(c.Get("/api/v1/nothing-here"), 404, "no route GET /api/v1/nothing-here");
   check_problem(c.Post("/api/v1/jobs", std::string(8192, ' '), "application/json"), 413, "--max-body");
@@ -319,10 +360,37 @@ TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
   check_problem(c.Post("/api/v1/jobs", key, R"({"command": "true", "idempotency_key": "other"})", "application/json"),
                 400, "differ");
   check_problem(c.Post("/api/v1/jobs", key, R"([{"command": "true"}])", "application/json"), 400, "not a batch");
+  // The header's key is held to the body's rules: it was stored as it came.
+  check_problem(c.Post("/api/v1/jobs", {{"Idempotency-Key", std::string(256, 'k')}}, R"({"command": "true"})",
+                       "application/json"),
+                400, "the Idempotency-Key header is 256 bytes, more than 255");
+  check_problem(c.Post("/api/v1/jobs", {{"Idempotency-Key", "\xff\xfe"}}, R"({"command": "true"})", "application/json"),
+                400, "the Idempotency-Key header is not valid UTF-8");
+  CHECK(cli_json(db, dir, {"ls"}).size() == 1);
   auto batch = c.Post("/api/v1/jobs", R"([{"command": "true"}, {"command": "false"}])", "application/json");
   CHECK(batch->status == 201);
   CHECK(body_of(batch).size() == 2);
   CHECK(cli_json(db, dir, {"ls"}).size() == 3);
+}
+
+TEST_CASE("serve: a POST without a body or its length is answered at once, as one with an empty body") {
+  // RFC 9112, 6.3: a request with neither Content-Length nor
+  // Transfer-Encoding has no body. `curl -X POST` sends such a request,
+  // and the server waited for the client to close, past its --timeout:
+  // the client gave up, and the pause was done after it had.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--timeout", "10m"});
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  const std::string answer =
+      raw_exchange(server.port,
+                   fmt::format("POST /api/v1/jobs/{}/pause HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n",
+                               id, kOperator),
+                   60);
+  CAPTURE(answer);
+  REQUIRE(answer.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(answer.find("\"paused\"") != std::string::npos);
+  CHECK(test::get(db, dir, id)["paused"] == true);
 }
 
 TEST_CASE("serve: openapi.json documents routes that are all served") {
