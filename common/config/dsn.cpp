@@ -29,22 +29,40 @@ std::string default_path() {
   return std::string(home) + "/.local/share/jobctl/jobs.db";
 }
 
-// `text` (libpq's message about the DSN `dsn`, which may quote it) with
-// each password `dsn` holds, as written and as libpq reads it, replaced
-// by ***. Every place any of them covers in `text` as given is marked
-// first, then each run of marked bytes becomes one ***: text is never
-// searched again after a replacement, which a password of stars would
-// find in its own *** (and a DSN of many such passwords would make grow
-// threefold for each).
-std::string hide_passwords(const std::string& dsn, const std::string& text) {
-  std::vector<bool> hidden(text.size(), false);
+// Whether a DSN parameter holds a secret: the server's password, or the
+// passphrase of the client's TLS key.
+bool is_secret(const DsnParameter& p) { return p.name == "password" || p.name == "sslpassword"; }
+
+// The secrets `dsn` holds: each password's value as written and as libpq
+// reads it, and, where a URI's password holds an @ not written %40, what
+// lies between its first @ and its last, which libpq reads as the host.
+std::vector<std::string> secrets_of(const std::string& dsn) {
+  std::vector<std::string> secrets;
   for (const DsnParameter& p : dsn_parameters(dsn)) {
-    if (p.name != "password") continue;
-    for (const std::string& secret : {dsn.substr(p.value_begin, p.end - p.value_begin), parameter_value(dsn, p)}) {
-      if (secret.empty()) continue;
-      for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 1))
-        std::fill_n(hidden.begin() + static_cast<std::ptrdiff_t>(at), secret.size(), true);
-    }
+    if (!is_secret(p)) continue;
+    secrets.push_back(dsn.substr(p.value_begin, p.end - p.value_begin));
+    secrets.push_back(parameter_value(dsn, p));
+  }
+  if (const size_t at = dsn.find("://"); at != std::string::npos) {
+    const size_t slash = dsn.find('/', at + 3);
+    const size_t first = dsn.find('@', at + 3), last = dsn.rfind('@', slash == std::string::npos ? slash : slash - 1);
+    if (first < slash && last != std::string::npos && last > first) secrets.push_back(dsn.substr(first + 1, last - first - 1));
+  }
+  return secrets;
+}
+
+}  // namespace
+
+// Every place any secret covers in `text` as given is marked first, then
+// each run of marked bytes becomes one ***: text is never searched again
+// after a replacement, which a password of stars would find in its own ***
+// (and a DSN of many such passwords would make grow threefold for each).
+std::string without_secrets(const std::string& dsn, const std::string& text) {
+  std::vector<bool> hidden(text.size(), false);
+  for (const std::string& secret : secrets_of(dsn)) {
+    if (secret.empty()) continue;
+    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 1))
+      std::fill_n(hidden.begin() + static_cast<std::ptrdiff_t>(at), secret.size(), true);
   }
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -57,19 +75,25 @@ std::string hide_passwords(const std::string& dsn, const std::string& text) {
   return out;
 }
 
+namespace {
+
 // `text` (an error about a DSN) with the password of each URI's user info
 // in it ("scheme://user:PASSWORD@host") hidden, whether or not libpq
 // would read one there: a DSN it refuses ("schema=a postgres://u:pw@h",
 // where the URI is no parameter) or a scheme it does not know
-// ("POSTGRES://u:pw@h") is still a password its user meant. As libpq reads
-// a URI, the user info ends at the first @ before any /, so a password may
-// hold ?, #, quotes and blanks; where the message's own words follow, more
-// than the password may be hidden, never less.
+// ("POSTGRES://u:pw@h") is still a password its user meant. The user info
+// ends at an @ before any / (libpq takes the first, a user who forgot to
+// write @ as %40 means the last), so a password may hold ?, #, quotes and
+// blanks; where the message's own words follow, more than the password
+// may be hidden, never less.
 std::string hide_user_info_passwords(std::string text) {
   for (size_t at = text.find("://"); at != std::string::npos; at = text.find("://", at + 3)) {
     const size_t start = at + 3;
-    const size_t user_end = text.find_first_of("@/", start);
-    if (user_end == std::string::npos || text[user_end] != '@') continue;
+    // To the last @ before the first /: a password with an @ not written
+    // %40 is hidden whole, where libpq would read part of it as the host.
+    const size_t slash = text.find('/', start);
+    const size_t user_end = text.rfind('@', slash == std::string::npos ? std::string::npos : slash - 1);
+    if (user_end == std::string::npos || user_end < start) continue;
     const size_t colon = text.find(':', start);
     if (colon >= user_end || user_end == colon + 1) continue;
     if (text.compare(colon + 1, user_end - colon - 1, "***") == 0) continue;
@@ -153,7 +177,7 @@ Dsn checked_postgres(const std::string& text) {
   const std::string conninfo = take_schema(text).first;
   PQconninfoOption* options = libpq().PQconninfoParse(conninfo.c_str(), &error);
   if (!options) {
-    std::string why = hide_passwords(text, error ? error : "libpq could not read it");
+    std::string why = without_secrets(text, error ? error : "libpq could not read it");
     libpq().PQfreemem(error);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw bad(why);
@@ -232,8 +256,8 @@ std::string redacted(const Dsn& dsn) {
   std::string out = dsn.target;
   const auto parameters = dsn_parameters(out);
   for (auto p = parameters.rbegin(); p != parameters.rend(); ++p)
-    if (p->name == "password" && p->end > p->value_begin) out.replace(p->value_begin, p->end - p->value_begin, "***");
-  return out;
+    if (is_secret(*p) && p->end > p->value_begin) out.replace(p->value_begin, p->end - p->value_begin, "***");
+  return hide_user_info_passwords(out);
 }
 
 }  // namespace jobctl::config

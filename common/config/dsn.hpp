@@ -50,5 +50,8 @@ Dsn parse_dsn(const std::string& text);
 
 // The DSN with any password replaced by "***", safe for logs and errors.
 std::string redacted(const Dsn& dsn);
+// `text` (libpq's message about the PostgreSQL DSN `dsn`, which may quote
+// it) with each secret the DSN holds replaced by "***".
+std::string without_secrets(const std::string& dsn, const std::string& text);
 
 }  // namespace jobctl::config

@@ -505,7 +505,7 @@ class PostgresConnection final : public Connection {
   void connect(Reconnect again) {
     conn_ = connect_postgres(conninfo_);
     if (libpq().PQstatus(conn_) != CONNECTION_OK || libpq().PQsetnonblocking(conn_, 1) != 0) {
-      std::string msg = joined_lines(libpq().PQerrorMessage(conn_));
+      std::string msg = config::without_secrets(conninfo_, joined_lines(libpq().PQerrorMessage(conn_)));
       drop();
       // The server refused one more session (max_connections, or the role's
       // or database's CONNECTION LIMIT): it is up, and the DSN is right.
