@@ -39,6 +39,10 @@ std::string cancelled_error(int64_t request) {
   return kReasons[0].error;
 }
 
+std::string recorded_status_sql(const std::string& reported, const std::string& request) {
+  return fmt::format("CASE WHEN {0} = 'pending' AND {1} <> 0 THEN 'cancelled' ELSE {0} END", reported, request);
+}
+
 std::string cancelled_error_sql(const std::string& status, const std::string& request, const std::string& reported) {
   std::string sql = fmt::format("CASE WHEN {} = 'cancelled' THEN CASE {}", status, request);
   for (const auto& r : kReasons) sql += fmt::format(" WHEN {} THEN '{}'", static_cast<int64_t>(r.reason), r.error);

@@ -27,6 +27,13 @@ std::vector<std::string> ask_to_stop(Connection& c, CancelReason why, const std:
 // with.
 std::string cancelled_error(int64_t request);
 
+// The SQL for the status a run ends with when its agent reports
+// `reported`: a retry ('pending') of a run asked to stop is 'cancelled'
+// instead, so that a cancel is never undone by the attempt failing, timing
+// out or being given back meanwhile. `request` is the expression of the
+// run's cancel_requested.
+std::string recorded_status_sql(const std::string& reported, const std::string& request);
+
 // The SQL for the error of a run ending as `status`: the reason of its
 // cancel request when it ends cancelled with one, else `reported`.
 // `request` is the expression of the run's cancel_requested.

@@ -79,15 +79,17 @@ WITH input AS (
   -- history PostgreSQL estimated one running run, read every running run
   -- from such an index and rescanned the whole batch for each (running
   -- runs times the batch: 1 ms of the 2 a batch of 64 took).
-  UPDATE runs r SET status = CASE WHEN d.deleted THEN 'cancelled' ELSE d.status END,
-         finished_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NULL ELSE NOW_US END,
-         available_at = CASE WHEN d.status = 'pending' AND NOT d.deleted THEN NOW_US + d.delay ELSE r.available_at END,
+  -- A retry of a run asked to stop is cancelled too (RECORDED_STATUS).
+  UPDATE runs r SET status = CASE WHEN d.deleted THEN 'cancelled' ELSE RECORDED_STATUS END,
+         finished_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NULL ELSE NOW_US END,
+         available_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NOW_US + d.delay ELSE r.available_at END,
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
          LEASE_ENDED, exit_code = d.exit_code,
          error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND COALESCE(r.status, '') = 'running'
   RETURNING r.id, r.queue, r.group_key, r.error, ATTEMPT_OPENED, d.status, d.outcome, d.exit_code, d.signal,
-            d.error AS given_error, d.out_tail, d.err_tail, d.http_status, d.timings, d.out_bytes, d.err_bytes
+            d.error AS given_error, d.out_tail, d.err_tail, d.http_status, d.timings, d.out_bytes, d.err_bytes,
+            r.status AS recorded
 ), closed AS (
   -- Each finished run's attempt, written whole now that it has ended.
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, finished_at, outcome, exit_code, signal, error,
@@ -99,15 +101,18 @@ WITH input AS (
 )
 -- A run that held a place under a limit frees it: its queue is woken.
 SELECT f.id, f.queue, f.group_key IS NOT NULL OR EXISTS (SELECT 1 FROM queues x WHERE x.name = f.queue
-       AND (x.max_concurrent > 0 OR x.tenant_max_concurrent > 0))
+       AND (x.max_concurrent > 0 OR x.tenant_max_concurrent > 0)), f.recorded, f.error
 FROM finished f
 )SQL";
 
 const std::string& complete_postgres_sql() {
   static const std::string sql = [] {
     std::string s = kCompletePostgresTemplate;
-    std::string error = cancelled_error_sql("d.status", "r.cancel_requested", "d.error");
-    s.replace(s.find("CANCEL_ERROR"), std::string_view("CANCEL_ERROR").size(), error);
+    const std::string recorded = recorded_status_sql("d.status", "r.cancel_requested");
+    s.replace(s.find("CANCEL_ERROR"), std::string_view("CANCEL_ERROR").size(),
+              cancelled_error_sql(recorded, "r.cancel_requested", "d.error"));
+    for (size_t at = s.find("RECORDED_STATUS"); at != std::string::npos; at = s.find("RECORDED_STATUS", at))
+      s.replace(at, std::string_view("RECORDED_STATUS").size(), recorded);
     s.replace(s.find("LEASE_ENDED"), std::string_view("LEASE_ENDED").size(), kLeaseEnded);
     s.replace(s.find("ATTEMPT_OPENED"), std::string_view("ATTEMPT_OPENED").size(), kAttemptOpened);
     return s;
@@ -117,21 +122,35 @@ const std::string& complete_postgres_sql() {
 
 // One completion, fenced; returns the error recorded (see
 // cancel_requests.hpp), which a cancelled attempt gets too.
+// Returns after them the status recorded (a retry of a run asked to stop
+// is cancelled).
 const std::string& finish_run_sql() {
-  static const std::string sql =
-      std::string("UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE NOW_US END, "
-                  "available_at = CASE WHEN $3 = 'pending' THEN NOW_US + $6 ELSE available_at END, "
-                  "failures = failures + $7, ") +
-      kLeaseEnded + ", exit_code = $4, error = " + cancelled_error_sql("$3", "cancel_requested", "$5") +
-      " WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING error, NOW_US, " + kAttemptOpened;
+  static const std::string sql = [] {
+    const std::string status = recorded_status_sql("$3", "cancel_requested");
+    return fmt::format(
+        "UPDATE runs SET status = {0}, finished_at = CASE WHEN {0} = 'pending' THEN NULL ELSE NOW_US END, "
+        "available_at = CASE WHEN {0} = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
+        "{1}, exit_code = $4, error = {2} WHERE id = $1 AND fence = $2 AND status = 'running' "
+        "RETURNING error, NOW_US, {3}, status",
+        status, kLeaseEnded, cancelled_error_sql(status, "cancel_requested", "$5"), kAttemptOpened);
+  }();
   return sql;
 }
-// $3: 'pending', or 'cancelled' for a deleted job's run.
-const std::string kReleaseRun =
-    std::string("UPDATE runs SET status = $3, ") + kLeaseEnded +
-    ", available_at = NOW_US, deliveries = deliveries - 1, finished_at = CASE WHEN $3 = 'cancelled' THEN NOW_US END, "
-    "error = CASE WHEN $3 = 'cancelled' THEN $4 ELSE error END "
-    "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue, NOW_US, " + kAttemptOpened;
+// $3: 'pending', or 'cancelled' for a deleted job's run; a run asked to
+// stop is not given back but cancelled, with the reason it was asked for
+// ($4: a deleted job's). Returns after them the status recorded.
+const std::string& release_run_sql() {
+  static const std::string sql = [] {
+    const std::string status = recorded_status_sql("$3", "cancel_requested");
+    return fmt::format(
+        "UPDATE runs SET status = {0}, {1}, available_at = NOW_US, deliveries = deliveries - 1, "
+        "finished_at = CASE WHEN {0} = 'cancelled' THEN NOW_US END, "
+        "error = CASE WHEN {0} = 'cancelled' THEN {2} ELSE error END "
+        "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue, NOW_US, {3}, status, error",
+        status, kLeaseEnded, cancelled_error_sql(status, "cancel_requested", "$4"), kAttemptOpened);
+  }();
+  return sql;
+}
 constexpr const char* kDeletedError = "cancelled: the job was deleted";
 // An ended attempt's row: $2-$5 its number, worker, start and job version
 // (kAttemptOpened, as its run's statement returned them), $6 when it ended,
@@ -173,9 +192,18 @@ std::optional<std::string> opt_text(const std::optional<int>& v) {
 
 std::string bytea_text(const std::string& bytes) { return "\\x" + util::hex(bytes); }
 
+// What the store recorded of an end of an attempt that applied: the run's
+// status and error, which differ from what its agent reported when a retry
+// or a release of a run asked to stop is cancelled instead.
+struct Recorded {
+  model::RunStatus status;
+  std::string error;
+};
+using RecordedEnds = std::vector<std::optional<Recorded>>;
+
 // One completion, in the caller's transaction: the run fenced, its attempt
-// closed. False when the fence no longer holds.
-bool finish_one(Connection& c, const Completion& d) {
+// closed. Nothing when the fence no longer holds.
+std::optional<Recorded> finish_one(Connection& c, const Completion& d) {
   std::string status(model::to_string(d.status)), error = d.error;
   if (d.status == model::RunStatus::pending && job_deleted(c, d.run_id)) {
     status = "cancelled";
@@ -183,15 +211,15 @@ bool finish_one(Connection& c, const Completion& d) {
   }
   auto finished = c.query(finish_run_sql(), {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
                                              int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}});
-  if (finished.empty()) return false;
+  if (finished.empty()) return std::nullopt;
   // A cancelled attempt says why it was stopped; any other keeps its own
   // error. It ends at the time its run's retry delay counts from.
   close_attempt(c, d, d.outcome, d.status == model::RunStatus::cancelled ? finished[0].text(0) : d.error,
                 finished[0]);
-  return true;
+  return Recorded{model::parse_run_status(finished[0].text(6)), finished[0].text(0)};
 }
 
-std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>& done) {
+RecordedEnds complete_postgres(Connection& c, const std::vector<Completion>& done) {
   std::vector<std::vector<std::optional<std::string>>> cols(14);
   for (const auto& d : done) {
     cols[0].push_back(d.run_id);
@@ -211,15 +239,51 @@ std::vector<bool> complete_postgres(Connection& c, const std::vector<Completion>
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));
-  std::set<std::string> finished, wake;
+  std::map<std::string, Recorded> finished;
+  std::set<std::string> wake;
   for (const auto& row : c.query(complete_postgres_sql(), params)) {
-    finished.insert(row.text(0));
+    finished.emplace(row.text(0), Recorded{model::parse_run_status(row.text(3)), row.text(4)});
     if (row.text(2) == "t") wake.insert(row.text(1));
   }
   for (const auto& q : wake) wake_queue(c, q);
+  RecordedEnds recorded;
+  for (const auto& d : done) {
+    auto it = finished.find(d.run_id);
+    recorded.push_back(it == finished.end() ? std::nullopt : std::optional<Recorded>(it->second));
+  }
+  return recorded;
+}
+
+std::vector<bool> applied_of(const RecordedEnds& recorded) {
   std::vector<bool> applied;
-  for (const auto& d : done) applied.push_back(finished.count(d.run_id) > 0);
+  for (const auto& r : recorded) applied.push_back(r.has_value());
   return applied;
+}
+
+// --notify's notifications of a run the store ended otherwise than its
+// agent said (a retry cancelled, a lost attempt): the job is read only
+// when it may ask for them.
+std::vector<model::JobSpec> store_notifications(Connection& c, const model::NotificationFacts& facts,
+                                                bool attempt_failed) {
+  auto job = c.query(select_job_by_id(), {facts.job_id});
+  if (job.empty()) return {};
+  return model::notification_jobs(job_from_row(job[0]).spec, facts, attempt_failed);
+}
+
+// What follows an end the store recorded, in its transaction: a DAG node's
+// DAG run moves on, and --notify hears of it. Where the store recorded
+// what the agent reported, the agent's notifications are sent; where it
+// recorded a cancel instead, the cancel's.
+void after_end(Connection& c, const Completion& d, const Recorded& r, std::vector<model::JobSpec>& notifications) {
+  advance_dag(c, d.dag_run_id, d.job_id, r.status);
+  if (r.status == d.status) {
+    notifications.insert(notifications.end(), d.notifications.begin(), d.notifications.end());
+    return;
+  }
+  model::NotificationFacts facts{d.job_id, d.run_id, r.status, d.attempt, r.error, std::nullopt, d.exit_code,
+                                 d.http_status, 0};
+  auto more = store_notifications(c, facts, d.outcome == model::AttemptOutcome::failed);
+  notifications.insert(notifications.end(), more.begin(), more.end());
 }
 
 }  // namespace
@@ -306,30 +370,29 @@ void Agent::ship_output(const std::string& worker_id, const std::vector<LiveOutp
 }
 
 std::vector<bool> Agent::complete(const std::vector<Completion>& done) {
-  std::vector<bool> applied;
-  if (done.empty()) return applied;
+  if (done.empty()) return {};
+  // A retry may be recorded as a cancel (recorded_status_sql), and what
+  // follows a cancel is written with it.
   const bool more = std::any_of(done.begin(), done.end(), [](const Completion& d) {
-    return !d.dag_run_id.empty() || !d.notifications.empty();
+    return !d.dag_run_id.empty() || !d.notifications.empty() || d.status == model::RunStatus::pending;
   });
-  // PostgreSQL records a batch in one statement, alone when no DAG node
-  // and no notification is in it; a DAG node's end moves its DAG run on,
-  // and a notification is written, in the same transaction.
-  if (conn_->dialect() == Dialect::postgres && !more) return complete_postgres(*conn_, done);
+  // PostgreSQL records a batch in one statement, alone when nothing more
+  // may follow; a DAG node's end moves its DAG run on, and a notification
+  // is written, in the same transaction.
+  if (conn_->dialect() == Dialect::postgres && !more) return applied_of(complete_postgres(*conn_, done));
   Transaction tx(*conn_, TxMode::write);
+  RecordedEnds recorded;
   if (conn_->dialect() == Dialect::postgres) {
-    applied = complete_postgres(*conn_, done);
+    recorded = complete_postgres(*conn_, done);
   } else {
-    for (const auto& d : done) applied.push_back(finish_one(*conn_, d));
+    for (const auto& d : done) recorded.push_back(finish_one(*conn_, d));
   }
   std::vector<model::JobSpec> notifications;
-  for (size_t i = 0; i < done.size(); ++i) {
-    if (!applied[i]) continue;
-    advance_dag(*conn_, done[i].dag_run_id, done[i].job_id, done[i].status);
-    notifications.insert(notifications.end(), done[i].notifications.begin(), done[i].notifications.end());
-  }
+  for (size_t i = 0; i < done.size(); ++i)
+    if (recorded[i]) after_end(*conn_, done[i], *recorded[i], notifications);
   write_notifications(*conn_, actor_, std::move(notifications));
   tx.commit();
-  return applied;
+  return applied_of(recorded);
 }
 
 void Jobs::report_progress(const std::string& run_id, int64_t fence, double progress, const std::string& message,
@@ -358,13 +421,22 @@ void write_notifications(Connection& c, const std::string& actor, const std::vec
 void Agent::release(const std::vector<Completion>& runs) {
   if (runs.empty()) return;
   Transaction tx(*conn_, TxMode::write);
+  std::vector<model::JobSpec> notifications;
   for (const auto& d : runs) {
     const bool deleted = job_deleted(*conn_, d.run_id);
-    auto rows = conn_->query(kReleaseRun, {d.run_id, d.fence, deleted ? "cancelled" : "pending", kDeletedError});
+    auto rows = conn_->query(release_run_sql(), {d.run_id, d.fence, deleted ? "cancelled" : "pending", kDeletedError});
     if (rows.empty()) continue;
     close_attempt(*conn_, d, model::AttemptOutcome::released, d.error, rows[0]);
-    if (!deleted) wake_queue(*conn_, rows[0].text(0));
+    const Recorded r{model::parse_run_status(rows[0].text(6)), rows[0].text(7)};
+    if (r.status == model::RunStatus::pending) {
+      wake_queue(*conn_, rows[0].text(0));
+    } else if (!deleted) {  // asked to stop: ended, as a cancel that came in time would have
+      Completion given_back = d;
+      given_back.status = model::RunStatus::pending;
+      after_end(*conn_, given_back, r, notifications);
+    }
   }
+  write_notifications(*conn_, actor_, std::move(notifications));
   tx.commit();
 }
 
@@ -418,7 +490,7 @@ void end_damaged_run(Connection& c, const ClaimedRun& run, const std::string& da
   Completion d = completion_of(run, model::RunStatus::dead);
   d.error = "the job's stored row is damaged, so it cannot run: " + damage +
             " (fix the row, or resubmit the job and delete this one)";
-  if (finish_one(c, d)) advance_dag(c, d.dag_run_id, d.job_id, d.status);
+  if (auto r = finish_one(c, d)) advance_dag(c, d.dag_run_id, d.job_id, r->status);
 }
 
 int lose_runs(Connection& c, const std::string& actor, const std::string& where, const Params& params,
@@ -469,13 +541,10 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
     // A lost attempt is a failed one: --notify hears of it as the agent's
     // own failures are heard of. (The job is read only when it asks.)
     if (row.i64(9) == 0) continue;
-    auto job = c.query(select_job_by_id(), {row.text(8)});
-    if (!job.empty()) {
-      model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
-                                     static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,
-                                     std::nullopt, 0};
-      write_notifications(c, actor, model::notification_jobs(job_from_row(job[0]).spec, facts, true));
-    }
+    model::NotificationFacts facts{row.text(8), row.text(0), model::parse_run_status(status),
+                                   static_cast<int>(row.i64(1)), run_error, std::nullopt, std::nullopt,
+                                   std::nullopt, 0};
+    write_notifications(c, actor, store_notifications(c, facts, true));
   }
   return static_cast<int>(lost.size());
 }

@@ -66,6 +66,54 @@ TEST_CASE("lease: a run asked to stop whose agent is lost is cancelled, not run 
   CHECK(s->agent().claim(a, {"default"}, 1, 20'000).empty());
 }
 
+TEST_CASE("lease: a run asked to stop is cancelled, not run again, however its attempt ends") {
+  // Found by a tester: a cancel that came while the attempt was timing out,
+  // failing, or being given back by a draining agent was undone by the
+  // retry or the release, and the job ran again.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  const std::string run_id = submit_one(*s), other_id = submit_one(*s);
+  auto claimed = s->agent().claim(a, {"default"}, 2, 20'000'000);
+  REQUIRE(claimed.size() == 2);
+  const auto& mine = claimed[0].run_id == run_id ? claimed[0] : claimed[1];
+  const auto& other = claimed[0].run_id == run_id ? claimed[1] : claimed[0];
+  REQUIRE(s->jobs().cancel(mine.job_id) == store::CancelOutcome::requested);
+  auto retry = store::completion_of(mine, RunStatus::pending);
+  retry.outcome = model::AttemptOutcome::failed;
+  retry.error = "timed out after 2s";
+  retry.retry_delay_us = 1'000'000;
+  std::string outcome = "failed";
+  SUBCASE("its attempt fails with a retry left") {
+    REQUIRE(s->agent().complete({retry}) == std::vector<bool>{true});
+  }
+  SUBCASE("its attempt fails in a batch with one that succeeded") {
+    REQUIRE(s->agent().complete({store::completion_of(other, RunStatus::succeeded), retry}) ==
+            std::vector<bool>{true, true});
+    CHECK(s->jobs().get_run(other_id)->status == RunStatus::succeeded);
+  }
+  SUBCASE("its draining agent gives it back") {
+    auto released = store::completion_of(mine, RunStatus::pending);
+    released.outcome = model::AttemptOutcome::released;
+    released.error = "released: the agent was draining";
+    s->agent().release({released});
+    outcome = "released";
+    retry.error = released.error;
+  }
+  auto run = s->jobs().get_run(run_id);
+  CHECK(run->status == RunStatus::cancelled);
+  CHECK(run->error == "cancelled by user");
+  CHECK(run->finished_at.has_value());
+  // The attempt keeps what happened to it.
+  auto attempts = s->jobs().attempts(run_id);
+  REQUIRE(attempts.size() == 1);
+  CHECK(attempts[0].outcome == outcome);
+  CHECK(attempts[0].error == retry.error);
+  outlive(*s, 2'000'000);
+  for (const auto& again : s->agent().claim(a, {"default"}, 2, 20'000'000)) CHECK(again.run_id != run_id);
+}
+
 TEST_CASE("lease: a run an agent older than migration 15 claimed is shown once and rescued into its own attempt row") {
   // Such an agent, still running when `jobctl init` upgraded the store,
   // opens the attempt's row at its claim and leaves the run's attempt
