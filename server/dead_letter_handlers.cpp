@@ -22,7 +22,8 @@ Reply replay_as_asked(Call& c, const nlohmann::json& body, const char* hint) {
   for (const auto& [key, value] : body.items())
     if (key != "ids" && key != "all" && key != "queue" && key != "since" && key != "until")
       throw usage_error("the request body has an unknown key '" + key + "'", hint);
-  const bool all = body.value("all", false) == true;
+  if (body.contains("all") && !body["all"].is_boolean()) throw usage_error("\"all\" must be true or false", hint);
+  const bool all = body.value("all", false);
   if (all == body.contains("ids")) throw usage_error("give either \"ids\" or \"all\": true", hint);
   if (!all) {
     if (!body["ids"].is_array() || body["ids"].empty()) throw usage_error("\"ids\" must be a non-empty array", hint);

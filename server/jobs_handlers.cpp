@@ -16,6 +16,8 @@
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
+#include "common/util/ulid.hpp"
+#include "common/util/utf8.hpp"
 #include "server/handlers.hpp"
 #include "server/problem.hpp"
 
@@ -83,6 +85,10 @@ Reply list_jobs(Call& c) {
   if (auto queue = c.query("queue"); !queue.empty()) filter.queue = queue;
   filter.deleted = query_bool(c, "deleted");
   filter.before = c.query("before");
+  // The cursor is the last job's id of a page (the Link header's).
+  if (!filter.before.empty() && !util::is_ulid(filter.before))
+    throw usage_error(fmt::format("the cursor before='{}' is not a job id", util::show_bytes(filter.before)),
+                      "list again from the first page, without before");
   filter.limit = query_int(c, "limit", filter.limit, 1, 100000);
   auto jobs = c.store.jobs().list_jobs(filter);
   Reply reply{200, ops::job_list_json(c.store, jobs), {}};

@@ -64,7 +64,8 @@ std::atomic<int> g_streams{0};
 std::atomic<int> g_most_streams{4};
 
 struct LogStream {
-  LogStream() { ++g_streams; }
+  // Made only with a slot taken (take_stream_slot), which it gives back.
+  LogStream() = default;
   ~LogStream() { --g_streams; }
   LogStream(const LogStream&) = delete;
   LogStream& operator=(const LogStream&) = delete;
@@ -147,13 +148,11 @@ bool look(LogStream& s, httplib::DataSink& sink) {
 
 }  // namespace
 
-void limit_log_streams(int most) { g_most_streams = std::max(1, most); }
+// A server of one thread streams nothing: its stream would hold the only
+// worker, and every other request would wait for it.
+void limit_log_streams(int most) { g_most_streams = std::max(0, most); }
 
 Reply follow_job_logs(Call& c) {
-  if (g_streams >= g_most_streams)
-    throw Error(ExitCode::store,
-                fmt::format("{} output streams are open, as many as this server allows", g_streams.load()),
-                "try again later, or start jobctl serve with more --threads (half of them may stream)");
   // Errors (no such job, no run yet) are answered as problems, before the stream starts.
   auto runs = ops::runs_to_follow(c.store, c.path_param(1));
   ops::OutputPosition from;
@@ -163,6 +162,13 @@ Reply follow_job_logs(Call& c) {
       throw usage_error("the Last-Event-ID header is not an id this stream gave",
                         "ids are ATTEMPT.STDOUT_BYTES.STDERR_BYTES; leave it out to start from the beginning");
     from = *resumed;
+  }
+  // The slot is taken and counted at once: a test then count let two
+  // requests at the same moment both pass.
+  if (++g_streams > g_most_streams) {
+    const int open = --g_streams;
+    throw Error(ExitCode::store, fmt::format("{} output streams are open, as many as this server allows", open),
+                "try again later, or start jobctl serve with more --threads (half of them may stream)");
   }
   auto stream = std::make_shared<LogStream>();
   stream->dsn = c.dsn;

@@ -13,11 +13,15 @@ const char* title_of(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
+    case 411: return "Length Required";
     case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Content";
+    case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
-    default: return "Internal Server Error";
+    default: return status < 500 ? "Bad Request" : "Internal Server Error";
   }
 }
 

@@ -16,6 +16,7 @@
 #include "common/store/store.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
+#include "common/util/utf8.hpp"
 #include "server/api.hpp"
 #include "server/handlers.hpp"
 #include "server/authenticate.hpp"
@@ -73,6 +74,56 @@ void send_caught(const httplib::Request& req, httplib::Response& res) {
   send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
 }
 
+// What is settled of a request before its body is read (this hook runs
+// first; the request is the server's own, not const), so that a body is
+// only ever read whole up to --max-body, as the JSON it must be.
+httplib::Server::HandlerResponse before_the_body(httplib::Request& req, httplib::Response& res) {
+  using httplib::Server;
+  // A body cpp-httplib would read without counting it against --max-body:
+  // chunked (no length given first) or compressed (inflated in memory).
+  if (req.has_header("Transfer-Encoding")) {
+    send_problem(res, 411, "a request body must come with its Content-Length, not in chunks",
+                 "send it whole, with Content-Length (curl does with --data-binary @FILE)");
+    return Server::HandlerResponse::Handled;
+  }
+  if (req.has_header("Content-Encoding")) {
+    send_problem(res, 415, "a request body must not be compressed (Content-Encoding)", "send it as it is");
+    return Server::HandlerResponse::Handled;
+  }
+  // A request with neither Content-Length nor Transfer-Encoding has no
+  // body (RFC 9112, 6.3), but cpp-httplib reads a POST's until the client
+  // closes: `curl -X POST` waited the read timeout, and its pause or
+  // trigger was done after it had given up. Said outright, the empty body
+  // is read at once.
+  if (!req.has_header("Content-Length")) req.headers.emplace("Content-Length", "0");
+  // The API's bodies are JSON whatever their Content-Type says: `curl -d`
+  // says a form, which cpp-httplib parsed into parameters (a query's, to
+  // the handlers) and refused past 8 KiB as too large. The console's login
+  // form stays a form.
+  if (req.path.rfind(kApiPrefix, 0) == 0) {
+    req.headers.erase("Content-Type");
+    req.headers.emplace("Content-Type", "application/json");
+  }
+  // Every answer is whole JSON: a Range would cut it, or, as many ranges of
+  // the same bytes, multiply it in memory.
+  req.ranges.clear();
+  req.headers.erase("Range");
+  return Server::HandlerResponse::Unhandled;
+}
+
+// A query parameter or a part of the path that is not text: refused before
+// any handler passes it on (PostgreSQL refuses it as a statement's
+// parameter, which was a 500).
+void refuse_non_text(const httplib::Request& req) {
+  auto check = [](const std::string& value, const std::string& what) {
+    if (value.find('\0') != std::string::npos || !util::is_utf8(value))
+      throw usage_error(fmt::format("{} is not UTF-8 text, or holds a NUL byte", what),
+                        "percent-encode UTF-8 text only");
+  };
+  for (const auto& [name, value] : req.params) check(value, fmt::format("query parameter {}", util::show_bytes(name)));
+  for (size_t i = 1; i < req.matches.size(); ++i) check(req.matches[i].str(), "the path");
+}
+
 httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn,
                                     GroupCommit& submissions) {
   return [&route, &tokens, &dsn, &submissions](const httplib::Request& req, httplib::Response& res) {
@@ -89,6 +140,7 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
       return;
     }
     try {
+      refuse_non_text(req);
       auto& store = thread_store(dsn);
       store.set_actor(token.name);
       Call call{req, dsn, store, token, submissions};
@@ -201,18 +253,10 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     listening_fd = sock;
   });
   svr->set_keep_alive_timeout(5);
-  svr->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+  svr->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_started = std::chrono::steady_clock::now();
     t_token_name.clear();
-    // A request with neither Content-Length nor Transfer-Encoding has no
-    // body (RFC 9112, 6.3), but cpp-httplib reads a POST's until the
-    // client closes: `curl -X POST` waited the read timeout, and its
-    // pause or trigger was done after it had given up. Said outright, the
-    // empty body is read at once. (The request is the server's own, not
-    // const; this hook runs before the body is read.)
-    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
-      const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
-    return httplib::Server::HandlerResponse::Unhandled;
+    return before_the_body(const_cast<httplib::Request&>(req), res);
   });
   // Whatever no handler answered (no such route, a body too large) is a problem too.
   svr->set_error_handler([](const httplib::Request& req, httplib::Response& res) {

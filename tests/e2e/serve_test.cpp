@@ -1111,3 +1111,80 @@ TEST_CASE("serve: output streams beyond half the threads are answered 503, and t
   CHECK(test::run_jobctl(db, dir, {"cancel", id}).code == 0);
   for (auto& t : streams) t.join();
 }
+
+TEST_CASE("serve: a server of one thread streams no output, so that it still answers") {
+  // Found by a tester: with --threads 1 one stream held the only worker.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--threads", "1"});
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  // Only the answer's status is read: a stream that did open never ends.
+  int status = 0;
+  server.client(kReader).Get(
+      "/api/v1/jobs/" + id + "/logs/follow",
+      [&](const httplib::Response& r) {
+        status = r.status;
+        return r.status != 200;
+      },
+      [](const char*, size_t) { return false; });
+  CHECK(status == 503);
+  auto plain = server.client(kReader).Get("/api/v1/jobs/" + id);
+  REQUIRE(plain);
+  CHECK(plain->status == 200);
+}
+
+TEST_CASE("serve: a body is read only whole and as JSON, and an answer is never cut by Range") {
+  // Found by a tester, each without a token: a chunked body was read past
+  // --max-body, a compressed one inflated in memory, many ranges of one
+  // answer multiplied it in memory; and `curl -d` (a form, to cpp-httplib)
+  // was refused past 8 KiB.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--max-body", "4096"});
+  auto c = server.client(kSubmitter);
+  const std::string job = R"({"command": "true"})";
+  const std::string chunked = raw_exchange(
+      server.port,
+      fmt::format("POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n"
+                  "Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n0\r\n\r\n",
+                  kSubmitter, job.size(), job),
+      60);
+  CAPTURE(chunked);
+  CHECK(chunked.rfind("HTTP/1.1 411", 0) == 0);
+  CHECK(chunked.find("Content-Length") != std::string::npos);
+  check_problem(c.Post("/api/v1/jobs", {{"Content-Encoding", "gzip"}}, job, "application/json"), 415, "compressed");
+  CHECK(cli_json(db, dir, {"ls"}).empty());
+  // A body said to be a form is JSON all the same, up to --max-body.
+  const std::string bigger = R"({"command": "true", "payload": ")" + std::string(3000, 'p') + "\"}";
+  auto form = c.Post("/api/v1/jobs", bigger, "application/x-www-form-urlencoded");
+  REQUIRE(form);
+  CHECK(form->status == 201);
+  // Range is not for a JSON API: the whole answer, once.
+  auto whole = c.Get("/api/v1/openapi.json", {{"Range", "bytes=0-5,0-5,0-5"}});
+  REQUIRE(whole);
+  CHECK(whole->status == 200);
+  CHECK(json::accept(whole->body));
+  CHECK(whole->body == c.Get("/api/v1/openapi.json")->body);
+}
+
+TEST_CASE("serve: a query or path that is not text, a bad cursor, or a bad replay body is 4xx, never 500") {
+  // Found by a tester: on PostgreSQL a NUL or a byte not UTF-8 in a query
+  // parameter reached a statement, which refused it: answered 500.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto c = server.client(kAdmin);
+  for (const char* path : {"/api/v1/jobs?queue=%00", "/api/v1/jobs?queue=%FF", "/api/v1/dead-letter?queue=%00",
+                           "/api/v1/stats?queue=%FF", "/api/v1/check?max_dlq=0&queue=%00", "/api/v1/jobs/%FF"}) {
+    CAPTURE(path);
+    check_problem(c.Get(path), 400, "not UTF-8 text, or holds a NUL byte");
+  }
+  check_problem(c.Get("/api/v1/jobs?before=zzz"), 400, "the cursor before='zzz' is not a job id");
+  check_problem(c.Post("/api/v1/dead-letter/replay", R"({"all": 1})", "application/json"), 422,
+                "\"all\" must be true or false");
+  // A status cpp-httplib answers by itself has its own title.
+  auto long_uri = c.Get("/api/v1/jobs?queue=" + std::string(9000, 'q'));
+  REQUIRE(long_uri);
+  CHECK(long_uri->status == 414);
+  CHECK(json::parse(long_uri->body)["title"] == "URI Too Long");
+}
