@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -27,11 +29,25 @@ using util::LogLevel;
 // it gives up 10 s after its SIGKILLs.
 constexpr auto kSupervisorSlack = std::chrono::seconds(15);
 
+// Whether `pid` is a zombie: dead, waiting for its parent to reap it (a
+// parent that never does, or init that has not yet).
+bool zombie(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // pid (comm) state …: comm may hold blanks and parentheses, so the state
+  // follows the last ')'.
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
 // Alive as far as this host can tell (a pid reused since is "alive": the
-// incarnation is then left to its leases). Our own pid was reused.
+// incarnation is then left to its leases). Our own pid was reused; a
+// zombie is dead (kill(pid, 0) succeeds on it: an agent killed with -9
+// under a parent that had not reaped it yet was "another live agent").
 bool alive(int pid) {
   if (pid <= 0 || pid == getpid()) return false;
-  return kill(pid, 0) == 0 || errno == EPERM;
+  return (kill(pid, 0) == 0 || errno == EPERM) && !zombie(pid);
 }
 
 std::string lock_path(const std::string& dir, const std::string& worker_id) {

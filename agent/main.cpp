@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   app.add_option("--lease", lease, "Lease duration; heartbeats every third of it")->capture_default_str();
   app.add_option("--drain-timeout", drain, "On SIGTERM, how long running jobs may finish")->capture_default_str();
   app.add_option("--kill-grace", grace,
-                 "Time between SIGTERM and SIGKILL on timeout or cancel, and to end the jobs of an agent that died")
+                 "Time between SIGTERM and SIGKILL on timeout or cancel, and to end the jobs of an agent that died "
+                 "(at most half of --lease)")
       ->capture_default_str();
   app.add_option("--poll-interval", poll, "Fallback poll when no wake-up arrives")->capture_default_str();
   app.add_flag("--no-listen", no_listen, "Do not LISTEN for wake-ups (PgBouncer transaction pooling); poll only");
@@ -117,6 +118,20 @@ int main(int argc, char** argv) {
     if (opts.lease < milliseconds(1000)) throw jobctl::usage_error("--lease must be at least 1s");
     opts.drain_timeout = to_ms(drain, "--drain-timeout");
     opts.kill_grace = to_ms(grace, "--kill-grace");
+    // A dead agent's jobs must have ended before another agent rescues
+    // their runs, which it does once their lease runs out: as soon as two
+    // thirds of --lease after the death (a heartbeat renews every third).
+    // Half the lease leaves room; the default grace shrinks to fit it.
+    if (const milliseconds most = opts.lease / 2; opts.kill_grace > most) {
+      if (app.count("--kill-grace"))
+        throw jobctl::usage_error(
+            fmt::format("--kill-grace {} is more than half of --lease {}: a dead agent's jobs could still be "
+                        "ending when another agent starts their runs again",
+                        jobctl::util::format_duration(opts.kill_grace), jobctl::util::format_duration(opts.lease)),
+            fmt::format("raise --lease to at least {}, or lower --kill-grace",
+                        jobctl::util::format_duration(opts.kill_grace * 2)));
+      opts.kill_grace = most;
+    }
     opts.poll_interval = to_ms(poll, "--poll-interval");
     if (opts.poll_interval < milliseconds(10)) throw jobctl::usage_error("--poll-interval must be at least 10ms");
     if (!secrets_file.empty()) opts.secrets_file = secrets_file;

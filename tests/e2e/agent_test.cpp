@@ -380,6 +380,19 @@ TEST_CASE("agent: an option given an empty value is exit 2, and the agent never 
   CHECK(json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).empty());
 }
 
+TEST_CASE("agent: a --kill-grace of more than half the lease is exit 2, and the agent never registers") {
+  // Found by a tester: with --lease 3s and the default grace of 5s, a job
+  // of an agent killed with -9 still ran while another agent ran it again:
+  // the rescue comes as soon as two thirds of the lease after the death.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::Process agent({JOBAGENT_BIN, "--db", db.dsn(), "--lease", "3s", "--kill-grace", "2s"},
+                      {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+  CHECK(agent.wait() == 2);
+  CHECK(agent.err().find("--kill-grace 2s is more than half of --lease 3s") != std::string::npos);
+  CHECK(json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).empty());
+}
+
 TEST_CASE("agent: --log-format json writes one JSON object per line, with run and job ids") {
   test::TempDir dir;
   test::TestDb db(dir);

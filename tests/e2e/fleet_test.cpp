@@ -254,11 +254,16 @@ TEST_CASE("fleet: a second live agent may not take a name in use, but a restart 
   for (const auto& w : workers) live += w["state"] == "active" ? 1 : 0;
   CHECK(live == 1);
   // Killed, the first leaves a fresh heartbeat behind; its restart is no
-  // namesake of it.
+  // namesake of it, even before the first is reaped: a zombie is dead
+  // (found by a tester: kill(pid, 0) succeeds on one, and the restart was
+  // refused while its parent had not reaped it).
   first->signal(SIGKILL);
-  first->wait();
+  const std::string stat = "/proc/" + std::to_string(first->pid()) + "/stat";
+  test::eventually([&] { return test::read_file(stat).find(") Z ") != std::string::npos; },
+                   "the first agent to be a zombie");
   auto restarted = test::start_agent(db, dir, {"--poll-interval", "100ms"}, "vm");
   auto id = test::submit(db, dir, {"--", "true"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
   CHECK(restarted->running());
+  first->wait();
 }

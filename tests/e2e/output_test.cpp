@@ -129,9 +129,9 @@ TEST_CASE("run: streams the job's stdout and stderr and exits with its code, 124
 TEST_CASE("run: the first Ctrl-C cancels the job, the second detaches, and --on-each prefixes each agent's lines") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto web1 = test::start_agent(db, dir, {"--poll-interval", "100ms", "--kill-grace", "30s", "--label", "role=web"},
+  auto web1 = test::start_agent(db, dir, {"--poll-interval", "100ms", "--kill-grace", "30s", "--lease", "60s", "--label", "role=web"},
                                 "web-1");
-  auto web2 = test::start_agent(db, dir, {"--poll-interval", "100ms", "--kill-grace", "30s", "--label", "role=web"},
+  auto web2 = test::start_agent(db, dir, {"--poll-interval", "100ms", "--kill-grace", "30s", "--lease", "60s", "--label", "role=web"},
                                 "web-2");
   test::eventually([&] { return json::parse(run_jobctl(db, dir, {"workers", "-o", "json"}).out).size() == 2; },
                    "the agents to register");
