@@ -192,7 +192,7 @@ void Agent::collect_finished() {
     fields.emplace_back("duration", util::format_duration(duration_cast<microseconds>(f.elapsed)));
     if (c.outcome == model::AttemptOutcome::released) {
       log_event(LogLevel::info, "released", fields);
-      releases_.push_back(std::move(c));
+      (f.ran && !f.run.spec.command.webhook ? held_releases_ : releases_).push_back(std::move(c));
       continue;
     }
     fields.emplace_back("status", std::string(model::to_string(c.status)));
@@ -684,6 +684,14 @@ void Agent::shut_down() {
     collect_finished();
     if (running() > 0) usleep(10000);
   } while (running() > 0 && Clock::now() < give_up);
+  // What the jobs given back left running (a setsid child, a daemon) is
+  // ended before their runs are: released first, a run was started again
+  // by another agent while its leftovers still ran.
+  if (!held_releases_.empty()) {
+    runner_.end_every_process();
+    std::move(held_releases_.begin(), held_releases_.end(), std::back_inserter(releases_));
+    held_releases_.clear();
+  }
   // What is left to record gets a few seconds more; a store that is away
   // longer leaves those runs to lease expiry and rescue.
   auto settle_by = Clock::now() + std::chrono::seconds(5);

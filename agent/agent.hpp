@@ -194,6 +194,10 @@ class Agent {
   std::vector<store::Completion> completions_;  // finished, not yet recorded
   std::optional<Clock::time_point> completed_since_;  // when the oldest of them was seen
   std::vector<store::Completion> releases_;     // given back on drain, not yet recorded
+  // Given back on drain after their process ran: held until every process
+  // the job left is ended too (shut_down), so that no other agent starts
+  // the run again beside what is left of it.
+  std::vector<store::Completion> held_releases_;
   std::mt19937_64 rng_{std::random_device{}()};  // backoff jitter
 };
 

@@ -130,6 +130,10 @@ class Runner {
   // This agent's lock file, held until every process of its jobs is gone
   // (exec::Supervisor::lock).
   void lock(const std::string& path) { supervisor_.lock(path); }
+  // Ends every process of every job, those that left the job's process
+  // group (setsid, a daemon) too, and waits for that (the kill grace and
+  // 5 s at most): the supervisor's lifeline is broken. Nothing starts after.
+  void end_every_process() { supervisor_.end(); }
 
   // The runs not started yet: waiting their turn, or sent to the supervisor.
   size_t unstarted() const { return queued_.size() + starting_.size(); }

@@ -481,13 +481,14 @@ Supervisor::Supervisor(milliseconds kill_grace) : kill_grace_(kill_grace) {
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 }
 
-Supervisor::~Supervisor() {
+void Supervisor::end() {
   sock_ = Fd();  // the lifeline breaks
   if (pid_ <= 0) return;
+  const pid_t s = std::exchange(pid_, -1);
   const auto give_up = Clock::now() + kill_grace_ + std::chrono::seconds(5);
   while (Clock::now() < give_up) {
-    pid_t r = waitpid(pid_, nullptr, WNOHANG);
-    if (r == pid_ || (r < 0 && errno != EINTR)) {
+    pid_t r = waitpid(s, nullptr, WNOHANG);
+    if (r == s || (r < 0 && errno != EINTR)) {
       // Nothing S started lives on, and this process is ending as it
       // meant to: nobody will need the lock file.
       if (!lock_path_.empty()) unlink(lock_path_.c_str());
@@ -496,6 +497,8 @@ Supervisor::~Supervisor() {
     std::this_thread::sleep_for(milliseconds(10));
   }
 }
+
+Supervisor::~Supervisor() { end(); }
 
 uint32_t Supervisor::request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& stderr_r) {
   if (lost_) throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) died", pid_));

@@ -60,6 +60,9 @@ class Supervisor {
   // Breaks the lifeline: S ends what is still running (nothing after a
   // clean shutdown) and exits. Waits for that, at most the kill grace + 5 s;
   // once S has exited, removes the lock file (lock()), unless S had died.
+  // Nothing can be started after it; the destructor ends S unless end()
+  // did.
+  void end();
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;

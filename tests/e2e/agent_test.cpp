@@ -287,6 +287,32 @@ TEST_CASE("agent: past the drain timeout, jobs are killed and released for anoth
   CHECK(get(db, dir, id)["run"]["attempts"] == 2);
 }
 
+TEST_CASE("agent: a run given back on drain is released only once what its job left running has ended") {
+  // Found by a tester: the drain released the run as soon as the job's
+  // process group was killed, and another agent ran it again while a
+  // process the job had started with setsid still ran (until the
+  // supervisor ended it, after the kill grace, as the agent exited).
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto first = test::start_agent(db, dir, with_fast({"--drain-timeout", "300ms", "--kill-grace", "2s"}), "first");
+  const std::string left = dir.file("left-"), overlap = dir.file("overlap");
+  // Each attempt leaves a process that ignores SIGTERM, and first says
+  // whether the one an earlier attempt left still runs.
+  const std::string script =
+      "for f in " + left + "*; do [ -f \"$f\" ] && kill -0 \"$(cat \"$f\")\" 2>/dev/null && touch " + overlap +
+      "; done; setsid sh -c 'trap \"\" TERM; echo $$ > " + left + "$JOB_ATTEMPT; sleep 60' & sleep 60";
+  auto id = submit(db, dir, {"--retries", "2", "--", script});
+  const std::string first_left = left + "1";
+  test::eventually([&] { return access(first_left.c_str(), F_OK) == 0; }, "the first attempt to leave a process");
+  auto second = test::start_agent(db, dir, kFast, "second");
+  first->signal(SIGTERM);
+  const std::string second_left = left + "2";
+  test::eventually([&] { return access(second_left.c_str(), F_OK) == 0; }, "the second agent to run it again");
+  CHECK(first->wait() == 0);
+  CHECK(access(overlap.c_str(), F_OK) != 0);
+  CHECK(test::run_jobctl(db, dir, {"cancel", id}).code == 0);
+}
+
 TEST_CASE("agent: a second SIGTERM stops at once and releases the runs") {
   test::TempDir dir;
   test::TestDb db(dir);
