@@ -49,7 +49,7 @@ int open_signal_fd() {
 Agent::Agent(Options opts)
     : opts_(std::move(opts)),
       dsn_(config::resolve_dsn(opts_.db)),
-      health_(Clock::now()),
+      health_(Clock::now(), StoreHealth::stall_after_for(opts_.lease)),
       // A quarter lease (at least 1 s): less than the slack a lease has
       // between two heartbeats.
       clock_watch_(std::max<int64_t>(duration_cast<microseconds>(opts_.lease).count() / 4, 1'000'000)),
@@ -219,7 +219,7 @@ bool Agent::store_step(const char* step, StoreThread::Work work, std::function<v
                    auto now = Clock::now();
                    if (!e) {
                      // A call still stalled on the other thread keeps the outage open.
-                     if (auto oldest = longest_call(); !oldest || now - oldest->since < StoreHealth::kStallAfter)
+                     if (auto oldest = longest_call(); !oldest || now - oldest->since < health_.stall_after())
                        health_.succeeded(now);
                      if (then) then();
                      return;
@@ -658,14 +658,14 @@ void Agent::wait_for_events(Clock::time_point now) {
 }
 
 // A store call that does not answer is an outage too: it is reported
-// after StoreHealth::kStallAfter, not when the driver gives up. Returns
+// after StoreHealth::stall_after(), not when the driver gives up. Returns
 // when to look again.
 std::optional<Clock::time_point> Agent::watch_store(Clock::time_point now) {
   auto call = longest_call();
   if (!call || health_.down()) return std::nullopt;
   health_.waiting(call->step, call->since, now);
   if (health_.down()) return std::nullopt;
-  return call->since + StoreHealth::kStallAfter;
+  return call->since + health_.stall_after();
 }
 
 std::optional<StoreThread::Running> Agent::longest_call() const {

@@ -40,7 +40,7 @@ void StoreHealth::failed(const std::string& step, const std::string& reason, Clo
 }
 
 void StoreHealth::waiting(const char* step, Clock::time_point since, Clock::time_point now) {
-  if (down_since_ || now - since < kStallAfter) return;
+  if (down_since_ || now - since < stall_after_) return;
   begin_outage(step, "no answer for " + length(now - since), since);
 }
 

@@ -3,7 +3,7 @@
 // makes: one `store_unreachable` when it begins (with the reason), a
 // `store_still_unreachable` at most every 30 s while it lasts, and one
 // `store_back` with its length when a call succeeds again. A call that has
-// not answered for kStallAfter counts as the start of an outage too.
+// not answered for stall_after() counts as the start of an outage too.
 //
 // It also says whose runs this agent may rescue: leases expire on the
 // store's clock while nobody can renew them, so an agent that just got the
@@ -11,6 +11,7 @@
 // owners are alive and about to report. It rescues only the runs of agents
 // whose lease is no longer than the time it has had the store calmly:
 // each of those had a whole lease, three heartbeats, to renew.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -20,9 +21,17 @@ namespace jobctl::agent {
 class StoreHealth {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr auto kStallAfter = std::chrono::seconds(5);
+  // A call this slow is an outage: 5 s, or a third of the lease when that
+  // is less. A stall the agent did not count left its calm unbroken, while
+  // the other agents, as stalled, could not renew their leases: with a
+  // lease of 1 s, a stall of 2.5 s made agents rescue each other's healthy
+  // runs.
+  static Clock::duration stall_after_for(Clock::duration lease) {
+    return std::min<Clock::duration>(std::chrono::seconds(5), lease / 3);
+  }
 
-  explicit StoreHealth(Clock::time_point now) : calm_since_(now) {}
+  StoreHealth(Clock::time_point now, Clock::duration stall_after) : calm_since_(now), stall_after_(stall_after) {}
+  Clock::duration stall_after() const { return stall_after_; }
 
   // A store call failed because the store could not be reached.
   void failed(const std::string& step, const std::string& reason, Clock::time_point now);
@@ -46,6 +55,7 @@ class StoreHealth {
   void begin_outage(const std::string& step, const std::string& reason, Clock::time_point now);
 
   Clock::time_point calm_since_;
+  Clock::duration stall_after_;
   std::optional<Clock::time_point> down_since_;
   Clock::time_point last_report_{};
   long failures_ = 0;

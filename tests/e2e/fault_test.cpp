@@ -202,6 +202,39 @@ TEST_CASE("fault: a job that finished during an outage longer than the lease is 
   test::eventually([&] { return logged(*a, "store_back"); }, "a to log that it reached the store again");
 }
 
+TEST_CASE("fault: a stall of the store longer than the lease but shorter than 5 s makes no agent rescue a live one") {
+  // Found by a tester: a stall under the 5 s an agent took to call it an
+  // outage left its calm unbroken, while no agent could renew a lease of
+  // 1 s: after it, the agents rescued each other's healthy runs.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const bool pg = test::test_backend() == config::Backend::postgres;
+  test::StoreFreeze path_a(db);
+  std::unique_ptr<test::StoreFreeze> path_b = pg ? std::make_unique<test::StoreFreeze>(db) : nullptr;
+  const std::string& dsn_b = pg ? path_b->dsn() : path_a.dsn();
+  auto a = agent_on(path_a.dsn(), dir, "a", {"--lease", "1s"}, "30s");
+  test::eventually([&] { return logged(*a, "started"); }, "a to start");
+  std::string marks = dir.file("marks");
+  auto id = submit(db, dir, {"--retries", "3", "--", "echo start >> " + marks + "; sleep 6"});
+  test::eventually([&] { return test::read_file(marks).find("start") != std::string::npos; }, "the job to start");
+  // b may rescue a's runs: it claims from the same queue.
+  auto b = agent_on(dsn_b, dir, "b", {"--lease", "1s"}, "30s");
+  test::eventually([&] { return logged(*b, "started"); }, "b to start");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // b has had the store calmly for a lease
+
+  path_a.freeze();
+  if (pg) path_b->freeze();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  path_a.thaw();
+  if (pg) path_b->thaw();
+  CHECK(run_jobctl(db, dir, {"wait", "--timeout", "60s", id}).code == 0);
+  auto runs = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  CAPTURE(runs.dump());
+  CHECK(runs.size() == 1);
+  CHECK(test::lines(test::read_file(marks)).size() == 1);
+  CHECK_FALSE(logged(*a, "lease_lost"));
+}
+
 TEST_CASE("fault: a step of the wall clock larger than the lease restarts no running job") {
   test::TempDir dir;
   test::TestDb db(dir);
