@@ -466,7 +466,13 @@ void Agent::rescue_if_safe(Clock::time_point now) {
   auto rescued = std::make_shared<int>(0);
   store_step(
       "rescue",
-      [rescued, calm, seen = *seen, tolerance = clock_watch_.tolerance_us()](store::Store& s) {
+      [rescued, calm, seen = *seen, tolerance = clock_watch_.tolerance_us(), decided = now,
+       stale_after = health_.stall_after()](store::Store& s) {
+        // Decided on a calm store, then kept waiting behind calls the store
+        // did not answer: the calm it counted on is over, and every agent's
+        // leases may have run out meanwhile (found in the fault tests: a
+        // rescue queued just before a stall took a live agent's run).
+        if (Clock::now() - decided > stale_after) return;
         int64_t expected = seen.expected_at(Clock::now());
         *rescued = s.agent().rescue_expired(calm, expected - tolerance, expected + tolerance);
       },
