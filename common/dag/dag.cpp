@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 bool valid_node_name(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > kMaxNodeNameBytes) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
            c == '.';
@@ -43,7 +43,8 @@ json parse_document(std::string_view text) {
 
 Node node_from_json(const std::string& name, const json& v) {
   if (!valid_node_name(name))
-    throw usage_error(fmt::format("invalid node name '{}'", name), "use 1 to 64 characters of A-Z a-z 0-9 _ - .");
+    throw usage_error(fmt::format("invalid node name '{}'", name),
+                      fmt::format("use 1 to {} characters of A-Z a-z 0-9 _ - .", kMaxNodeNameBytes));
   if (!v.is_object()) throw usage_error(fmt::format("node '{}': must be a JSON object", name));
   Node node;
   node.name = name;
@@ -94,6 +95,17 @@ std::string spell_cycle(const std::vector<Node>& nodes, const std::map<std::stri
   }
 }
 
+// The DAG's name becomes part of each node's job name ("DAG.NODE") and is
+// the name of a scheduled DAG's job, so it must leave room for the longest
+// node name within a job's name, and hold no NUL as a job's name may not.
+void check_dag_name(const std::string& name) {
+  if (name.size() > kMaxNameBytes)
+    throw usage_error(fmt::format("the DAG's name is {} bytes, more than {}", name.size(), kMaxNameBytes),
+                      "give the DAG a shorter \"name\": its nodes' jobs are named DAG.NODE, at most 1 KiB");
+  if (name.find('\0') != std::string::npos)
+    throw usage_error("the DAG's name holds a NUL byte", "remove the \\u0000 from \"name\"");
+}
+
 }  // namespace
 
 std::string_view to_string(OnFailure f) { return f == OnFailure::stop ? "stop" : "continue"; }
@@ -112,6 +124,7 @@ Definition parse(std::string_view text) {
     if (key == "name") {
       if (!v.is_string() || v.get<std::string>().empty()) throw usage_error("field 'name' must be a non-empty string");
       d.name = v.get<std::string>();
+      check_dag_name(d.name);
     } else if (key != "jobs") {
       throw usage_error(fmt::format("unknown field '{}'", key), "a DAG has \"name\" and \"jobs\"");
     }

@@ -15,11 +15,17 @@
 #include <vector>
 
 #include "common/model/job.hpp"
+#include "common/model/limits.hpp"
 
 namespace jobctl::dag {
 
 // Most nodes one DAG may have.
 inline constexpr size_t kMaxNodes = 10000;
+
+// Longest node name, and longest DAG name: a node's job is named
+// "DAG.NODE" (unless the node gives a name), and that must fit a job's name.
+inline constexpr size_t kMaxNodeNameBytes = 64;
+inline constexpr size_t kMaxNameBytes = model::kMaxNameBytes - 1 - kMaxNodeNameBytes;
 
 // What a node that ends dead (or cancelled) does to the rest of its DAG
 // run: stop cancels every node not started yet; continue cancels only its
@@ -42,7 +48,8 @@ struct Definition {
 // Parses and validates `text`. Throws usage Error, naming the problem: not
 // JSON, an unknown field, an unknown or duplicated dependency, a node that
 // depends on itself, a cycle (spelled out: "a -> b -> c -> a"), duplicate
-// node names, no nodes, more than kMaxNodes.
+// node names, no nodes, more than kMaxNodes, a name longer than
+// kMaxNameBytes.
 Definition parse(std::string_view text);
 
 // Graphviz DOT for the graph; `status` (same order as nodes, may be empty)

@@ -72,7 +72,7 @@ TEST_CASE("dag: a 1,000-node layered DAG on two agents runs every node once, eac
           << store->connection().query("SELECT count(DISTINCT worker_id) FROM attempts").at(0).i64(0));
 }
 
-TEST_CASE("dag: a cycle or an unknown dependency is refused with exit 2 and writes nothing") {
+TEST_CASE("dag: a cycle, an unknown dependency or too long a name is refused with exit 2 and writes nothing") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto cycle = run_jobctl(db, dir, {"dag", "submit", "-"},
@@ -84,6 +84,11 @@ TEST_CASE("dag: a cycle or an unknown dependency is refused with exit 2 and writ
                             R"({"name": "u", "jobs": {"a": {"command": "true", "depends_on": ["ghost"]}}})");
   CHECK(unknown.code == 2);
   CHECK(unknown.err.find("'ghost', which is not a node of the DAG") != std::string::npos);
+  // Its nodes' jobs would be named past a job's longest name.
+  auto long_name = run_jobctl(db, dir, {"dag", "submit", "-"},
+                              R"({"name": ")" + std::string(100000, 'x') + R"(", "jobs": {"a": {"command": "true"}}})");
+  CHECK(long_name.code == 2);
+  CHECK(long_name.err.find("the DAG's name is 100000 bytes, more than 959") != std::string::npos);
   auto store = db.open();
   for (const char* table : {"dags", "dag_runs", "jobs", "runs"})
     CHECK_MESSAGE(store->connection().query(fmt::format("SELECT count(*) FROM {}", table)).at(0).i64(0) == 0, table);

@@ -65,6 +65,18 @@ TEST_CASE("unit: dag: bad graphs are refused, naming the problem") {
   CHECK(error_of(big + "}}") == "the DAG has 10001 nodes, more than 10000");
 }
 
+TEST_CASE("unit: dag: the DAG's name leaves room for every node's job name, DAG.NODE") {
+  const std::string longest_node(dag::kMaxNodeNameBytes, 'n');
+  auto doc = [&](const std::string& name) {
+    return R"({"name": ")" + name + R"(", "jobs": {")" + longest_node + R"(": {"command": "x"}}})";
+  };
+  auto d = dag::parse(doc(std::string(dag::kMaxNameBytes, 'd')));
+  CHECK(d.nodes.at(0).spec.name.size() == model::kMaxNameBytes);
+  CHECK(error_of(doc(std::string(dag::kMaxNameBytes + 1, 'd'))) == "the DAG's name is 960 bytes, more than 959");
+  CHECK(error_of(doc(std::string(100000, 'x'))) == "the DAG's name is 100000 bytes, more than 959");
+  CHECK(error_of(doc("a\\u0000b")) == "the DAG's name holds a NUL byte");
+}
+
 TEST_CASE("unit: dag: DOT lists every node and edge, coloured by state when given") {
   auto d = dag::parse(R"({"name": "d", "jobs": {"a": {"command": "x"}, "b": {"command": "x", "depends_on": ["a"]}}})");
   auto dot = dag::to_dot(d);
