@@ -3,6 +3,7 @@
 #include <map>
 #include <string_view>
 
+#include "common/dag/dag.hpp"
 #include "common/model/limits.hpp"
 #include "common/util/time.hpp"
 
@@ -16,12 +17,6 @@ std::string idempotency_key(const store::ClaimedRun& run) {
   if (run.occurrence) return job + ":" + util::format_time(*run.occurrence);
   if (!run.spec.idempotency_key.empty()) return run.spec.idempotency_key;
   return run.job_id + ":" + run.run_id;
-}
-
-std::string dag_result_variable(const std::string& node) {
-  std::string out = "JOB_DAG_RESULT_";
-  for (char c : node) out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : (c == '-' || c == '.') ? '_' : c;
-  return out;
 }
 
 JobEnvironment::JobEnvironment(char** agent_env, std::string store_dsn) : store_dsn_(std::move(store_dsn)) {
@@ -59,7 +54,7 @@ std::vector<std::string> JobEnvironment::for_run(const store::ClaimedRun& run, O
   if (!run.dag_run_id.empty()) {
     own["JOB_DAG_RUN_ID"] = run.dag_run_id;
     own["JOB_DAG_NODE"] = run.dag_node;
-    for (const auto& [parent, result] : run.parent_results) own[dag_result_variable(parent)] = result;
+    for (const auto& [parent, result] : run.parent_results) own[dag::result_variable(parent)] = result;
   }
   if (!store_dsn_.empty() && !run.spec.env.count("JOBCTL_DB")) own["JOBCTL_DB"] = store_dsn_;  // a job's own --env wins
   // Not from --env either (nor inherited): a checkpoint only from the run,

@@ -15,10 +15,6 @@ namespace jobctl::agent {
 // when the job has one, else "<job id>:<run id>".
 std::string idempotency_key(const store::ClaimedRun& run);
 
-// A DAG node sees each parent's result (the last line of its stdout) in
-// JOB_DAG_RESULT_<PARENT>, the name upper-cased with - and . as _.
-std::string dag_result_variable(const std::string& node);
-
 // A job that runs as another user gets its own HOME, USER, LOGNAME, SHELL
 // (exec::start_process sets them), not the agent's, nor its MAIL or
 // XDG_RUNTIME_DIR.

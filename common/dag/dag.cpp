@@ -70,6 +70,19 @@ Node node_from_json(const std::string& name, const json& v) {
   return node;
 }
 
+// Two nodes whose results would land in one variable: a child of both
+// would see only one.
+void check_result_variables(const std::vector<Node>& nodes) {
+  std::map<std::string, const std::string*> node_of;
+  for (const auto& n : nodes) {
+    auto [it, added] = node_of.emplace(result_variable(n.name), &n.name);
+    if (!added)
+      throw usage_error(fmt::format("nodes '{}' and '{}' would both pass their result in {}", *it->second, n.name,
+                                    it->first),
+                        "rename one: a node's name is upper-cased, with - and . as _, in its children's variable");
+  }
+}
+
 // A cycle among `left` (nodes not placed by the topological sort), as
 // "a -> b -> c -> a", each depending on the next.
 std::string spell_cycle(const std::vector<Node>& nodes, const std::map<std::string, size_t>& index,
@@ -108,6 +121,12 @@ void check_dag_name(const std::string& name) {
 
 }  // namespace
 
+std::string result_variable(std::string_view node) {
+  std::string out = "JOB_DAG_RESULT_";
+  for (char c : node) out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : (c == '-' || c == '.') ? '_' : c;
+  return out;
+}
+
 std::string_view to_string(OnFailure f) { return f == OnFailure::stop ? "stop" : "continue"; }
 
 OnFailure parse_on_failure(std::string_view text) {
@@ -142,6 +161,7 @@ Definition parse(std::string_view text) {
     index[name] = nodes.size();
     nodes.push_back(node_from_json(name, v));
   }
+  check_result_variables(nodes);
   for (const auto& n : nodes) {
     std::set<std::string> seen;
     for (const auto& p : n.depends_on) {

@@ -45,11 +45,15 @@ struct Definition {
   std::vector<Node> nodes;  // in a topological order: every node after its parents
 };
 
+// The variable a node's children see its result in (jobagent(8)):
+// JOB_DAG_RESULT_<NODE>, the name upper-cased with - and . as _.
+std::string result_variable(std::string_view node);
+
 // Parses and validates `text`. Throws usage Error, naming the problem: not
 // JSON, an unknown field, an unknown or duplicated dependency, a node that
 // depends on itself, a cycle (spelled out: "a -> b -> c -> a"), duplicate
-// node names, no nodes, more than kMaxNodes, a name longer than
-// kMaxNameBytes.
+// node names, two nodes with one result_variable, no nodes, more than
+// kMaxNodes, a name longer than kMaxNameBytes.
 Definition parse(std::string_view text);
 
 // Graphviz DOT for the graph; `status` (same order as nodes, may be empty)

@@ -72,7 +72,7 @@ TEST_CASE("dag: a 1,000-node layered DAG on two agents runs every node once, eac
           << store->connection().query("SELECT count(DISTINCT worker_id) FROM attempts").at(0).i64(0));
 }
 
-TEST_CASE("dag: a cycle, an unknown dependency or too long a name is refused with exit 2 and writes nothing") {
+TEST_CASE("dag: a cycle, an unknown dependency, nodes sharing a result variable or too long a name is refused with exit 2 and writes nothing") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto cycle = run_jobctl(db, dir, {"dag", "submit", "-"},
@@ -84,6 +84,13 @@ TEST_CASE("dag: a cycle, an unknown dependency or too long a name is refused wit
                             R"({"name": "u", "jobs": {"a": {"command": "true", "depends_on": ["ghost"]}}})");
   CHECK(unknown.code == 2);
   CHECK(unknown.err.find("'ghost', which is not a node of the DAG") != std::string::npos);
+  // A child of both would see one parent's result.
+  auto same_variable = run_jobctl(db, dir, {"dag", "submit", "-"},
+                                  R"({"name": "v", "jobs": {"a": {"command": "true"}, "A": {"command": "true"},
+                                      "c": {"command": "true", "depends_on": ["a", "A"]}}})");
+  CHECK(same_variable.code == 2);
+  CHECK(same_variable.err.find("nodes 'A' and 'a' would both pass their result in JOB_DAG_RESULT_A") !=
+        std::string::npos);
   // Its nodes' jobs would be named past a job's longest name.
   auto long_name = run_jobctl(db, dir, {"dag", "submit", "-"},
                               R"({"name": ")" + std::string(100000, 'x') + R"(", "jobs": {"a": {"command": "true"}}})");

@@ -58,6 +58,12 @@ TEST_CASE("unit: dag: bad graphs are refused, naming the problem") {
   CHECK(error_of(R"({"name": "c", "jobs": {"a b": {"command": "x"}}})") == "invalid node name 'a b'");
   CHECK(error_of(R"({"name": "c", "jobs": {"a": {"command": "x", "depends_on": "b"}}})") ==
         "node 'a': depends_on must be an array of node names");
+  CHECK(error_of(R"({"name": "c", "jobs": {"a": {"command": "x"}, "A": {"command": "x"}}})") ==
+        "nodes 'A' and 'a' would both pass their result in JOB_DAG_RESULT_A");
+  CHECK(error_of(R"({"name": "c", "jobs": {"a-b": {"command": "x"}, "x": {"command": "x"}, "A_B": {"command": "x"}}})") ==
+        "nodes 'A_B' and 'a-b' would both pass their result in JOB_DAG_RESULT_A_B");
+  CHECK(error_of(R"({"name": "c", "jobs": {"a.b": {"command": "x"}, "a-b": {"command": "x"}}})") ==
+        "nodes 'a-b' and 'a.b' would both pass their result in JOB_DAG_RESULT_A_B");
   CHECK(error_of(R"({"name": "c", "graph": {}})") == "unknown field 'graph'");
   CHECK(error_of("not json").starts_with("the DAG is not valid JSON"));
   std::string big = R"({"name": "big", "jobs": {)";
