@@ -203,7 +203,7 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
   auto* cmd = group.add_subcommand("backfill", "Run the occurrences of a past span that have no run yet");
   completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
   cmd->add_option("--from", f->from, "First time of the span: RFC 3339, or 'YYYY-MM-DD HH:MM' in --tz")->required();
-  cmd->add_option("--to", f->to, "Last time of the span (inclusive)")->required();
+  cmd->add_option("--to", f->to, "Last time of the span (inclusive), not later than now")->required();
   cmd->add_option("--tz", f->tz, "IANA zone of --from/--to without an offset")->capture_default_str();
   cmd->callback([f, &ctx] {
     util::given_zone(f->tz, "--tz");

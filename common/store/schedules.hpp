@@ -39,7 +39,9 @@ class Schedules {
   // One run now. Unless `force`, obeys the overlap policy: throws
   // invalid_state when it would be skipped. Returns the run id.
   std::string trigger(const std::string& job_id, bool force);
-  // Runs for the occurrences in [from, to] that have none yet.
+  // Runs for the occurrences in [from, to] that have none yet. Throws
+  // usage Error when `to` is before `from` or later than the database's
+  // now, or the span holds more than kMaxBackfill occurrences.
   BackfillResult backfill(const std::string& job_id, int64_t from_us, int64_t to_us);
 
  private:

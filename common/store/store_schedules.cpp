@@ -391,6 +391,12 @@ std::string Schedules::trigger(const std::string& job_id, bool force) {
 BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, int64_t to_us) {
   if (to_us < from_us) throw usage_error("--to is before --from", "give the earlier time as --from");
   Transaction tx(*conn_, TxMode::write);
+  // Occurrences still to come are the scheduler's to make, when they are
+  // due; runs made for them here would be due at once and out of sight of
+  // `schedule runs`, which shows what is due or done.
+  if (to_us > now_us(*conn_))
+    throw usage_error(fmt::format("--to {} is in the future", util::format_time(to_us)),
+                      "backfill runs a past span: give a --to up to now; the scheduler runs what comes after");
   auto job = schedule_job(*conn_, job_id, true);
   refuse_deleted(job, "backfilled");
   BackfillResult result;

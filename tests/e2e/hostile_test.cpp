@@ -189,8 +189,10 @@ void times(const Fixture& f, Cases& cases) {
   add(cases, {"update", f.cron, "--starts-at", "2027-02-30 10:00"}, 2, "2027-02 has 28 days");
   add(cases, {"update", f.cron, "--ends-at", "yesterday"});
   add(cases, {"update", f.cron, "--ends-at", "2026-03-08 02:30", "--tz", "America/New_York"});  // skipped by DST
-  add(cases, {"schedule", "backfill", f.cron, "--from", "2000-01-01T00:00:00Z", "--to", "2030-01-01T00:00:00Z"}, 2,
+  add(cases, {"schedule", "backfill", f.cron, "--from", "1990-01-01T00:00:00Z", "--to", "2026-01-01T00:00:00Z"}, 2,
       "10000");
+  add(cases, {"schedule", "backfill", f.cron, "--from", "2025-01-01T00:00:00Z", "--to", "2035-01-01T00:00:00Z"}, 2,
+      "--to 2035-01-01T00:00:00.000Z is in the future");
 }
 
 // Flags that take one word of a list.

@@ -596,6 +596,25 @@ TEST_CASE("schedule: --max-runs makes that many occurrences in all, across ticks
   }
 }
 
+TEST_CASE("schedule: backfill refuses a span reaching past now, and writes nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  const int64_t hour = 3600 * kSecond;
+  const int64_t from = (s->now() / hour - 2) * hour;  // the top of the hour before last
+  auto job = submit_schedule(*s, "0 * * * *");
+  const auto before = s->connection().query("SELECT count(*) FROM runs").at(0).i64(0);
+  try {
+    s->schedules().backfill(job, from, from + 12 * hour);
+    FAIL("a --to in the future was taken");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::usage);
+    CHECK(std::string(e.what()).ends_with("is in the future"));
+  }
+  CHECK(s->connection().query("SELECT count(*) FROM runs").at(0).i64(0) == before);
+  CHECK(s->schedules().backfill(job, from, from + hour).created == 2);
+}
+
 TEST_CASE("schedule: backfill keeps to the schedule's bounds") {
   test::TempDir dir;
   test::TestDb db(dir);
