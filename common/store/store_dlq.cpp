@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "common/store/dead_letter.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/jobs.hpp"
@@ -89,7 +91,9 @@ std::string rerun(Connection& c, const std::string& actor, const std::string& ru
 std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead_run_ids) {
   Transaction tx(*conn_, TxMode::write);
   std::vector<std::string> fresh;
+  std::set<std::string> seen;  // a run named twice is replayed once, not refused as replayed already
   for (const auto& id : dead_run_ids) {
+    if (!seen.insert(id).second) continue;
     auto rows = conn_->query("SELECT status, replayed_at, job_id FROM runs WHERE id = $1", {id});
     if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no run with id '{}'", id));
     if (rows[0].text(0) != "dead")

@@ -119,8 +119,10 @@ TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the 
   CHECK(table.out.find("retries exhausted") != std::string::npos);
   CHECK(table.out.find("attempt 2") != std::string::npos);
 
-  auto replay = run_jobctl(db, dir, {"dlq", "replay", dead_run});
-  REQUIRE(replay.code == 0);
+  // Named twice, and by its job too, the dead run is replayed once.
+  auto replay = run_jobctl(db, dir, {"dlq", "replay", dead_run, dead_run, id});
+  REQUIRE_MESSAGE(replay.code == 0, replay.err);
+  CHECK(test::lines(replay.out).size() == 1);
   std::string fresh = test::trim(replay.out);
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);  // it fails again, with a fresh budget of 3 attempts
   auto again = get(db, dir, id);

@@ -59,6 +59,13 @@ TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves
   CHECK(f.s->dead_letter().dead_runs({}).empty());
   CHECK(f.s->jobs().get_job(a.job_id)->latest_run->id == fresh[0]);
   CHECK_THROWS_AS(f.s->dead_letter().replay({a.run_id}), Error);  // not twice
+
+  // Named twice in one replay, it is replayed once.
+  auto b = f.dead_job("other");  // the default queue holds a's fresh run
+  auto once = f.s->dead_letter().replay({b.run_id, b.run_id});
+  REQUIRE(once.size() == 1);
+  CHECK(f.s->jobs().get_run(once[0])->replay_of == b.run_id);
+  CHECK(f.s->jobs().runs_of(b.job_id).size() == 2);  // the dead run and the one fresh run
 }
 
 TEST_CASE("dlq: replay is all or nothing") {
