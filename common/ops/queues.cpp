@@ -6,6 +6,7 @@
 #include "common/model/job_json.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
+#include "common/util/utf8.hpp"
 #include "common/store/queues.hpp"
 
 namespace jobctl::ops {
@@ -26,6 +27,19 @@ nlohmann::json queues_json(store::Store& store) {
   return out;
 }
 
+namespace {
+
+// A rate above 0 that is below store::kMinRate, refused: its next token
+// could be years away, which no one means (and `n / per` of a tiny n
+// would round to 0, no limit at all).
+void refuse_slow_rate(double n, double per, const std::string& label) {
+  if (n > 0 && !(n / per >= store::kMinRate))
+    throw usage_error(fmt::format("{} is slower than 1 run a day", label),
+                      "give at least 1 a day, e.g. 1/h or 0.05/h (0 or none: no limit)");
+}
+
+}  // namespace
+
 double parse_rate(const std::string& text, const std::string& what) {
   if (text == "none") return 0;
   const auto slash = text.find('/');
@@ -33,9 +47,11 @@ double parse_rate(const std::string& text, const std::string& what) {
   const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
   double per = unit == "s" ? 1 : unit == "m" || unit == "min" ? 60 : unit == "h" ? 3600 : 0;
   const double n = util::parse_number(number).value_or(-1);
-  if (per == 0 || !(n >= 0) || n / per > 1e6)
-    throw usage_error(fmt::format("invalid {} '{}'", what, text),
+  const std::string label = fmt::format("{} '{}'", what, util::show_bytes(text));
+  if (per == 0 || !(n >= 0) || n / per > store::kMaxRate)
+    throw usage_error("invalid " + label,
                       "write runs per second, minute or hour, e.g. 5/s, 100/m, 1000/h (0 or none: no limit)");
+  refuse_slow_rate(n, per, label);
   return n / per;
 }
 
@@ -56,9 +72,14 @@ QueueSettings queue_settings_from_json(const nlohmann::json& body) {
     } else if (key == "tenant_max_concurrent") {
       out.limits.tenant_max_concurrent = limit(key, value);
     } else if (key == "rate") {
-      if (value.is_number() && value.get<double>() >= 0 && value.get<double>() <= 1e6) out.limits.rate = value.get<double>();
-      else if (value.is_string()) out.limits.rate = parse_rate(value.get<std::string>(), "field 'rate'");
-      else throw usage_error("field 'rate' must be runs per second (0 to 1000000), or a text such as \"100/m\"", hint);
+      if (value.is_number() && value.get<double>() >= 0 && value.get<double>() <= store::kMaxRate) {
+        refuse_slow_rate(value.get<double>(), 1, fmt::format("field 'rate' {}", value.dump()));
+        out.limits.rate = value.get<double>();
+      } else if (value.is_string()) {
+        out.limits.rate = parse_rate(value.get<std::string>(), "field 'rate'");
+      } else {
+        throw usage_error("field 'rate' must be runs per second (0 to 1000000), or a text such as \"100/m\"", hint);
+      }
     } else if (key == "clear") {
       if (!value.is_boolean()) throw usage_error("field 'clear' must be true or false", hint);
       out.clear = value.get<bool>();

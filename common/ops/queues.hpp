@@ -23,7 +23,8 @@ struct QueueSettings {
 };
 
 // "N/s", "N/m", "N/h" or a bare N (per second) as runs per second; "0" or
-// "none" is no limit. Throws usage Error naming `what`.
+// "none" is no limit. Throws usage Error naming `what` for anything else,
+// or a rate outside store::kMinRate (one a day) to store::kMaxRate.
 double parse_rate(const std::string& text, const std::string& what = "--rate");
 
 // The settings of a `PATCH /queues/{name}` body: the retry keys of a batch

@@ -37,6 +37,7 @@
 #include "common/store/agent.hpp"
 #include "common/store/dag_progress.hpp"
 #include "common/store/internal.hpp"
+#include "common/store/queues.hpp"
 #include "common/store/rows.hpp"
 
 namespace jobctl::store {
@@ -472,6 +473,16 @@ void account(Connection& conn, const std::vector<ClaimedRun>& claimed) {
               {queue, n});
 }
 
+// Microseconds until a queue holding `have` (< 1) tokens, refilled at
+// `rate` a second, has a whole one. At most a day, kMinRate's longest
+// wait, even for a rate set before kMinRate was its floor: clamped as a
+// double, since converting one past int64_t's range is undefined.
+int64_t token_wait_us(double have, double rate) {
+  constexpr double kLongest = 1e6 / kMinRate;
+  const double us = std::ceil((1.0 - have) / rate * 1e6);
+  return static_cast<int64_t>(us <= kLongest ? us : kLongest);  // NaN too
+}
+
 }  // namespace
 
 std::vector<ClaimedRun> Agent::claim(const std::string& worker_id, const std::vector<std::string>& queues, int limit,
@@ -602,7 +613,7 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
                                                   tokens_now(conn_->dialect()), conn_->in_list("x.name", 1)),
                                       {conn_->list(queues)})) {
     double rate = std::stod(row.text(1)), have = std::stod(row.text(2));
-    if (have < 1.0) token_wait[row.text(0)] = static_cast<int64_t>(std::ceil((1.0 - have) / rate * 1e6));
+    if (have < 1.0) token_wait[row.text(0)] = token_wait_us(have, rate);
   }
   std::optional<int64_t> soonest;
   for (const auto& row : due) {

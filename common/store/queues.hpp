@@ -26,6 +26,11 @@ struct QueueInfo {
   int tenant_max_concurrent = 0;  // runs of one tenant in the queue at once; 0 = no limit
 };
 
+// The slowest and fastest rate a queue may have, in runs a second: at
+// least one a day, so that its next token is never more than a day away.
+inline constexpr double kMinRate = 1.0 / 86400;
+inline constexpr double kMaxRate = 1e6;
+
 // `jobctl queue set` limits; unset fields stay, 0 removes a limit.
 struct QueueLimits {
   std::optional<int> max_concurrent;

@@ -619,6 +619,9 @@ void numbers(const Fixture& f, Cases& cases) {
   add(cases, {"logs", f.plain, "--attempt", "0"});
   for (const char* rate : {"abc", "-1/s", "1000001/s", "1/fortnight", "nan/s", "1e400/s"})
     add(cases, {"queue", "set", "q", "--rate", rate});
+  // Slower than 1 a day: a next token years away.
+  for (const char* rate : {"1e-300/s", "0.04/h", "1e-30/h", "0.00001"})
+    add(cases, {"queue", "set", "q", "--rate", rate}, 2, "slower than 1 run a day");
   for (const char* codes : {"256", "5-2", "1,,2", "99999999999"})
     add(cases, {"submit", "--no-retry-exit-codes", codes, "--", "true"});
   add(cases, {"queue", "set", "q", "--no-retry-exit-codes", "256"});

@@ -326,6 +326,9 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   // is the body, its options the query.
   check_problem(c.Patch("/api/v1/jobs/not-an-id", R"({"priority": "high"})", "application/json"), 400, "invalid id");
   check_problem(c.Patch("/api/v1/queues/no%20spaces", R"({"retries": 1})", "application/json"), 400, "queue");
+  check_problem(c.Patch("/api/v1/queues/q", R"({"rate": 1e-300})", "application/json"), 422, "slower than 1 run a day");
+  check_problem(c.Patch("/api/v1/queues/q", R"({"rate": "1e-300/s"})", "application/json"), 422,
+                "slower than 1 run a day");
   const std::string dag = R"({"name": "d", "jobs": {"a": {"command": "true"}}})";
   check_problem(c.Post("/api/v1/dags?on_failure=sometimes", dag, "application/json"), 400, "sometimes");
   check_problem(c.Post("/api/v1/dags?cron=61%20*%20*%20*%20*", dag, "application/json"), 400, "minute");

@@ -251,6 +251,20 @@ TEST_CASE("fleet: a queue's rate spends one token per claim and says when the ne
   CHECK(*due <= 2'000'000);
 }
 
+TEST_CASE("fleet: a queue's next token is at most a day away, even at a rate set below one a day") {
+  Fixture f;
+  auto a = f.agent("a");
+  // The store takes any rate above 0; jobctl and the API refuse one below
+  // store::kMinRate, but a row may hold one set before they did.
+  f.s->queues().set_queue_limits("default", {std::nullopt, 1e-300, std::nullopt});
+  f.s->jobs().submit({f.job()});
+  CHECK(f.s->agent().claim(a, {"default"}, 10, kLease).empty());  // no token yet
+  auto due = f.s->agent().next_due_in(a, {"default"});
+  REQUIRE(due);
+  CHECK(*due > 0);
+  CHECK(*due <= 86'400'000'000);
+}
+
 TEST_CASE("fleet: update --concurrency-key moves waiting runs into the new group") {
   Fixture f;
   auto a = f.agent("a");
