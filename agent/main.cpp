@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
                              "else ~/.local/share/jobctl/jobs.db)");
   app.add_option("-q,--queues", queues, "Comma-separated queues to claim from")->capture_default_str();
   app.add_option("-c,--concurrency", opts.concurrency, "Runs executed at once")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()->check(jobctl::util::whole_number(1, 1000));
   app.add_option("--name", opts.name, "Worker name shown by `jobctl workers` (default: the host name)");
   app.add_option("-l,--label", labels,
                  "KEY=VALUE label that jobs' --on can select (repeatable; host=<host name> is always set)");

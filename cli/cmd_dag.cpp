@@ -15,6 +15,7 @@
 #include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -127,7 +128,7 @@ void add_wait(CLI::App& group, Context& ctx) {
 void add_ls(CLI::App& group, Context& ctx) {
   auto limit = std::make_shared<int>(50);
   auto* cmd = group.add_subcommand("ls", "List DAG runs, newest first");
-  cmd->add_option("--limit", *limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--limit", *limit, "At most this many")->check(util::whole_number(1, 100000))->capture_default_str();
   cmd->callback([limit, &ctx] {
     if (ctx.format() == OutputFormat::json) {
       print_json(ops::dag_runs_json(ctx.store(), *limit));

@@ -13,6 +13,7 @@
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -35,7 +36,7 @@ void register_ls(CLI::App& dlq, Context& ctx) {
   auto f = std::make_shared<FilterFlags>();
   auto* cmd = dlq.add_subcommand("ls", "List dead runs, newest first");
   add_filter_flags(cmd, *f);
-  cmd->add_option("--limit", f->limit, "At most this many")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--limit", f->limit, "At most this many")->check(util::whole_number(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
     if (ctx.format() == OutputFormat::json) {
       print_json(ops::dead_runs_json(ctx.store(), to_filter(*f)));

@@ -9,6 +9,7 @@
 #include "common/store/admin.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 
 namespace jobctl::cli {
 
@@ -22,7 +23,7 @@ void register_gc(CLI::App& app, Context& ctx) {
       "gc", "Remove finished runs and attempts older than --older-than, in batches (the dead-letter queue stays)");
   cmd->add_option("--older-than", f->older_than, "Retention: history that ended longer ago than this goes (e.g. 30d)")
       ->required();
-  cmd->add_option("--batch", f->batch, "Runs per transaction")->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd->add_option("--batch", f->batch, "Runs per transaction")->capture_default_str()->check(util::whole_number(1, 1000000));
   cmd->callback([f, &ctx] {
     auto older = util::parse_duration(f->older_than, "--older-than").count();
     auto r = ctx.store().admin().gc(older, f->batch);

@@ -14,6 +14,7 @@
 #include "common/store/queues.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -118,19 +119,19 @@ void register_health(CLI::App& app, Context& ctx) {
   auto& limits = cf->thresholds;
   // int: CLI11 refuses a number past it (an int64 it silently clamped)
   check->add_option("--max-dlq", limits.max_dlq, "At most this many runs in the dead-letter queue")
-      ->check(CLI::NonNegativeNumber);
+      ->check(util::whole_number(0));
   check->add_option("--max-lag", limits.max_lag, "Scheduling lag p99 (due to claimed) over --since at most this long");
   check->add_option("--max-oldest", limits.max_oldest, "No due run waiting longer than this");
   check->add_option("--min-workers", limits.min_workers, "At least this many live agents (on --queue, when given)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(util::whole_number(0));
   check->add_option("--max-failure-rate", limits.max_failure_rate,
                     "At most this percentage of a queue's attempts over --since failed")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(util::number_in(0, 100));
   check->add_option("--max-ready", limits.max_ready, "At most this many runs of a queue due and waiting for an agent")
-      ->check(CLI::NonNegativeNumber);
+      ->check(util::whole_number(0));
   check->add_option("--max-stuck", limits.max_stuck,
                     "At most this many running runs that look stuck, as jobctl ls --stuck lists them")
-      ->check(CLI::NonNegativeNumber);
+      ->check(util::whole_number(0));
   auto* stuck_after =
       check->add_option("--stuck-after", limits.stuck_after, "For --max-stuck: no progress report for this long")
           ->capture_default_str();

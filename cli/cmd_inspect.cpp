@@ -16,6 +16,7 @@
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -160,7 +161,7 @@ void register_ls(CLI::App& app, Context& ctx) {
   cmd->add_option("--status", f->status, "Only jobs whose latest run has this status")
       ->check(CLI::IsMember(model::names_of(model::kRunStatusNames)));
   cmd->add_option("--queue", f->queue, "Only jobs of this queue");
-  cmd->add_option("--limit", f->limit, "At most this many jobs")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--limit", f->limit, "At most this many jobs")->check(util::whole_number(1, 100000))->capture_default_str();
   cmd->add_flag("--deleted", f->deleted, "Only deleted jobs (jobctl delete); without it, only live ones");
   auto* stuck = cmd->add_flag("--stuck", f->stuck,
                               "Only running runs that look stuck: past their --timeout plus the lease, or without "
@@ -237,7 +238,7 @@ void register_logs(CLI::App& app, Context& ctx) {
   cmd->footer("A running attempt's output so far is there too: its agent ships it every 500 ms.\n"
               "Follow it live: jobctl logs -f ID (exits 0 when the run succeeded, 1 when it did not)");
   completes(cmd->add_option("id", f->id, "Job id or run id"), Completes::job_id)->required();
-  auto* attempt = cmd->add_option("--attempt", f->attempt, "Show this attempt instead of the latest")->check(CLI::PositiveNumber);
+  auto* attempt = cmd->add_option("--attempt", f->attempt, "Show this attempt instead of the latest")->check(util::whole_number(1));
   cmd->add_option("--stream", f->stream, "stdout, stderr or both (stdout to stdout, stderr to stderr)")
       ->check(CLI::IsMember({"stdout", "stderr", "both"}))->capture_default_str();
   auto* follow = cmd->add_flag("-f,--follow", f->follow,

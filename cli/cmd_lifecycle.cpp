@@ -16,6 +16,7 @@
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::cli {
@@ -48,7 +49,7 @@ void register_update(CLI::App& app, Context& ctx) {
   cmd->add_option("--unset-env", f->unset_env, "Remove NAME from its environment (repeatable)");
   cmd->add_option("--if-version", f->if_version,
                   "Only if the job is still at this version (else exit 6, nothing changed)")
-      ->check(CLI::PositiveNumber);
+      ->check(util::whole_number(1));
   completes(cmd->add_option("command", f->command, "New command, after --"), Completes::command);
   cmd->footer("Runs that have not started run the new version; a running one finishes with the version it\n"
               "started with. For a schedule, a new --cron, --tz or --jitter drops the occurrences made for the\n"
@@ -126,7 +127,7 @@ void register_history(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("history", "Every change made to a job: when, by whom, what, and its version");
   completes(cmd->add_option("id", f->id, "Job id"), Completes::job_id)->required();
   cmd->add_option("--limit", f->limit, "At most this many entries, newest first")
-      ->check(CLI::Range(1, 100000))
+      ->check(util::whole_number(1, 100000))
       ->capture_default_str();
   cmd->callback([f, &ctx] {
     if (ctx.format() == OutputFormat::json) {

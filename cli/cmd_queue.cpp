@@ -11,6 +11,7 @@
 #include "common/model/job_json.hpp"
 #include "common/store/queues.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -51,11 +52,11 @@ void register_set(CLI::App& queue, Context& ctx) {
   auto* cmd = queue.add_subcommand("set", "Set a queue's limits, and its retry defaults for jobs submitted from now on");
   cmd->add_option("queue", f->name, "Queue name")->required();
   cmd->add_option("--max-concurrent", f->max_concurrent, "Runs of the queue at once, fleet-wide (0: no limit)")
-      ->check(CLI::Range(0, 1000000));
+      ->check(util::whole_number(0, 1000000));
   cmd->add_option("--rate", f->rate, "Runs started at most this often: N/s, N/m or N/h (0: no limit)");
   cmd->add_option("--tenant-max-concurrent", f->tenant_max_concurrent,
                   "Runs of any one tenant in the queue at once (0: no limit)")
-      ->check(CLI::Range(0, 1000000));
+      ->check(util::whole_number(0, 1000000));
   f->retry = std::make_unique<JobFlags>(*cmd, jobdef::kQueueSet);
   cmd->add_flag("--clear", f->clear, "Reset every retry default first (then apply the flags given)");
   cmd->callback([f, &ctx] {

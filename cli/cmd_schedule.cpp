@@ -17,6 +17,7 @@
 #include "common/store/schedules.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
+#include "common/util/option_values.hpp"
 #include "common/util/tz.hpp"
 #include "common/util/time.hpp"
 
@@ -72,7 +73,7 @@ void register_cron_next(CLI::App& app, Context& ctx) {
   auto* cmd = cron->add_subcommand("next", "Print the next fire times of a cron expression, local and UTC");
   cmd->add_option("expr", f->expr, "The expression, quoted: '30 2 * * *', '@daily', '@every 90m'")->required();
   cmd->add_option("--tz", f->tz, "IANA time zone it is evaluated in")->capture_default_str();
-  cmd->add_option("-n,--count", f->count, "How many fire times")->check(CLI::Range(1, 10000))->capture_default_str();
+  cmd->add_option("-n,--count", f->count, "How many fire times")->check(util::whole_number(1, 10000))->capture_default_str();
   cmd->add_option("--from", f->from, "Start after this time: RFC 3339, or 'YYYY-MM-DD HH:MM' in --tz (default now)");
   cmd->add_option("--key", f->key, "What H hashes: the job's name, or its id when unnamed (default: none)");
   cmd->footer("DST: an expression with * in its minute or hour field (and @hourly, @every) follows elapsed\n"
@@ -154,7 +155,7 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
   auto f = std::make_shared<Flags>();
   auto* cmd = group.add_subcommand("runs", "Past occurrences of a schedule: when, status, duration, why skipped");
   completes(cmd->add_option("id", f->id, "Schedule (job) id, or a scheduled DAG's id"), Completes::job_id)->required();
-  cmd->add_option("--limit", f->limit, "How many, newest first")->check(CLI::Range(1, 100000))->capture_default_str();
+  cmd->add_option("--limit", f->limit, "How many, newest first")->check(util::whole_number(1, 100000))->capture_default_str();
   cmd->callback([f, &ctx] {
     if (ctx.format() == OutputFormat::json) {
       print_json(ops::schedule_runs_json(ctx.store(), f->id, f->limit));

@@ -7,6 +7,7 @@
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
+#include "common/util/option_values.hpp"
 
 namespace jobctl::cli {
 
@@ -27,12 +28,12 @@ void register_serve(CLI::App& app, Context& ctx) {
   completes(cmd->add_option("--tls-key", f->tls_key, "The PEM private key of --tls-cert"), Completes::file);
   cmd->add_option("--max-body", f->options.max_body, "Largest request body, in bytes")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+      ->check(util::whole_number(size_t{1024}, size_t{1} << 30));
   cmd->add_option("--timeout", f->timeout, "How long reading a request or writing a response may take")
       ->capture_default_str();
   cmd->add_option("--threads", f->options.threads, "Requests served at once (each thread has its own store connection)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 256));
+      ->check(util::whole_number(1, 256));
   cmd->add_flag("--metrics-token", f->options.metrics_need_token,
                "GET /metrics asks for a token too (of any role); without this flag it is open");
   cmd->add_option("--log-format", f->log_format, "Access and event log format, on stderr")

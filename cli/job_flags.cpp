@@ -87,7 +87,7 @@ JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
         s.option = cmd.add_option(name, s.text, help);
         break;
       case jobdef::FlagKind::count:
-        s.option = cmd.add_option(name, s.count, help)->check(CLI::Range(f.min, f.max));
+        s.option = cmd.add_option(name, s.count, help)->check(util::whole_number(f.min, f.max));
         break;
       case jobdef::FlagKind::list:
         s.option = cmd.add_option(name, s.list, help)->take_all();

@@ -2,9 +2,16 @@
 // Values no option takes, refused alike by jobctl and jobagent.
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <set>
 #include <string>
+#include <type_traits>
+
+#include "common/util/strings.hpp"
 
 namespace jobctl::util {
 
@@ -66,6 +73,37 @@ inline CLI::Option* empty_means_none(CLI::Option* option) {
 inline void check_option_values(CLI::App& app) {
   detail::check_option_values_below(app);
   detail::options_taking_empty().clear();
+}
+
+// The check of an option that takes a whole number of type T within
+// [min, max]: anything else is one line, "--flag: must be a whole number
+// from 1 to 100000, not '0'". Checked before CLI11 converts the value, so
+// a value past T never reaches it ("Could not convert"); and CLI11's own
+// PositiveNumber and Range spell a range through double, 300 digits long.
+template <typename T>
+CLI::Validator whole_number(T min, T max = std::numeric_limits<T>::max()) {
+  static_assert(std::is_integral_v<T>);
+  return CLI::Validator(
+      [min, max](std::string& value) {
+        T n{};
+        const char* end = value.data() + value.size();
+        const auto [at, error] = std::from_chars(value.data(), end, n);
+        if (error == std::errc() && at == end && n >= min && n <= max) return std::string();
+        return fmt::format("must be a whole number from {} to {}, not '{}'", min, max, value);
+      },
+      max == std::numeric_limits<T>::max() ? fmt::format("at least {}", min) : fmt::format("{} to {}", min, max));
+}
+
+// The same for an option that takes any number within [min, max]
+// ("--max-failure-rate: must be a number from 0 to 100, not '101'").
+inline CLI::Validator number_in(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& value) {
+        const auto n = parse_number(value);
+        if (n && *n >= min && *n <= max) return std::string();
+        return fmt::format("must be a number from {} to {}, not '{}'", min, max, value);
+      },
+      fmt::format("{} to {}", min, max));
 }
 
 }  // namespace jobctl::util

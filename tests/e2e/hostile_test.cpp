@@ -597,26 +597,39 @@ void numbers(const Fixture& f, Cases& cases) {
   const std::vector<std::string> others{"99999999999999999999", "ten", "1.5", "", "1e3", "--"};
   // Decimal digits only: CLI11 alone reads 010 as 8 and 0x10 as 16.
   const std::vector<std::string> not_decimal{"010", "0x10", "+5", "1_0", "0b1"};
+  // Each says its range in one short line (CLI11's own checks spelled a
+  // double's range in 300 digits, or "Could not convert" past an int).
+  const std::string range = "must be a whole number from ";
   for (size_t i = 0; i < flags.size(); ++i) {
-    add(cases, fill(flags[i], "-1"));
+    add(cases, fill(flags[i], "-1"), 2, range);
     add(cases, fill(flags[i], in_turn(others, i)));
     add(cases, fill(flags[i], in_turn(not_decimal, i)), 2, "decimal");
   }
-  add(cases, {"check", "--max-dlq", "99999999999999999999"});  // past int64: --min-workers refuses it
+  add(cases, {"check", "--max-dlq", "99999999999999999999"}, 2, range);
   // Just past each end of a range.
-  add(cases, {"ls", "--limit", "0"});
-  add(cases, {"ls", "--limit", "100001"});
-  add(cases, {"cron", "next", "@daily", "-n", "10001"});
-  add(cases, {"submit", "--retries", "1001", "--", "true"});
-  add(cases, {"submit", "--max-deliveries", "0", "--", "true"});
-  add(cases, {"submit", "--max-concurrent", "0", "--", "true"});
-  add(cases, {"submit", "--max-concurrent", "100001", "--", "true"});
-  add(cases, {"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"});
-  add(cases, {"submit", "--cron", "@daily", "--max-runs", "1000001", "--", "true"});
-  add(cases, {"gc", "--older-than", "1d", "--batch", "0"});
-  add(cases, {"queue", "set", "q", "--max-concurrent", "1000001"});
-  add(cases, {"update", f.plain, "--if-version", "0", "--name", "x"});
-  add(cases, {"logs", f.plain, "--attempt", "0"});
+  add(cases, {"ls", "--limit", "0"}, 2, "--limit: must be a whole number from 1 to 100000, not '0'");
+  add(cases, {"ls", "--limit", "100001"}, 2, range);
+  add(cases, {"cron", "next", "@daily", "-n", "10001"}, 2, range);
+  add(cases, {"submit", "--retries", "1001", "--", "true"}, 2, range);
+  add(cases, {"submit", "--max-deliveries", "0", "--", "true"}, 2, range);
+  add(cases, {"submit", "--max-concurrent", "0", "--", "true"}, 2, range);
+  add(cases, {"submit", "--max-concurrent", "100001", "--", "true"}, 2, range);
+  add(cases, {"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"}, 2, "--max-runs must be 1 to 1000000, not 0");
+  add(cases, {"submit", "--cron", "@daily", "--max-runs", "1000001", "--", "true"}, 2, range);
+  add(cases, {"gc", "--older-than", "1d", "--batch", "0"}, 2, range);
+  add(cases, {"queue", "set", "q", "--max-concurrent", "1000001"}, 2, range);
+  add(cases, {"update", f.plain, "--if-version", "0", "--name", "x"}, 2,
+      "--if-version: must be a whole number from 1 to 2147483647, not '0'");
+  add(cases, {"update", f.plain, "--if-version", "9223372036854775807", "--name", "x"}, 2,
+      "--if-version: must be a whole number from 1 to 2147483647, not '9223372036854775807'");
+  add(cases, {"logs", f.plain, "--attempt", "0"}, 2, "--attempt: must be a whole number from 1 to 2147483647, not '0'");
+  add(cases, {"check", "--max-dlq", "-1"}, 2, "--max-dlq: must be a whole number from 0 to 2147483647, not '-1'");
+  add(cases, {"check", "--min-workers", "99999999999999"}, 2,
+      "--min-workers: must be a whole number from 0 to 2147483647, not '99999999999999'");
+  add(cases, {"check", "--max-failure-rate", "101"}, 2, "--max-failure-rate: must be a number from 0 to 100, not '101'");
+  add(cases, {"check", "--max-failure-rate", "-0.5"}, 2, "must be a number from 0 to 100");
+  add(cases, {"serve", "--max-body", "1023"}, 2, "--max-body: must be a whole number from 1024 to 1073741824, not '1023'");
+  add(cases, {"serve", "--threads", "257"}, 2, range);
   for (const char* rate : {"abc", "-1/s", "1000001/s", "1/fortnight", "nan/s", "1e400/s"})
     add(cases, {"queue", "set", "q", "--rate", rate});
   // Slower than 1 a day: a next token years away.
