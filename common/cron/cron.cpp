@@ -33,6 +33,7 @@
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cron {
 namespace {
@@ -123,7 +124,8 @@ class FieldParser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    throw usage_error(fmt::format("cron expression '{}': {} field '{}': {}", expr_, info_.name, text_, why),
+    throw usage_error(fmt::format("cron expression '{}': {} field '{}': {}", util::show_bytes(expr_), info_.name,
+                                  util::show_bytes(text_), why),
                       "see jobctl(1), CRON EXPRESSIONS; check one with: jobctl cron next 'EXPR'");
   }
 
@@ -334,7 +336,7 @@ std::string_view macro(std::string_view name) {
 
 [[noreturn]] void fail_expr(std::string_view text, const std::string& why, std::string hint = {}) {
   if (hint.empty()) hint = "see jobctl(1), CRON EXPRESSIONS; check one with: jobctl cron next 'EXPR'";
-  throw usage_error(fmt::format("cron expression '{}': {}", text, why), std::move(hint));
+  throw usage_error(fmt::format("cron expression '{}': {}", util::show_bytes(text), why), std::move(hint));
 }
 
 int64_t parse_every(std::string_view text, const std::vector<std::string_view>& w) {

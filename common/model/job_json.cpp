@@ -107,7 +107,7 @@ void validate(const JobSpec& s) {
     try {
       validate(w);
     } catch (const Error&) {
-      throw usage_error(fmt::format("invalid --notify URL '{}': it must be an http:// or https:// URL", url),
+      throw usage_error(fmt::format("invalid --notify URL '{}': it must be an http:// or https:// URL", util::show_bytes(url)),
                         "e.g. --notify https://hooks.example.com/jobs");
     }
   }
@@ -129,10 +129,12 @@ void validate(const JobSpec& s) {
                       "give a shorter --concurrency-key");
   refuse_nul(s.concurrency_key, "--concurrency-key");
   if (s.tenant.size() > 64)
-    throw usage_error(fmt::format("invalid tenant '{}'", s.tenant), "use at most 64 characters of A-Z a-z 0-9 _ - .");
+    throw usage_error(fmt::format("invalid tenant '{}'", util::show_bytes(s.tenant)),
+                      "use at most 64 characters of A-Z a-z 0-9 _ - .");
   for (char ch : s.tenant)
     if (!valid_name_char(ch))
-      throw usage_error(fmt::format("invalid tenant '{}'", s.tenant), "use at most 64 characters of A-Z a-z 0-9 _ - .");
+      throw usage_error(fmt::format("invalid tenant '{}'", util::show_bytes(s.tenant)),
+                        "use at most 64 characters of A-Z a-z 0-9 _ - .");
   if (s.stagger_us < 0) throw usage_error("--stagger must not be negative");
   if (s.stagger_us > 0 && !s.fan_out)
     throw usage_error("--stagger goes with --on-each", "e.g. --on-each role=web --stagger 30s");

@@ -7,6 +7,7 @@
 
 #include "common/util/error.hpp"
 #include "common/util/strings.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::model {
 namespace {
@@ -25,7 +26,7 @@ Labels parse_labels(std::string_view text, std::string_view flag) {
   for (const auto& item : util::split(text, ',')) {
     auto eq = item.find('=');
     if (eq == std::string::npos || !valid_part(item.substr(0, eq)) || !valid_part(item.substr(eq + 1)))
-      throw usage_error(fmt::format("invalid label '{}' in {}", item, flag),
+      throw usage_error(fmt::format("invalid label '{}' in {}", util::show_bytes(item), flag),
                         "write KEY=VALUE pairs separated by commas, e.g. role=web,dc=fra (letters, digits, . _ - / :)");
     for (const auto& seen : out)
       if (seen.substr(0, seen.find('=')) == item.substr(0, eq))

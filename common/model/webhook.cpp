@@ -4,6 +4,7 @@
 
 #include "common/model/limits.hpp"
 #include "common/util/error.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::model {
 namespace {
@@ -77,16 +78,16 @@ void validate(const Webhook& w) {
   auto scheme_end = w.url.find("://");
   std::string scheme = scheme_end == std::string::npos ? "" : w.url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https")
-    throw usage_error(fmt::format("invalid --webhook URL '{}': it must start with http:// or https://", w.url),
+    throw usage_error(fmt::format("invalid --webhook URL '{}': it must start with http:// or https://", util::show_bytes(w.url)),
                       "e.g. --webhook https://example.com/hooks/nightly");
   if (w.url.size() == scheme_end + 3 || w.url[scheme_end + 3] == '/')
-    throw usage_error(fmt::format("invalid --webhook URL '{}': it has no host", w.url));
+    throw usage_error(fmt::format("invalid --webhook URL '{}': it has no host", util::show_bytes(w.url)));
   if (has_control(w.url) || w.url.find(' ') != std::string::npos)
-    throw usage_error(fmt::format("invalid --webhook URL '{}': it holds a space or a control character", w.url),
+    throw usage_error(fmt::format("invalid --webhook URL '{}': it holds a space or a control character", util::show_bytes(w.url)),
                       "percent-encode it (%20)");
   secret_references(w.url, "--webhook");
   if (!is_token(w.method))
-    throw usage_error(fmt::format("invalid --method '{}'", w.method), "e.g. --method POST, PUT, GET");
+    throw usage_error(fmt::format("invalid --method '{}'", util::show_bytes(w.method)), "e.g. --method POST, PUT, GET");
   for (const auto& [name, value] : w.headers) {
     if (!is_token(name)) throw usage_error(fmt::format("invalid --header name '{}'", name), "write it as 'Name: value'");
     std::string lower;
@@ -100,7 +101,7 @@ void validate(const Webhook& w) {
   }
   if (w.body && !w.literal_body) secret_references(*w.body, "--data");
   if (!w.sign_secret.empty() && !is_secret_name(w.sign_secret))
-    throw usage_error(fmt::format("invalid --sign-secret '{}'", w.sign_secret),
+    throw usage_error(fmt::format("invalid --sign-secret '{}'", util::show_bytes(w.sign_secret)),
                       "give a secret's NAME (1 to 128 characters of A-Z a-z 0-9 _), not its value");
 }
 

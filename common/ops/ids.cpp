@@ -9,6 +9,7 @@
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/ulid.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::ops {
 
@@ -44,7 +45,7 @@ std::vector<std::string> ids_beginning(store::Store& store, const std::string& r
   if (!base32 || prefix.size() < kMinIdPrefix || prefix.size() > 25)
     throw usage_error(fmt::format("invalid id '{}': ids are 26-character ULIDs, or a prefix of at least {} of their "
                                   "characters",
-                                  raw, kMinIdPrefix),
+                                  util::show_bytes(raw), kMinIdPrefix),
                       "copy it from `jobctl ls`, `jobctl dag ls` or the output of `jobctl submit`");
   return store.jobs().ids_between(kind, prefix, after_prefix(prefix), kRead);
 }

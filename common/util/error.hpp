@@ -32,10 +32,23 @@ enum class ExitCode : int {
   timeout = 124,       // wait --timeout elapsed
 };
 
+namespace detail {
+// `text` with each NUL written \x00, as util::show_bytes writes it.
+// what() is a C string, so a NUL in a message would end it: a value quoted
+// through show_bytes has none left, and this keeps any other from cutting
+// its message short.
+inline std::string visible_nul(std::string text) {
+  for (size_t at = text.find('\0'); at != std::string::npos; at = text.find('\0', at + 4))
+    text.replace(at, 1, "\\x00");
+  return text;
+}
+}  // namespace detail
+
 class Error : public std::runtime_error {
  public:
   Error(ExitCode code, std::string message, std::string hint = {})
-      : std::runtime_error(std::move(message)), code_(code), hint_(std::move(hint)) {}
+      : std::runtime_error(detail::visible_nul(std::move(message))), code_(code),
+        hint_(detail::visible_nul(std::move(hint))) {}
 
   ExitCode code() const { return code_; }
   const std::string& hint() const { return hint_; }

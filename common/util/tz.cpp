@@ -31,6 +31,7 @@
 
 #include "common/util/civil.hpp"
 #include "common/util/error.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::util {
 namespace {
@@ -462,7 +463,7 @@ std::shared_ptr<const TimeZone> utc_zone() {
 // Finding the files.
 
 [[noreturn]] void throw_unknown(const std::string& name) {
-  throw usage_error(fmt::format("unknown time zone '{}'", name),
+  throw usage_error(fmt::format("unknown time zone '{}'", show_bytes(name)),
                     "use an IANA name like Europe/Berlin or UTC (see /usr/share/zoneinfo)");
 }
 

@@ -41,7 +41,9 @@ std::string show_bytes(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
     const size_t n = sequence_at(text, i);
-    if (n == 0) {
+    // A NUL is valid UTF-8, but a message is a C string in the end (what()):
+    // it would end there.
+    if (n == 0 || text[i] == '\0') {
       out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
       ++i;
     } else {

@@ -11,7 +11,8 @@ namespace jobctl::util {
 // overlong forms, surrogates or code points past U+10FFFF.
 bool is_utf8(std::string_view text);
 
-// `text` for a message: each byte outside well-formed UTF-8 as \xHH.
+// `text` for a message: each byte outside well-formed UTF-8 as \xHH, and
+// a NUL as \x00 (an exception's what() would end at it).
 std::string show_bytes(std::string_view text);
 // `text` as one line of a terminal: show_bytes, and control characters too
 // (a newline as \n, a carriage return as \r, others as \xHH), so a value

@@ -382,6 +382,25 @@ void batch_lines(Cases& cases) {
   };
   for (const auto& line : lines)
     add(cases, {"submit", "--file", "-"}, 2, "line 2").with_stdin("{\"command\": \"true\"}\n" + line + "\n");
+  // A NUL in a value the message quotes: shown as \x00, the message whole
+  // (what() is a C string, and the quote and all after it were cut off).
+  const std::vector<std::pair<std::string, std::string>> quoted{
+      {R"("queue": "a\u0000b")", "invalid queue name 'a\\x00b'"},
+      {R"("tenant": "a\u0000b")", "invalid tenant 'a\\x00b'"},
+      {R"("on": "a\u0000b")", "invalid label 'a\\x00b' in field 'on'"},
+      {R"("user": "a\u0000b")", "invalid user name 'a\\x00b'"},
+      {R"("cron": "@daily", "tz": "UTC\u0000x")", "unknown time zone 'UTC\\x00x'"},
+      {R"("cron": "6\u00001 * * * *")", "cron expression '6\\x001 * * * *': minute field '6\\x001'"},
+      {R"("notify": "http://a\u0000b")", "URL 'http://a\\x00b': it must be"},
+      {R"("webhook": "http://a\u0000b/")", "URL 'http://a\\x00b/': it holds"},
+      {R"("webhook": {"url": "http://127.0.0.1/", "method": "P\u0000T"})", "'webhook.method' 'P\\x00T'"},
+      {R"("webhook": {"url": "http://127.0.0.1/", "sign_secret": "a\u0000b"})", "'webhook.sign_secret' 'a\\x00b'"},
+  };
+  for (const auto& [field, message] : quoted) {
+    const bool webhook = field.find("\"webhook\"") != std::string::npos;
+    add(cases, {"submit", "--file", "-"}, 2, message)
+        .with_stdin("{" + std::string(webhook ? "" : R"("command": ["echo", "ab"], )") + field + "}\n");
+  }
 }
 
 // DAG documents that are JSON but not a valid DAG.

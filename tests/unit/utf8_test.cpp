@@ -24,6 +24,14 @@ TEST_CASE("utf8: well-formed text passes, every ill-formed sequence fails") {
 TEST_CASE("utf8: a message shows the bytes that are not UTF-8 and keeps the rest") {
   CHECK(show_bytes("caf\xC3\xA9 a\xFF" "b") == "caf\xC3\xA9 a\\xFFb");
   CHECK(show_bytes("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate, byte by byte
+  // A NUL is UTF-8, but what() would end a message at it.
+  CHECK(show_bytes(std::string("a\0b", 3)) == "a\\x00b");
+}
+
+TEST_CASE("utf8: a NUL in an error's message or hint does not cut it short") {
+  const jobctl::Error e(jobctl::ExitCode::usage, std::string("bad 'a\0b' here", 14), std::string("drop \0 it", 9));
+  CHECK(std::string(e.what()) == "bad 'a\\x00b' here");
+  CHECK(e.hint() == "drop \\x00 it");
 }
 
 TEST_CASE("utf8: every argument must be UTF-8 except the exempt flag's value") {
