@@ -318,7 +318,7 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   check_problem(missing, 404, "no job or run");
   CHECK(json::parse(missing->body)["exit_code"] == 3);
   check_problem(c.Get("/api/v1/jobs/not-an-id"), 400, "invalid id");
-  check_problem(c.Get("/api/v1/jobs/%00"), 400, "invalid id '\\x00': ids are");  // not cut at the NUL
+  check_problem(c.Get("/api/v1/jobs/%00"), 400, "the path is not UTF-8 text, or holds a NUL byte");
   const std::string id = test::submit(db, dir, {"--", "true"});
   CHECK(c.Delete("/api/v1/jobs/" + id)->status == 200);
   check_problem(c.Delete("/api/v1/jobs/" + id), 409, "");
