@@ -30,13 +30,7 @@ const std::vector<std::string> kDocumented{
 
 // GET http://127.0.0.1:PORT/PATH: the whole response, headers and body.
 std::string http_get(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const int fd = test::connect_loopback(port);
   std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   REQUIRE(write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
   std::string out;

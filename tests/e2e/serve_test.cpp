@@ -2,8 +2,6 @@
 // called with a real HTTP client. Its answers are compared with what the
 // CLI prints for the same store, since both come from common/ops.
 #include <doctest/doctest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,13 +115,7 @@ void check_problem(const httplib::Result& r, int status, const std::string& deta
 // closes or `wait_s` pass: a server waiting for more of the request
 // answers nothing.
 std::string raw_exchange(int port, const std::string& request, int wait_s) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  const int fd = test::connect_loopback(port);
   timeval tv{wait_s, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));

@@ -142,6 +142,9 @@ size_t occurrences(std::string_view text, std::string_view needle);
 
 std::string read_file(const std::string& path);
 std::string trim(const std::string& s);
+// A TCP connection to 127.0.0.1:port (REQUIRE fails the test without one);
+// the caller closes it.
+int connect_loopback(int port);
 std::vector<std::string> lines(const std::string& s);
 
 }  // namespace jobctl::test
