@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-scheduler", no_scheduler, "Never be the scheduler leader that turns cron occurrences into runs");
   app.add_option("--schedule-horizon", horizon, "As leader, make runs of cron occurrences this far ahead")
       ->capture_default_str();
-  app.add_option("--misfire-threshold", misfire, "As leader, treat an occurrence this late as missed (misfire policy)")
+  app.add_option("--misfire-threshold", misfire, "Treat an occurrence this late as missed (misfire policy); the leader's applies to every agent's claims")
       ->capture_default_str();
   app.add_option("--metrics", opts.metrics_addr,
                  "Serve Prometheus metrics at http://ADDR/metrics (HOST:PORT, e.g. 127.0.0.1:9464; :9464 for every "

@@ -53,8 +53,9 @@ void Agent::lead_if_due(Clock::time_point now) {
   auto granted = std::make_shared<std::optional<int64_t>>();
   store_step(
       "lead",
-      [granted, id = worker_id_, lease = duration_cast<microseconds>(opts_.lease).count()](store::Store& s) {
-        *granted = s.scheduler().lead(id, lease);
+      [granted, id = worker_id_, lease = duration_cast<microseconds>(opts_.lease).count(),
+       misfire = duration_cast<microseconds>(opts_.misfire_threshold).count()](store::Store& s) {
+        *granted = s.scheduler().lead(id, lease, misfire);
       },
       [this, granted] {
         const auto& epoch = *granted;

@@ -12,6 +12,7 @@
 // Limits, all checked inside the claim (never by a flag an agent holds):
 // * the run's job is not paused or deleted, its --on labels are among the
 //   agent's, and a fan-out run is pinned to this agent;
+// * it is not a missed occurrence of a schedule (missed_occurrence);
 // * its concurrency group (runs.group_key) has fewer than runs.group_max running;
 // * its queue is not paused, runs fewer than its max_concurrent, has a
 //   rate token left, and its tenant runs fewer than tenant_max_concurrent.
@@ -217,14 +218,16 @@ std::string claimable(Dialect d, const std::string& group_locked) {
   // count, not this order, is what holds the limit.
   return fmt::format(
       "r.status = 'pending' AND r.available_at <= NOW_US AND (r.group_key IS NULL OR {locked}) "
-      "AND NOT EXISTS {held} AND {pinned} "
+      "AND NOT EXISTS {held} AND {pinned} AND NOT {missed} "
       "AND (r.group_key IS NULL OR ({running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
       "WHERE e.group_key = r.group_key AND e.status = 'pending' AND e.available_at <= NOW_US "
       "AND (e.priority, e.available_at, e.id) < (r.priority, r.available_at, r.id) "
-      "AND e.queue IN (SELECT qname FROM qt) AND NOT EXISTS {e_held} AND {e_pinned} LIMIT 1 OFFSET {offset})))",
-      fmt::arg("held", job_held(d, 1)), fmt::arg("pinned", pinned_ok(1)), fmt::arg("locked", group_locked),
-      fmt::arg("running", kGroupRunning), fmt::arg("offset", offset), fmt::arg("e_held", job_held(d, 1, "e")),
-      fmt::arg("e_pinned", pinned_ok(1, "e")));
+      "AND e.queue IN (SELECT qname FROM qt) AND NOT EXISTS {e_held} AND {e_pinned} AND NOT {e_missed} "
+      "LIMIT 1 OFFSET {offset})))",
+      fmt::arg("held", job_held(d, 1)), fmt::arg("pinned", pinned_ok(1)), fmt::arg("missed", missed_occurrence("r")),
+      fmt::arg("locked", group_locked), fmt::arg("running", kGroupRunning), fmt::arg("offset", offset),
+      fmt::arg("e_held", job_held(d, 1, "e")), fmt::arg("e_pinned", pinned_ok(1, "e")),
+      fmt::arg("e_missed", missed_occurrence("e")));
 }
 
 // The candidate columns both dialects select, over qt and r; `tid` is
@@ -592,7 +595,7 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
       fmt::format("SELECT name, min(first_at) - NOW_US FROM (SELECT u.name, "
                   "(SELECT r.available_at FROM runs r WHERE r.queue = u.name AND r.tenant = tn.name "
                   "AND r.priority = p.priority AND r.status = 'pending' "
-                  "AND NOT EXISTS {held} AND {pinned} AND (r.group_key IS NULL OR {running} < r.group_max) "
+                  "AND NOT EXISTS {held} AND {pinned} AND NOT {missed} AND (r.group_key IS NULL OR {running} < r.group_max) "
                   "ORDER BY r.available_at LIMIT 1) AS first_at "
                   "FROM {queues} CROSS JOIN tenants tn CROSS JOIN ({priorities}) p "
                   "WHERE NOT EXISTS (SELECT 1 FROM queues x WHERE x.name = u.name AND (x.paused = 1 "
@@ -602,6 +605,7 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
                   "AND o.tenant = tn.name AND o.status = 'running') >= x.tenant_max_concurrent)))) f "
                   "WHERE first_at IS NOT NULL GROUP BY name",
                   fmt::arg("held", job_held(conn_->dialect(), 1)), fmt::arg("pinned", pinned_ok(1)),
+                  fmt::arg("missed", missed_occurrence("r")),
                   fmt::arg("running", kGroupRunning),
                   fmt::arg("queues", queue_rows(conn_->dialect(), 2)),
                   fmt::arg("priorities", kPriorities)),

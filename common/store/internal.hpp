@@ -135,6 +135,16 @@ void restart_schedule(Connection& c, const std::string& job_id);
 // stands, so that none is made (and counted against --max-runs) twice.
 int64_t resume_after(Connection& c, const model::Job& job);
 
+// Whether the run `r` (its alias) is a missed occurrence: one the leader
+// made, never started, due longer ago than the leader's
+// --misfire-threshold (scheduler_lease.misfire_after), of an overlap-skip
+// schedule whose misfire policy says not to run it late: skip always,
+// latest once a later occurrence of it is due or has started. The
+// leader's sweep records it as skipped (Scheduler::enforce_overlap); the
+// claim passes it over meanwhile, so that no agent starts it first. SQL,
+// never NULL; a run not of a schedule costs one test.
+std::string missed_occurrence(const char* r);
+
 // Pending occurrences of a schedule skipped, with `why`: how many runs, and
 // how many of the occurrences the leader had made (they no longer count
 // against --max-runs). `which` is SQL on runs, with $2 on from `more`.

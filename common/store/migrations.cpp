@@ -429,6 +429,14 @@ ALTER TABLE dag_runs ALTER COLUMN id TYPE TEXT COLLATE "C", ALTER COLUMN dag_id 
 ANALYZE jobs, runs, attempts, workers, queues, tenants, job_events, dags, dag_nodes, dag_edges, dag_runs;
 )SQL";
 
+// Migration 17: the leader's --misfire-threshold, published with its
+// lease. A run of an occurrence that no agent started within it is missed
+// (missed_occurrence): the claim passes it over and the leader's sweep
+// records it, whichever agent claims and whichever leads.
+constexpr const char* kV17 = R"SQL(
+ALTER TABLE scheduler_lease ADD COLUMN misfire_after BIGINT;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -475,6 +483,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV15;
   } else if (version == 16 && d == Dialect::postgres) {
     sql = kV16Postgres;
+  } else if (version == 17) {
+    sql = kV17;
   }
   // BLOB_T: the bytes type.
   const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";

@@ -31,9 +31,11 @@ class Scheduler {
  public:
   explicit Scheduler(Connection& conn, std::string actor = "unknown") : conn_(&conn), actor_(std::move(actor)) {}
 
-  // Takes or renews the scheduler lease for `lease_us`. Returns the epoch
-  // while this worker leads; nothing when another agent does.
-  std::optional<int64_t> lead(const std::string& worker_id, int64_t lease_us);
+  // Takes or renews the scheduler lease for `lease_us`, and publishes the
+  // leader's misfire threshold with it (missed_occurrence). Returns the
+  // epoch while this worker leads; nothing when another agent does.
+  std::optional<int64_t> lead(const std::string& worker_id, int64_t lease_us,
+                              int64_t misfire_after_us = SchedulerSettings{}.misfire_after_us);
   // Gives the lease up (agent shutdown), so another agent takes over at once.
   void resign(const std::string& worker_id);
   // Turns the occurrences of due schedules into runs (see cron/plan.hpp),
@@ -41,7 +43,8 @@ class Scheduler {
   // `epoch`. On PostgreSQL NOTIFYs the queues that got runs.
   MaterialiseResult materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& settings);
   // The overlap policies that act rather than wait: skips due occurrences
-  // (skip, buffer-one) and asks running ones to stop (cancel-other).
+  // (skip, buffer-one) and asks running ones to stop (cancel-other); and
+  // records the missed occurrences (missed_occurrence) as skipped.
   // Returns how many runs it changed.
   int enforce_overlap();
 

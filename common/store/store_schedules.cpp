@@ -137,12 +137,12 @@ void resume_schedules(Connection& c, const std::vector<Resumed>& resumed) {
 
 }  // namespace
 
-std::optional<int64_t> Scheduler::lead(const std::string& worker_id, int64_t lease_us) {
+std::optional<int64_t> Scheduler::lead(const std::string& worker_id, int64_t lease_us, int64_t misfire_after_us) {
   auto rows = conn_->query(
       "UPDATE scheduler_lease SET epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, holder = $1, "
-      "expires_at = NOW_US + $2 WHERE id = 1 AND (holder = $1 OR holder IS NULL OR expires_at <= NOW_US) "
-      "RETURNING epoch",
-      {worker_id, lease_us});
+      "expires_at = NOW_US + $2, misfire_after = $3 WHERE id = 1 AND (holder = $1 OR holder IS NULL OR "
+      "expires_at <= NOW_US) RETURNING epoch",
+      {worker_id, lease_us, misfire_after_us});
   if (rows.empty()) return std::nullopt;
   return rows[0].i64(0);
 }
@@ -276,6 +276,21 @@ std::string skip_blocked(Dialect d) {
 
 }  // namespace
 
+std::string missed_occurrence(const char* r) {
+  // The later occurrence is looked up through runs_occurrence, from this
+  // one on: a schedule's history before it is not read.
+  return fmt::format(
+      "({0}.occurrence IS NOT NULL AND {0}.origin = 'schedule' AND {0}.started_at IS NULL "
+      "AND EXISTS (SELECT 1 FROM scheduler_lease l WHERE l.id = 1 AND {0}.available_at < NOW_US - l.misfire_after) "
+      "AND EXISTS (SELECT 1 FROM jobs m WHERE m.id = {0}.job_id AND m.overlap = 'skip' AND (m.misfire = 'skip' "
+      "OR (m.misfire = 'latest' AND EXISTS (SELECT 1 FROM runs n WHERE n.job_id = {0}.job_id "
+      "AND n.job_version = {0}.job_version AND n.occurrence > {0}.occurrence "
+      "AND COALESCE(n.pinned_to, '') = COALESCE({0}.pinned_to, '') AND n.status <> 'skipped' "
+      "AND n.origin = 'schedule' AND n.available_at <= NOW_US "
+      "AND (n.status IN ('pending', 'running') OR n.started_at IS NOT NULL))))))",
+      r);
+}
+
 int Scheduler::enforce_overlap() {
   // Several occurrences of a one-at-a-time (overlap skip) schedule due at
   // once and none really running: after an outage or a crash. Misfire
@@ -294,8 +309,18 @@ int Scheduler::enforce_overlap() {
       "AND COALESCE(e.pinned_to, '') = COALESCE(runs.pinned_to, '')) "
       "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id AND o.status = 'running' "
       "AND o.lease_expires_at > NOW_US AND COALESCE(o.pinned_to, '') = COALESCE(runs.pinned_to, ''))";
+  // Missed occurrences (missed_occurrence), which no claim takes: those
+  // of a paused or deleted schedule are left to resume and restore.
+  static const std::string kMissed = fmt::format(
+      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = CASE WHEN EXISTS (SELECT 1 FROM jobs j "
+      "WHERE j.id = runs.job_id AND j.misfire = 'skip') THEN 'missed: no agent started it in time (misfire skip)' "
+      "ELSE 'missed: a later occurrence ran instead (misfire latest)' END "
+      "WHERE status = 'pending' AND {} AND NOT EXISTS (SELECT 1 FROM jobs h WHERE h.id = runs.job_id "
+      "AND (h.paused = 1 OR h.deleted_at IS NOT NULL))",
+      missed_occurrence("runs"));
   Transaction tx(*conn_, TxMode::write);
-  int64_t n = conn_->exec(kSuperseded);
+  int64_t n = conn_->exec(kMissed);
+  n += conn_->exec(kSuperseded);
   const std::string blocked = skip_blocked(conn_->dialect());
   for (auto [policy, reason] : {std::pair{"skip", "overlap: an earlier occurrence was still running (overlap skip)"},
                                 std::pair{"buffer-one", "overlap: another occurrence already waited (overlap buffer-one)"}})

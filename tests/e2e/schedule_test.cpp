@@ -194,6 +194,32 @@ TEST_CASE("schedule: overlap skip never runs two occurrences of a long job at on
   CHECK(overlapped >= 1);
 }
 
+TEST_CASE("schedule: after every agent was down, no run made ahead starts later than the misfire threshold") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto sub = run_jobctl(db, dir, {"submit", "--cron", "* * * * * *", "--misfire", "skip", "--", "true"});
+  REQUIRE(sub.code == 0);
+  std::string id = test::trim(sub.out);
+  std::vector<std::string> flags{"--schedule-horizon", "5s", "--misfire-threshold", "1s", "--poll-interval", "100ms"};
+  auto store = db.open();
+  auto ran = [&] { return count(*store, "SELECT count(*) FROM runs WHERE status = 'succeeded'"); };
+  auto agent = test::start_agent(db, dir, flags, "a");
+  test::eventually([&] { return ran() >= 1; }, "an occurrence to run");
+  agent->signal(SIGTERM);
+  REQUIRE(agent->wait() == 0);
+  // The runs made 5 s ahead come due with no agent up.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const int64_t before = ran();
+  agent = test::start_agent(db, dir, flags, "a");
+  test::eventually([&] { return ran() >= before + 2; }, "occurrences after the restart to run");
+  agent->signal(SIGTERM);
+  REQUIRE(agent->wait() == 0);
+  // Both lateness figures are read on the store's clock, as the claim reads it.
+  CHECK(count(*store, "SELECT count(*) FROM runs WHERE started_at > available_at + 1000000") == 0);
+  CHECK(count(*store, "SELECT count(*) FROM runs WHERE status = 'skipped' AND error = "
+                      "'missed: no agent started it in time (misfire skip)'") >= 1);
+}
+
 TEST_CASE("schedule: a schedule bounded to a window runs only inside it, and --max-runs ends one after N runs") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -270,6 +270,62 @@ TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due
   }
 }
 
+TEST_CASE("schedule: an occurrence made ahead that no agent started in time is missed: no claim takes it first") {
+  // The leader made the runs a horizon ahead, then every agent stopped.
+  // When one starts again, its claim may come before the leader's sweep.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto misfire = model::Misfire::latest;
+  std::string reason = "missed: a later occurrence ran instead (misfire latest)";
+  SUBCASE("latest") {}
+  SUBCASE("skip") {
+    misfire = model::Misfire::skip;
+    reason = "missed: no agent started it in time (misfire skip)";
+  }
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, misfire);
+  auto epoch = s->scheduler().lead(a, 60 * kSecond, 5 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
+  auto made = runs_with(*s, job, RunStatus::pending);
+  REQUIRE(made.size() >= 3);
+  outlive(*s, 10 * kSecond);  // each is more than the 5 s threshold late
+  int64_t newest = 0;
+  for (const auto& r : made) newest = std::max(newest, *r.occurrence);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  if (misfire == model::Misfire::latest) {
+    REQUIRE(claimed.size() == 1);  // the newest missed one, not the oldest
+    CHECK(claimed[0].occurrence == newest);
+  } else {
+    CHECK(claimed.empty());
+  }
+  CHECK(s->scheduler().enforce_overlap() == static_cast<int>(made.size() - claimed.size()));
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  CHECK(skipped.size() == made.size() - claimed.size());
+  for (const auto& r : skipped) CHECK(r.error == reason);
+}
+
+TEST_CASE("schedule: an occurrence is missed only once late past the leader's threshold, and only before it starts") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::skip);
+  auto epoch = s->scheduler().lead(a, 60 * kSecond, 30 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
+  outlive(*s, 10 * kSecond);  // late, but within the 30 s threshold
+  auto first = s->agent().claim(a, {"default"}, 8, 5 * kSecond);
+  REQUIRE(first.size() == 1);
+  // Its agent died: once the lease runs out the run waits again, far past
+  // the threshold, and is rescued rather than missed (it started in time).
+  outlive(*s, 40 * kSecond);
+  s->agent().rescue_expired();
+  s->scheduler().enforce_overlap();
+  auto rescued = s->agent().claim(a, {"default"}, 8, 5 * kSecond);
+  REQUIRE(rescued.size() == 1);
+  CHECK(rescued[0].run_id == first[0].run_id);
+}
+
 TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and then starts the next in order") {
   test::TempDir dir;
   test::TestDb db(dir);

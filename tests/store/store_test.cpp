@@ -112,22 +112,24 @@ TEST_CASE("store: a session open while init upgrades the schema goes on, its sta
   // on PostgreSQL a statement prepared before fails at every use after
   // ("cached plan must not change result type"), and an agent or serve
   // running across the upgrade would fail each store step until restarted.
+  // The session stands for a process of the release before, so it uses
+  // only what schema 15 has: reading a job's runs (this build's claim reads
+  // a column of migration 17).
   test::TempDir dir;
   test::TestDb db(dir, 15);
   auto s = store::Store::open(config::parse_dsn(db.dsn()), store::Create::no);
-  auto w = worker(*s);
-  s->jobs().submit(std::vector<model::JobSpec>(4, job("x")));
-  auto claim = [&] { return s->agent().claim(w, {"default"}, 1, 30'000'000).size(); };
-  for (int i = 0; i < 2; ++i) REQUIRE(claim() == 1);  // its statements are prepared on their second use
+  const std::string id = s->jobs().submit({job("x")})[0].job_id;
+  auto read = [&] { return s->jobs().runs_of(id).size(); };
+  for (int i = 0; i < 2; ++i) REQUIRE(read() == 1);  // its statements are prepared on their second use
   db.open();  // `jobctl init`, elsewhere: migrated to the current schema
   // At most one store step fails, as the store's (exit 5), not a bug's.
   try {
-    const size_t n = claim();
+    const size_t n = read();
     CHECK(n == 1);
   } catch (const Error& e) {
     CHECK_MESSAGE(e.code() == ExitCode::store, e.what());
   }
-  CHECK(claim() == 1);
+  CHECK(read() == 1);
 }
 
 TEST_CASE("store: on PostgreSQL no foreign key checks each attempt a claim opens, while SQLite keeps it") {
@@ -869,6 +871,7 @@ TEST_CASE("store: an attempt running when the store is upgraded to migration 15 
     for (const char* column : {"attempt_worker", "attempt_started_at", "attempt_job_version", "live_stdout_tail",
                                "live_stderr_tail", "live_stdout_bytes", "live_stderr_bytes"})
       c->exec(fmt::format("ALTER TABLE runs DROP COLUMN {}", column));
+    c->exec("ALTER TABLE scheduler_lease DROP COLUMN misfire_after");  // migration 17's, made again
     c->exec("DELETE FROM schema_migrations WHERE version >= 15");
   }
   auto s = db.open();  // migrated again
