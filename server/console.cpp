@@ -68,10 +68,10 @@ void log_in(httplib::Response& res, const Tokens& tokens, const std::string& sec
 
 }  // namespace
 
-void add_console_routes(httplib::Server& svr, const Tokens& tokens, bool tls) {
-  svr.Get("/", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
-  svr.Get("/ui", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
-  svr.Get("/ui/", [&tokens, tls](const httplib::Request& req, httplib::Response& res) {
+void add_console_routes(RouteTable& routes, const Tokens& tokens, bool tls) {
+  routes.add("GET", "/", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
+  routes.add("GET", "/ui", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
+  routes.add("GET", "/ui/", [&tokens, tls](const httplib::Request& req, httplib::Response& res) {
     if (req.has_param("token")) {
       // A link on another site must not log the browser in with the link's
       // token (login CSRF): a link typed, bookmarked or opened from a
@@ -83,18 +83,18 @@ void add_console_routes(httplib::Server& svr, const Tokens& tokens, bool tls) {
     auto caller = authenticate(req, tokens);
     send_file(res, caller ? "index.html" : "login.html", true);
   });
-  svr.Post("/ui/login", [&tokens, tls](const httplib::Request& req, httplib::Response& res) {
+  routes.add("POST", "/ui/login", [&tokens, tls](const httplib::Request& req, httplib::Response& res) {
     // The form's own page only: a login forced from another site is refused too.
     if (from_other_origin(req))
       return send_problem(res, 403, "a login from another origin (" + req.get_header_value("Origin") + ") is refused");
     log_in(res, tokens, req.has_param("token") ? req.get_param_value("token") : "", tls);
   });
-  svr.Post("/ui/logout", [tls](const httplib::Request& req, httplib::Response& res) {
+  routes.add("POST", "/ui/logout", [tls](const httplib::Request& req, httplib::Response& res) {
     if (auto why = csrf_refusal(req); !why.empty()) return send_problem(res, 403, why);
     res.set_header("Set-Cookie", logout_cookie(tls));
     res.status = 204;
   });
-  svr.Get(R"(/ui/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
+  routes.add("GET", R"(/ui/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
     const std::string name = req.matches[1].str();
     if (name == "index.html") return redirect(res, "/ui/");  // served only when logged in, at /ui/
     send_file(res, name, false);

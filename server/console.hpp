@@ -6,10 +6,11 @@
 // that cookie (see authenticate.hpp for CSRF).
 #include <httplib.h>
 
+#include "server/route_table.hpp"
 #include "server/tokens.hpp"
 
 namespace jobctl::server {
 
-void add_console_routes(httplib::Server& svr, const Tokens& tokens, bool tls);
+void add_console_routes(RouteTable& routes, const Tokens& tokens, bool tls);
 
 }  // namespace jobctl::server

@@ -23,6 +23,7 @@
 #include "server/console.hpp"
 #include "server/metrics.hpp"
 #include "server/problem.hpp"
+#include "server/route_table.hpp"
 #include "server/tokens.hpp"
 
 namespace jobctl::server {
@@ -158,23 +159,16 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
   };
 }
 
-void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& dsn, const ServeOptions& o,
+void add_routes(RouteTable& routes, const Tokens& tokens, const config::Dsn& dsn, const ServeOptions& o,
                 StoreMetrics& metrics, GroupCommit& submissions) {
-  for (const auto& route : api_routes()) {
-    const std::string pattern = path_pattern(route);
-    auto handler = handler_of(route, tokens, dsn, submissions);
-    if (route.method == "GET") svr.Get(pattern, handler);
-    else if (route.method == "POST") svr.Post(pattern, handler);
-    else if (route.method == "PATCH") svr.Patch(pattern, handler);
-    else if (route.method == "DELETE") svr.Delete(pattern, handler);
-    else throw Error(ExitCode::internal, "route with method " + route.method);
-  }
-  svr.Get(std::string(kApiPrefix) + "/openapi.json",
-          [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, openapi_document()); });
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  for (const auto& route : api_routes())
+    routes.add(route.method, path_pattern(route), handler_of(route, tokens, dsn, submissions));
+  routes.add("GET", std::string(kApiPrefix) + "/openapi.json",
+             [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, openapi_document()); });
+  routes.add("GET", "/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  svr.Get("/metrics", [&tokens, &dsn, &metrics, &submissions, need_token = o.metrics_need_token](
+  routes.add("GET", "/metrics", [&tokens, &dsn, &metrics, &submissions, need_token = o.metrics_need_token](
                           const httplib::Request& req, httplib::Response& res) {
     if (need_token && !authenticate(req, tokens)) return refuse_unauthenticated(res);
     try {
@@ -184,7 +178,7 @@ void add_routes(httplib::Server& svr, const Tokens& tokens, const config::Dsn& d
       send_caught(req, res);
     }
   });
-  add_console_routes(svr, tokens, o.tls_cert.has_value());
+  add_console_routes(routes, tokens, o.tls_cert.has_value());
 }
 
 // HOST:PORT or [HOST]:PORT.
@@ -258,10 +252,16 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     t_token_name.clear();
     return before_the_body(const_cast<httplib::Request&>(req), res);
   });
+  RouteTable routes(*svr);
   // Whatever no handler answered (no such route, a body too large) is a problem too.
-  svr->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  svr->set_error_handler([&routes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    if (res.status == 404)
+    const std::string allow = res.status == 404 ? routes.allowed(req.path) : "";
+    if (!allow.empty()) {
+      res.set_header("Allow", allow);
+      send_problem(res, 405, fmt::format("{} {} is not served; it takes {}", req.method, req.path, allow),
+                   fmt::format("{}/openapi.json lists the routes", kApiPrefix));
+    } else if (res.status == 404)
       send_problem(res, 404, fmt::format("no route {} {}", req.method, req.path),
                    fmt::format("{}/openapi.json lists the routes", kApiPrefix));
     else if (res.status == 413)
@@ -281,7 +281,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
                      {"ms", fmt::format("{:.1f}", static_cast<double>(us.count()) / 1000)}});
   });
   StoreMetrics metrics;
-  add_routes(*svr, tokens, dsn, o, metrics, submissions);
+  add_routes(routes, tokens, dsn, o, metrics, submissions);
 
   auto [host, port] = split_listen(o.listen);
   if (port == 0) port = svr->bind_to_any_port(host);

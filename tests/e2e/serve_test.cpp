@@ -2,11 +2,14 @@
 // called with a real HTTP client. Its answers are compared with what the
 // CLI prints for the same store, since both come from common/ops.
 #include <doctest/doctest.h>
+
+#include <array>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -334,8 +337,24 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   check_problem(c.Post("/api/v1/jobs", "\xff\xfe", "application/json"), 400, "not valid JSON");
   check_problem(c.Patch("/api/v1/jobs/" + scheduled, "{\"name\": \"\xff\"}", "application/json"), 400, "UTF-8");
   check_problem(c.Post("/api/v1/dags", "{\"name\": \"\xff\"", "application/json"), 400, "not valid JSON");
-  // What no route answers, and a body over --max-body.
+  // What no route answers, a method a path does not take, and a body over --max-body.
   check_problem(c.Get("/api/v1/nothing-here"), 404, "no route GET /api/v1/nothing-here");
+  const std::vector<std::array<std::string, 3>> wrong_methods{
+      {"PUT", "/api/v1/jobs", "GET, HEAD, POST"},
+      {"DELETE", "/api/v1/jobs", "GET, HEAD, POST"},
+      {"PUT", "/api/v1/jobs/" + scheduled, "DELETE, GET, HEAD, PATCH"},
+      {"POST", "/healthz", "GET, HEAD"},
+      {"DELETE", "/ui/login", "GET, HEAD, POST"}};  // GET: a console file of that name
+  for (const auto& [method, path, allow] : wrong_methods) {
+    CAPTURE(method);
+    CAPTURE(path);
+    httplib::Request req;
+    req.method = method;
+    req.path = path;
+    auto answer = c.send(req);
+    check_problem(answer, 405, method + " " + path + " is not served; it takes " + allow);
+    CHECK(answer->get_header_value("Allow") == allow);
+  }
   check_problem(c.Post("/api/v1/jobs", std::string(8192, ' '), "application/json"), 413, "--max-body");
   CHECK(cli_json(db, dir, {"ls"}).size() == 2);  // the schedule submitted above, and the job cancelled
 }
