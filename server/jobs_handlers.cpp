@@ -16,6 +16,7 @@
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/ulid.hpp"
 #include "common/util/utf8.hpp"
 #include "server/handlers.hpp"
@@ -104,24 +105,55 @@ Reply get_job(Call& c) {
   return {200, j, {{"ETag", etag_of(j)}}};
 }
 
+namespace {
+
+// The version If-Match asks the update of job `id`, now at `current`, to
+// apply at (the store checks it again, in the update's transaction); none
+// for `*`, any version. As RFC 9110 (13.1.1) has it, the header is a list
+// of entity tags, any of which may match: "3", W/"3" or a bare 3 name the
+// version GET answered in its ETag; a tag naming no version matches none
+// (412); what is no list of tags is 400.
+std::optional<int> if_match_version(const std::string& header, const std::string& id, int current) {
+  const auto trimmed = [](std::string_view t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+    return t;
+  };
+  if (trimmed(header) == "*") return std::nullopt;
+  std::optional<int> named;
+  for (const auto& part : util::split(header, ',')) {
+    std::string_view tag = trimmed(part);
+    if (tag.starts_with("W/")) tag.remove_prefix(2);
+    const bool quoted = tag.size() >= 2 && tag.front() == '"' && tag.back() == '"';
+    if (quoted) tag = tag.substr(1, tag.size() - 2);
+    int version = 0;
+    auto [end, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), version);
+    if (ec == std::errc() && end == tag.data() + tag.size() && version >= 1) {
+      if (version == current) return version;
+      if (!named) named = version;
+    } else if (!quoted || tag.find('"') != std::string_view::npos) {
+      throw usage_error("If-Match '" + header + "' is not a list of entity tags",
+                        "send the ETag that GET /api/v1/jobs/{id} answered, e.g. If-Match: \"3\"");
+    }
+  }
+  if (named) return named;  // not the job's version: the store answers 412, naming it
+  throw Error(ExitCode::conflict,
+              fmt::format("If-Match '{}' names no version of job {}, which is at version {}; nothing was updated",
+                          header, id, current),
+              fmt::format("send the ETag that GET /api/v1/jobs/{} answers, e.g. If-Match: \"{}\"", id, current));
+}
+
+}  // namespace
+
 Reply update_job(Call& c) {
   const char* hint = R"(the body is an object of the fields to change, e.g. {"priority": "high", "retries": 5})";
   auto body = util::parse_json_input(c.request.body, "the request body", hint);
   auto u = from_body([&] { return ops::job_update_from_json(body); });
-  if (c.request.has_header("If-Match")) {
-    // "3", W/"3" or 3: the version GET answered in its ETag.
-    std::string tag = c.request.get_header_value("If-Match");
-    if (tag.rfind("W/", 0) == 0) tag = tag.substr(2);
-    if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
-    int version = 0;
-    auto [end, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), version);
-    if (ec != std::errc() || end != tag.data() + tag.size() || version < 1)
-      throw usage_error("If-Match '" + c.request.get_header_value("If-Match") + "' is not a job version",
-                        "send the ETag that GET /api/v1/jobs/{id} answered, e.g. If-Match: \"3\"");
-    u.if_version = version;
-  }
   // The id's mistakes are the path's; what the update asks is the body's.
-  const std::string id = ops::resolve_id(c.store, c.path_param(1)).job.job.id;
+  const auto job = ops::resolve_id(c.store, c.path_param(1)).job.job;
+  const std::string& id = job.id;
+  if (c.request.has_header("If-Match"))
+    u.if_version = if_match_version(c.request.get_header_value("If-Match"), id, job.version);
   auto j = from_body([&] { return ops::update_job(c.store, id, u); });
   return {200, j, {{"ETag", etag_of(j)}}};
 }

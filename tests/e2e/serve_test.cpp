@@ -657,6 +657,18 @@ TEST_CASE("serve: PATCH changes a job as update does, and If-Match with a stale 
   check_problem(op.Patch("/api/v1/jobs/" + id, httplib::Headers{{"If-Match", "soon"}}, R"({"retries": 1})",
                          "application/json"),
                 400, "If-Match");
+  // If-Match as RFC 9110 has it: * is any version, a list matches if one
+  // of its tags does, and a tag that names no version matches none.
+  auto patch_if = [&](const std::string& tags, int retries) {
+    return op.Patch("/api/v1/jobs/" + id, httplib::Headers{{"If-Match", tags}},
+                    fmt::format(R"({{"retries": {}}})", retries), "application/json");
+  };
+  CHECK(body_of(patch_if("*", 2))["version"] == 4);
+  CHECK(body_of(patch_if(R"("1", "4", "9")", 3))["version"] == 5);
+  check_problem(patch_if(R"("abc")", 4), 412, "names no version of job");
+  check_problem(patch_if(R"("1", "2")", 4), 412, "it is at version 5, not 1");
+  check_problem(patch_if(R"("5"x)", 4), 400, "not a list of entity tags");
+  CHECK(test::get(db, dir, id)["retry"]["retries"] == 3);
   bool by_on_call = false;
   for (const auto& e : cli_json(db, dir, {"history", id}))
     if (e["action"] == "update" && e["actor"] == "on-call") by_on_call = true;
