@@ -29,7 +29,7 @@ void register_serve(CLI::App& app, Context& ctx) {
   cmd->add_option("--max-body", f->options.max_body, "Largest request body, in bytes")
       ->capture_default_str()
       ->check(util::whole_number(size_t{1024}, size_t{1} << 30));
-  cmd->add_option("--timeout", f->timeout, "How long reading a request or writing a response may take")
+  cmd->add_option("--timeout", f->timeout, "How long a request may take to arrive whole (a slower client is cut off), and each write of an answer may wait")
       ->capture_default_str();
   cmd->add_option("--threads", f->options.threads, "Requests served at once (each thread has its own store connection)")
       ->capture_default_str()

@@ -3,10 +3,16 @@
 #include <algorithm>
 
 #include "common/util/error.hpp"
+#include "server/read_deadline.hpp"
 
 namespace jobctl::server {
 
-void RouteTable::add(const std::string& method, const std::string& pattern, httplib::Server::Handler handler) {
+void RouteTable::add(const std::string& method, const std::string& pattern, httplib::Server::Handler inner) {
+  // Its request is read whole when a handler runs: no deadline from here.
+  auto handler = [inner = std::move(inner)](const httplib::Request& req, httplib::Response& res) {
+    done_reading();
+    inner(req, res);
+  };
   if (method == "GET") svr_->Get(pattern, std::move(handler));
   else if (method == "POST") svr_->Post(pattern, std::move(handler));
   else if (method == "PATCH") svr_->Patch(pattern, std::move(handler));

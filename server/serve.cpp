@@ -23,11 +23,13 @@
 #include "server/console.hpp"
 #include "server/metrics.hpp"
 #include "server/problem.hpp"
+#include "server/read_deadline.hpp"
 #include "server/route_table.hpp"
 #include "server/tokens.hpp"
 
 namespace jobctl::server {
 namespace {
+
 
 // Each worker thread's own connection, opened on its first request and
 // dropped after a store error so that the next request reconnects.
@@ -35,6 +37,24 @@ thread_local std::unique_ptr<store::Store> t_store;
 // What the access log line of the thread's request says besides the request.
 thread_local std::string t_token_name;
 thread_local std::chrono::steady_clock::time_point t_started;
+
+// cpp-httplib's pool, each connection's task reading its first request
+// within the read budget (read_deadline.hpp).
+class ReadBoundPool : public httplib::ThreadPool {
+ public:
+  ReadBoundPool(size_t threads, std::chrono::seconds budget) : ThreadPool(threads), budget_(budget) {}
+  void enqueue(std::function<void()> fn) override {
+    ThreadPool::enqueue([fn = std::move(fn), budget = budget_] {
+      t_started = std::chrono::steady_clock::now();  // for a request refused before its headers are whole
+      start_reading(budget);
+      fn();
+      done_reading();
+    });
+  }
+
+ private:
+  std::chrono::seconds budget_;
+};
 
 store::Store& thread_store(const config::Dsn& dsn) {
   if (!t_store) {
@@ -229,7 +249,8 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   }
   const int threads = o.threads;
   limit_log_streams(threads / 2);
-  svr->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  const std::chrono::seconds read_budget(o.timeout_s);
+  svr->new_task_queue = [threads, read_budget] { return new ReadBoundPool(static_cast<size_t>(threads), read_budget); };
   svr->set_payload_max_length(o.max_body);
   svr->set_read_timeout(o.timeout_s, 0);
   svr->set_write_timeout(o.timeout_s, 0);
@@ -250,11 +271,14 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   svr->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_started = std::chrono::steady_clock::now();
     t_token_name.clear();
-    return before_the_body(const_cast<httplib::Request&>(req), res);
+    auto handled = before_the_body(const_cast<httplib::Request&>(req), res);
+    if (handled == httplib::Server::HandlerResponse::Handled) done_reading();
+    return handled;
   });
   RouteTable routes(*svr);
   // Whatever no handler answered (no such route, a body too large) is a problem too.
   svr->set_error_handler([&routes](const httplib::Request& req, httplib::Response& res) {
+    done_reading();
     if (!res.body.empty()) return;
     const std::string allow = res.status == 404 ? routes.allowed(req.path) : "";
     if (!allow.empty()) {
@@ -270,8 +294,9 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
       send_problem(res, res.status, fmt::format("the request could not be served (HTTP {})", res.status));
   });
   // The access log: never the token, nor the query (the console's login carries one).
-  svr->set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t_started);
+  svr->set_logger([read_budget](const httplib::Request& req, const httplib::Response& res) {
+    const auto now = std::chrono::steady_clock::now();
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - t_started);
     util::log_event(util::LogLevel::info, "request",
                     {{"method", req.method},
                      {"path", req.path},
@@ -279,6 +304,9 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
                      {"token", t_token_name.empty() ? "-" : t_token_name},
                      {"remote", req.remote_addr},
                      {"ms", fmt::format("{:.1f}", static_cast<double>(us.count()) / 1000)}});
+    // The connection's next request, if it keeps alive.
+    t_started = now;
+    start_reading(read_budget);
   });
   StoreMetrics metrics;
   add_routes(routes, tokens, dsn, o, metrics, submissions);

@@ -15,7 +15,7 @@ struct ServeOptions {
   std::string tokens_file;
   std::optional<std::string> tls_cert, tls_key;
   size_t max_body = 32u << 20;  // bytes
-  int timeout_s = 30;           // reading a request, writing a response
+  int timeout_s = 30;           // a request arriving whole (read_deadline.hpp), each write of an answer
   int threads = 8;
   bool metrics_need_token = false;  // GET /metrics asks for a token of any role
 };

@@ -1139,6 +1139,42 @@ TEST_CASE("serve: output streams beyond half the threads are answered 503, and t
   for (auto& t : streams) t.join();
 }
 
+TEST_CASE("serve: a client sending its request a byte at a time is cut off after --timeout, and holds no worker") {
+  // Found by a tester: cpp-httplib bounds each wait for bytes, not the
+  // request, and --threads clients trickling a header held the server.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--threads", "2", "--timeout", "2s"});
+  // Each sends a byte every 200 ms for up to 30 s, unless the server lets go first.
+  std::atomic<int> let_go{0};
+  auto trickle = [&] {
+    const int fd = test::connect_loopback(server.port);
+    const std::string start = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    REQUIRE(send(fd, start.data(), start.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(start.size()));
+    for (int i = 0; i < 150; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      char c = 0;
+      // An answer (400), the end of the stream or a reset: the server let go.
+      if (recv(fd, &c, 1, MSG_DONTWAIT) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+          send(fd, "a", 1, MSG_NOSIGNAL) < 0) {
+        ++let_go;
+        break;
+      }
+    }
+    close(fd);
+  };
+  std::thread first(trickle), second(trickle);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto c = server.client();
+  c.set_read_timeout(40, 0);
+  auto answered = c.Get("/healthz");  // both workers are taken until the trickles are cut
+  first.join();
+  second.join();
+  CHECK(let_go == 2);
+  REQUIRE(answered);
+  CHECK(answered->status == 200);
+}
+
 TEST_CASE("serve: a server of one thread streams no output, so that it still answers") {
   // Found by a tester: with --threads 1 one stream held the only worker.
   test::TempDir dir;

@@ -1,0 +1,21 @@
+#pragma once
+// A whole request's read, bounded. cpp-httplib bounds each wait for bytes
+// (set_read_timeout), not the request: a client sending a byte now and
+// then held a worker thread for as long as it liked, and --threads of them
+// held the server (slowloris). The request being read on this thread gets
+// a deadline; past it, the thread's next wait for the socket (cpp-httplib
+// waits in poll(2) before each read and write, TLS included) fails at once
+// (ETIMEDOUT) and cpp-httplib closes the connection. poll is interposed
+// for this, in this program only: a thread with no deadline set (every
+// thread but a worker reading a request; libpq's waits in a handler) polls
+// as it always did.
+#include <chrono>
+
+namespace jobctl::server {
+
+// This thread reads a request from now on, for `budget` at most.
+void start_reading(std::chrono::steady_clock::duration budget);
+// The request is read (its handler runs, or it is refused): no deadline.
+void done_reading();
+
+}  // namespace jobctl::server
