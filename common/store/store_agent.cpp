@@ -139,11 +139,14 @@ const std::string& finish_run_sql() {
 // $3: 'pending', or 'cancelled' for a deleted job's run; a run asked to
 // stop is not given back but cancelled, with the reason it was asked for
 // ($4: a deleted job's). Returns after them the status recorded.
+// A run given back keeps its due time, and so its place in the claim's
+// order, as a rescued one does (lose_runs): made due now, a schedule's
+// occurrence given back started after the newer ones due meanwhile.
 const std::string& release_run_sql() {
   static const std::string sql = [] {
     const std::string status = recorded_status_sql("$3", "cancel_requested");
     return fmt::format(
-        "UPDATE runs SET status = {0}, {1}, available_at = NOW_US, deliveries = deliveries - 1, "
+        "UPDATE runs SET status = {0}, {1}, deliveries = deliveries - 1, "
         "finished_at = CASE WHEN {0} = 'cancelled' THEN NOW_US END, "
         "error = CASE WHEN {0} = 'cancelled' THEN {2} ELSE error END "
         "WHERE id = $1 AND fence = $2 AND status = 'running' RETURNING queue, NOW_US, {3}, status, error",
@@ -508,7 +511,9 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
     std::string why = why_for(row.text(3));
     // A lost attempt is run again at once, unless the job may not run
     // twice, or it has now been delivered too often without any result,
-    // or the job was deleted meanwhile, or it was asked to stop.
+    // or the job was deleted meanwhile, or it was asked to stop. The run
+    // keeps its due time, and so its place in the claim's order: made due
+    // now, a schedule's occurrence started after the newer ones.
     std::string status = "pending", run_error = why;
     if (row.i64(10) == 1) {
       status = "cancelled";
@@ -533,7 +538,7 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
                "finished_at = excluded.finished_at, outcome = excluded.outcome, error = excluded.error",
            {row.text(0), why});
     c.exec(std::string("UPDATE runs SET status = $2, ") + kLeaseEnded +
-               ", available_at = NOW_US, error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "
+               ", error = $3, finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE NOW_US END "
                "WHERE id = $1",
            {row.text(0), status, run_error});
     if (status == "pending") wake_queue(c, row.text(2));

@@ -326,6 +326,33 @@ TEST_CASE("schedule: an occurrence is missed only once late past the leader's th
   CHECK(rescued[0].run_id == first[0].run_id);
 }
 
+TEST_CASE("schedule: an occurrence given back or rescued starts before the newer ones due meanwhile") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_all);
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(4 * kSecond));
+  outlive(*s, 1'100'000);
+  auto first = s->agent().claim(a, {"default"}, 8, 200'000);
+  REQUIRE(first.size() == 1);  // one at a time: the earliest
+  outlive(*s, 1'500'000);        // the next occurrence is due before it is given back
+  SUBCASE("given back on drain") {
+    store::Completion back;
+    back.run_id = first[0].run_id;
+    back.job_id = job;
+    back.fence = first[0].fence;
+    back.attempt = first[0].attempt;
+    s->agent().release({back});
+  }
+  SUBCASE("rescued after its agent died") { REQUIRE(s->agent().rescue_expired() == 1); }
+  outlive(*s, kSecond);
+  auto next = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].run_id == first[0].run_id);
+}
+
 TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and then starts the next in order") {
   test::TempDir dir;
   test::TestDb db(dir);
