@@ -13,7 +13,8 @@
 // * the run's job is not paused or deleted, its --on labels are among the
 //   agent's, and a fan-out run is pinned to this agent;
 // * it is not a missed occurrence of a schedule (missed_occurrence);
-// * its concurrency group (runs.group_key) has fewer than runs.group_max running;
+// * its concurrency group (runs.group_key) has fewer than runs.group_max running
+//   (a forced trigger's run, group_max 0, counts in its group but is never held);
 // * its queue is not paused, runs fewer than its max_concurrent, has a
 //   rate token left, and its tenant runs fewer than tenant_max_concurrent.
 //
@@ -32,6 +33,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -219,7 +221,7 @@ std::string claimable(Dialect d, const std::string& group_locked) {
   return fmt::format(
       "r.status = 'pending' AND r.available_at <= NOW_US AND (r.group_key IS NULL OR {locked}) "
       "AND NOT EXISTS {held} AND {pinned} AND NOT {missed} "
-      "AND (r.group_key IS NULL OR ({running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
+      "AND (r.group_key IS NULL OR r.group_max = 0 OR ({running} < r.group_max AND NOT EXISTS (SELECT 1 FROM runs e "
       "WHERE e.group_key = r.group_key AND e.status = 'pending' AND e.available_at <= NOW_US "
       "AND (e.priority, e.available_at, e.id) < (r.priority, r.available_at, r.id) "
       "AND e.queue IN (SELECT qname FROM qt) AND NOT EXISTS {e_held} AND {e_pinned} AND NOT {e_missed} "
@@ -236,8 +238,8 @@ std::string claimable(Dialect d, const std::string& group_locked) {
 std::string candidate_columns(Dialect d) {
   return fmt::format(
       "r.id, r.{}, r.priority, r.available_at, r.group_key, qt.qname, qt.tenant, qt.room, qt.troom, qt.served_at, "
-      "CASE WHEN r.group_key IS NULL THEN 0 ELSE r.group_max - {} END AS groom",
-      d == Dialect::postgres ? "row_ctid AS tid" : "rowid AS tid", kGroupRunning);
+      "CASE WHEN r.group_key IS NULL THEN 0 WHEN r.group_max = 0 THEN {} ELSE r.group_max - {} END AS groom",
+      d == Dialect::postgres ? "row_ctid AS tid" : "rowid AS tid", std::numeric_limits<int32_t>::max(), kGroupRunning);
 }
 
 // PostgreSQL, statement 1: the limited groups and queues this claim may
@@ -595,7 +597,7 @@ std::optional<int64_t> Agent::next_due_in(const std::string& worker_id, const st
       fmt::format("SELECT name, min(first_at) - NOW_US FROM (SELECT u.name, "
                   "(SELECT r.available_at FROM runs r WHERE r.queue = u.name AND r.tenant = tn.name "
                   "AND r.priority = p.priority AND r.status = 'pending' "
-                  "AND NOT EXISTS {held} AND {pinned} AND NOT {missed} AND (r.group_key IS NULL OR {running} < r.group_max) "
+                  "AND NOT EXISTS {held} AND {pinned} AND NOT {missed} AND (r.group_key IS NULL OR r.group_max = 0 OR {running} < r.group_max) "
                   "ORDER BY r.available_at LIMIT 1) AS first_at "
                   "FROM {queues} CROSS JOIN tenants tn CROSS JOIN ({priorities}) p "
                   "WHERE NOT EXISTS (SELECT 1 FROM queues x WHERE x.name = u.name AND (x.paused = 1 "

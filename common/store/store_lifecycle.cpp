@@ -247,13 +247,13 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
   // (should they come back for a retry). Waiting runs move to the new version unless that
   // version already has a run of the same occurrence.
   // A running run counts against its new group at once; a forced trigger's
-  // run stays outside every group.
+  // run joins it with no limit of its own (Schedules::trigger).
   const auto group = group_of(s, job_id);
   // A fan-out schedule's own group is per agent (see expand_fan_out).
-  conn_->exec("UPDATE runs SET queue = $2, priority = $3, tenant = $4, group_max = $6, "
-              "group_key = CASE WHEN origin = 'trigger' AND occurrence IS NULL THEN NULL "
-              "WHEN $5 = $1 AND pinned_to IS NOT NULL AND occurrence IS NOT NULL THEN $1 || '@' || pinned_to "
-              "ELSE $5 END "
+  conn_->exec("UPDATE runs SET queue = $2, priority = $3, tenant = $4, "
+              "group_max = CASE WHEN origin = 'trigger' AND occurrence IS NULL THEN 0 ELSE $6 END, "
+              "group_key = CASE WHEN $5 = $1 AND pinned_to IS NOT NULL AND (occurrence IS NOT NULL OR "
+              "origin = 'trigger') THEN $1 || '@' || pinned_to ELSE $5 END "
               "WHERE job_id = $1 AND status IN ('pending', 'blocked', 'running')",
               {job_id, s.queue, int64_t{static_cast<int>(s.priority)}, s.tenant,
                nullable(group), int64_t{model::group_limit(s)}});

@@ -394,16 +394,17 @@ std::string Schedules::trigger(const std::string& job_id, bool force) {
                   "wait for it, or add --force to start one now regardless");
   }
   auto run = occurrence_run(job, now_us(*conn_), "trigger");
-  if (force) {
-    // A forced run carries no occurrence and no group, so the overlap
-    // rules and the limit do not hold it.
-    run.occurrence.reset();
-    run.group_key.reset();
-  }
+  // A forced run carries no occurrence, so the overlap rules do not hold
+  // it; it stays in its group with no limit of its own (group_max 0), so
+  // the limit never holds it either, yet it counts against the limit for
+  // the others while it runs.
+  if (force) run.occurrence.reset();
   std::vector<NewRun> runs, skipped;
   std::vector<std::string> agents;
   if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out);
   expand_fan_out(job, std::move(run), agents, runs, skipped);
+  if (force)
+    for (auto& r : runs) r.group_max = 0;
   if (runs.empty())
     throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then trigger");
   insert_runs(*conn_, runs);

@@ -457,6 +457,31 @@ TEST_CASE("schedule: trigger obeys the overlap policy unless forced, backfill fi
   CHECK_THROWS_AS(s->schedules().trigger("01ARZ3NDEKTSV4RRFFQ69G5FAV", false), Error);
 }
 
+TEST_CASE("schedule: a forced trigger is never held back, and while it runs it counts against the limit") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip);
+  auto forced = s->schedules().trigger(job, true);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].run_id == forced);
+  // The schedule runs its one (--max-concurrent 1): a plain trigger would be skipped,
+  CHECK_THROWS_AS(s->schedules().trigger(job, false), Error);
+  // and the occurrences that come due wait for it, then are skipped.
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+  outlive(*s, 1'100'000);
+  CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
+  CHECK(s->scheduler().enforce_overlap() >= 1);
+  // Another forced one starts beside it all the same.
+  auto again = s->schedules().trigger(job, true);
+  auto second = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].run_id == again);
+}
+
 TEST_CASE("schedule: resume continues from now and skips what came due while paused") {
   test::TempDir dir;
   test::TestDb db(dir);
