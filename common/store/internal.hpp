@@ -116,8 +116,13 @@ std::string resolve_dag_run(Connection& c, const std::string& id);
 // Each queue's retry defaults.
 std::map<std::string, model::RetryOverrides> queue_defaults(Connection& c, const std::set<std::string>& queues);
 
-// A fresh pending run replaying `run_id`, audited as `action`.
-std::string rerun(Connection& c, const std::string& actor, const std::string& run_id, const char* action);
+// A fresh pending run replaying `run_id`, audited as `action` ("replay" or
+// "retry"); none when the run was run again already (its replayed_at, read
+// under the run's lock: another replay or retry committed first).
+std::optional<std::string> rerun(Connection& c, const std::string& actor, const std::string& run_id,
+                                 const char* action);
+// rerun, refusing (invalid_state) a run that was run again already.
+std::string rerun_once(Connection& c, const std::string& actor, const std::string& run_id, const char* action);
 
 // Records an audit event for the job.
 void audit(Connection& c, const std::string& actor, const std::string& job_id, const char* action,

@@ -61,7 +61,8 @@ std::vector<model::JobView> DeadLetter::dead_runs(const DeadFilter& filter) {
   return out;
 }
 
-std::string rerun(Connection& c, const std::string& actor, const std::string& run_id, const char* action) {
+std::optional<std::string> rerun(Connection& c, const std::string& actor, const std::string& run_id,
+                                 const char* action) {
   // A DAG node runs again only with its DAG run, behind its parents.
   auto dag = c.query("SELECT dag_run_id FROM runs WHERE id = $1 AND dag_run_id IS NOT NULL", {run_id});
   if (!dag.empty())
@@ -70,10 +71,14 @@ std::string rerun(Connection& c, const std::string& actor, const std::string& ru
                 fmt::format("`jobctl dag retry {}` runs its failed and cancelled nodes again", dag[0].text(0)));
   // The old run and its job, locked: a concurrent `jobctl gc` either
   // removed them already (not found) or waits, and then finds the new run.
-  if (c.query("SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" + c.row_lock("FOR UPDATE OF r, j"),
-                   {run_id})
-          .empty())
-    throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
+  // A concurrent replay or retry of it waits too, and then reads the
+  // replayed_at it set (PostgreSQL reads a locked row's newest version):
+  // read before the lock, each made a run of its own, and they ran side by side.
+  auto old = c.query("SELECT r.replayed_at FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" +
+                         c.row_lock("FOR UPDATE OF r, j"),
+                     {run_id});
+  if (old.empty()) throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
+  if (!old[0].is_null(0)) return std::nullopt;
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
   auto rows = c.query(
@@ -86,6 +91,15 @@ std::string rerun(Connection& c, const std::string& actor, const std::string& ru
   wake_queue(c, rows.at(0).text(0));
   audit(c, actor, rows.at(0).text(1), action, nlohmann::json{{"run", fresh}, {"of", run_id}}.dump());
   return fresh;
+}
+
+std::string rerun_once(Connection& c, const std::string& actor, const std::string& run_id, const char* action) {
+  if (auto fresh = rerun(c, actor, run_id, action)) return *fresh;
+  const bool replay = std::string_view(action) == "replay";
+  throw Error(ExitCode::invalid_state,
+              fmt::format("run {} was run again already (by a replay or a retry): nothing was {}", run_id,
+                          replay ? "replayed" : "retried"),
+              "see its new run with `jobctl runs` on its job");
 }
 
 std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead_run_ids) {
@@ -102,7 +116,7 @@ std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead
     if (!rows[0].is_null(1))
       throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id));
     require_not_deleted(*conn_, rows[0].text(2), "replayed");
-    fresh.push_back(rerun(*conn_, actor_, id, "replay"));
+    fresh.push_back(rerun_once(*conn_, actor_, id, "replay"));
   }
   tx.commit();
   return fresh;
@@ -112,14 +126,18 @@ int DeadLetter::replay_all(const DeadFilter& filter) {
   Transaction tx(*conn_, TxMode::write);
   DeadFilter all = filter;
   all.limit = 1'000'000'000;
-  // Dead runs of deleted jobs stay where they are.
+  // Dead runs of deleted jobs stay where they are. In the order of their
+  // ids, so that two replays at once lock them in the same order.
   auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
-                                       "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL LIMIT $4",
+                                       "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL ORDER BY r.id LIMIT $4",
                                        kDeadWhere),
                            dead_params(all));
-  for (const auto& row : rows) rerun(*conn_, actor_, row.text(0), "replay");
+  // One that another replay took meanwhile is left to it.
+  int replayed = 0;
+  for (const auto& row : rows)
+    if (rerun(*conn_, actor_, row.text(0), "replay")) ++replayed;
   tx.commit();
-  return static_cast<int>(rows.size());
+  return replayed;
 }
 
 int DeadLetter::purge_dead(int64_t older_than_us) {
@@ -141,7 +159,7 @@ std::string DeadLetter::retry_job(const std::string& job_id) {
   if (status != RunStatus::dead && status != RunStatus::failed && status != RunStatus::cancelled)
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
                                                      job_id, model::to_string(status)));
-  std::string fresh = rerun(*conn_, actor_, run_id, "retry");
+  std::string fresh = rerun_once(*conn_, actor_, run_id, "retry");
   tx.commit();
   return fresh;
 }

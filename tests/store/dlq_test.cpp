@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "common/store/agent.hpp"
@@ -66,6 +67,50 @@ TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves
   REQUIRE(once.size() == 1);
   CHECK(f.s->jobs().get_run(once[0])->replay_of == b.run_id);
   CHECK(f.s->jobs().runs_of(b.job_id).size() == 2);  // the dead run and the one fresh run
+}
+
+TEST_CASE("dlq: replays and retries of one dead run at once make one fresh run, and the others are refused") {
+  // Found by a tester on PostgreSQL: each read the run before locking it,
+  // and two or three copies of one dead run ran side by side.
+  Fixture f;
+  auto a = f.dead_job();
+  auto b = f.dead_job("other");
+  auto c = f.dead_job("other");
+  std::vector<std::unique_ptr<store::Store>> stores;
+  for (int i = 0; i < 4; ++i) stores.push_back(f.db.open());
+  // The runs held locked while the four commands start, so that each has
+  // read them as dead before any can replay them.
+  auto holder = f.db.connect();
+  store::Transaction hold(*holder, store::TxMode::write);
+  holder->query("SELECT 1 FROM runs WHERE status = 'dead'" + holder->row_lock("FOR UPDATE"));
+  std::atomic<int> refused{0};
+  std::atomic<int> replayed_all{0};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    try {
+      stores[0]->dead_letter().replay({a.run_id});
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::invalid_state) ++refused;
+    }
+  });
+  threads.emplace_back([&] {
+    try {
+      stores[1]->dead_letter().retry_job(a.job_id);
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::invalid_state) ++refused;
+    }
+  });
+  for (int i = 2; i < 4; ++i)
+    threads.emplace_back([&, i] { replayed_all += stores[static_cast<size_t>(i)]->dead_letter().replay_all({}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  hold.commit();
+  for (auto& t : threads) t.join();
+  // Each dead run replayed once in all: a by one of the four, b and c by
+  // one of the replays of all; whoever found a taken was refused or skipped it.
+  for (const auto& r : {a, b, c}) CHECK(f.s->jobs().runs_of(r.job_id).size() == 2);  // the dead run and one fresh run
+  const int made_one = 2 - refused.load();
+  CHECK(refused.load() >= 1);
+  CHECK(replayed_all.load() + made_one == 3);  // three fresh runs in all
 }
 
 TEST_CASE("dlq: replay is all or nothing") {
