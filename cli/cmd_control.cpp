@@ -41,10 +41,11 @@ struct Awaited {
 
 Awaited awaited(Context& ctx, const std::string& id) {
   // A prefix of a DAG run's id (as dag ls shows it) is one of its node
-  // runs' too, which are made right after it: the DAG run is meant.
+  // runs' too, which are made right after it: the DAG run is meant, unless
+  // another job or run begins with it too.
   if (!util::is_ulid(id)) {
     try {
-      return {ops::dag_run_id(ctx.store(), id), true};
+      return {ops::awaited_dag_run_id(ctx.store(), id), true};
     } catch (const Error& e) {
       if (e.code() != ExitCode::not_found) throw;
     }

@@ -140,6 +140,28 @@ std::string dag_run_id(store::Store& store, const std::string& raw) {
   return normalize_id(store, raw, {store::Jobs::IdKind::dag_run});
 }
 
+std::string awaited_dag_run_id(store::Store& store, const std::string& raw) {
+  const std::string dag_run = dag_run_id(store, raw);
+  if (util::is_ulid(raw)) return dag_run;
+  // Its node runs are made in the same millisecond, and the DAG's jobs too
+  // when it was submitted with it: a prefix of those only names the DAG
+  // run. One that another job or run begins is ambiguous (`jobctl wait`
+  // took it for the DAG run, and reported it green for a failed job).
+  std::vector<std::string> others;
+  for (const auto& id : ids_beginning(store, raw, store::Jobs::IdKind::run))
+    if (auto run = store.jobs().get_run(id); run && run->dag_run_id != dag_run) others.push_back(id);
+  for (const auto& id : ids_beginning(store, raw, store::Jobs::IdKind::job)) {
+    const auto runs = store.jobs().runs_of(id);
+    if (!std::any_of(runs.begin(), runs.end(), [&](const model::Run& r) { return r.dag_run_id == dag_run; }))
+      others.push_back(id);
+  }
+  if (!others.empty()) {
+    others.insert(others.begin(), dag_run);
+    ambiguous(raw, others);
+  }
+  return dag_run;
+}
+
 Resolved resolve_schedule(store::Store& store, const std::string& id) {
   // A scheduled DAG is named by its DAG's id (dags.id, the same as its schedule's: not a prefix here).
   std::string job = util::is_ulid(id) ? store.dags().schedule_job_of(upper(id)) : std::string();

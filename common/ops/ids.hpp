@@ -40,6 +40,10 @@ std::vector<std::string> short_dag_run_ids(store::Store& store, const std::vecto
 
 // A DAG run's id, or a prefix of one (as normalize_id).
 std::string dag_run_id(store::Store& store, const std::string& raw);
+// The same, for a prefix that may also name jobs and runs: it names the
+// DAG run when those are all its own (its node runs and their jobs), and
+// is ambiguous (usage Error) when another job or run begins with it too.
+std::string awaited_dag_run_id(store::Store& store, const std::string& raw);
 
 // Accepts a schedule's job id, a run id, or a scheduled DAG's id (its
 // schedule job).

@@ -242,4 +242,17 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   CHECK(unknown.code == 3);  // known before waiting on any
   std::ofstream(go).put('x');
   CHECK(run_jobctl(db, dir, {"dag", "wait", slow_id, "--timeout", "60s"}).code == 0);
+
+  // A prefix of a DAG run's id names it, its node runs beginning with it
+  // too; one that a job submitted beside it also begins is ambiguous
+  // (found by a tester: wait took the DAG run, exit 0, for a failing job).
+  CHECK(run_jobctl(db, dir, {"wait", fine_id.substr(0, 12)}).code == 0);
+  const std::string lost = test::submit(db, dir, {"--queue", "nowhere", "--", "exit 1"});
+  const std::string beside = test::trim(run_jobctl(db, dir, {"dag", "submit", "-"}, fine.dump()).out);
+  size_t shared = 0;
+  while (shared < lost.size() && lost[shared] == beside[shared]) ++shared;
+  REQUIRE(shared >= 6);  // submitted within a second of each other
+  auto either = run_jobctl(db, dir, {"wait", beside.substr(0, shared)});
+  CHECK(either.code == 2);
+  CHECK(either.err.find("is ambiguous") != std::string::npos);
 }
