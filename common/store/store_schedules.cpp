@@ -343,7 +343,7 @@ int Scheduler::enforce_overlap() {
 std::vector<ScheduleView> Schedules::list_schedules() {
   auto rows = conn_->query(fmt::format(
       "SELECT {}, {} FROM jobs j LEFT JOIN runs r ON r.id = (SELECT max(x.id) FROM runs x WHERE x.job_id = j.id "
-      "AND x.available_at <= NOW_US) WHERE j.cron IS NOT NULL AND j.deleted_at IS NULL "
+      "AND (x.available_at <= NOW_US OR x.started_at IS NOT NULL)) WHERE j.cron IS NOT NULL AND j.deleted_at IS NULL "
       "ORDER BY j.next_fire_at IS NULL, j.next_fire_at, j.id",
       select_list(kJobs), select_list(kRuns)));
   std::vector<ScheduleView> out;
@@ -357,7 +357,10 @@ std::vector<ScheduleView> Schedules::list_schedules() {
 
 std::vector<model::Run> Schedules::schedule_runs(const std::string& job_id, int limit) {
   schedule_job(*conn_, job_id, false);
-  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 AND r.available_at <= NOW_US "
+  // What is due or has started (one waiting for its retry has): not the
+  // runs made ahead for times still to come.
+  auto rows = conn_->query(fmt::format("SELECT {} FROM runs r WHERE r.job_id = $1 AND (r.available_at <= NOW_US "
+                                       "OR r.started_at IS NOT NULL) "
                                        "ORDER BY r.id DESC LIMIT $2",
                                        select_list(kRuns)),
                            {job_id, int64_t{limit}});

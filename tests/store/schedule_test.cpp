@@ -482,6 +482,29 @@ TEST_CASE("schedule: a forced trigger is never held back, and while it runs it c
   CHECK(second[0].run_id == again);
 }
 
+TEST_CASE("schedule: an occurrence waiting for its retry is shown by schedule runs and schedules ls") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *");
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(kSecond));
+  outlive(*s, 1'100'000);
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  auto failed = store::completion_of(claimed[0], RunStatus::pending);  // a retry, in 15 s
+  failed.outcome = model::AttemptOutcome::failed;
+  failed.retry_delay_us = 15 * kSecond;
+  REQUIRE(s->agent().complete({failed}) == std::vector<bool>{true});
+  auto shown = s->schedules().schedule_runs(job, 20);
+  CHECK(std::any_of(shown.begin(), shown.end(), [&](const model::Run& r) { return r.id == claimed[0].run_id; }));
+  for (const auto& v : s->schedules().list_schedules()) {
+    REQUIRE(v.last_run);
+    CHECK(v.last_run->id == claimed[0].run_id);
+  }
+}
+
 TEST_CASE("schedule: resume continues from now and skips what came due while paused") {
   test::TempDir dir;
   test::TestDb db(dir);
