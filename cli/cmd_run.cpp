@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -21,30 +22,44 @@ namespace jobctl::cli {
 namespace {
 
 volatile sig_atomic_t interrupts = 0;
+volatile sig_atomic_t first_interrupt = 0;  // the first signal's number
 
-extern "C" void on_interrupt(int) { interrupts = interrupts + 1; }
+extern "C" void on_interrupt(int sig) {
+  if (interrupts == 0) first_interrupt = sig;
+  interrupts = interrupts + 1;
+}
 
-// Ctrl-C while the job runs: the first cancels the job (and we go on
-// printing its output until it ends), the second detaches. Restores the
-// earlier disposition when done.
+// Ctrl-C (SIGINT), or SIGTERM or SIGHUP (a CI runner cancelling the
+// step, a closed terminal), while the job runs: the first cancels the job
+// (and we go on printing its output until it ends), the second detaches.
+// Restores the earlier dispositions when done.
 class InterruptToCancel {
  public:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
   InterruptToCancel() {
     interrupts = 0;
+    first_interrupt = 0;
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &before_);
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &before_[i]);
   }
-  ~InterruptToCancel() { sigaction(SIGINT, &before_, nullptr); }
+  ~InterruptToCancel() {
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &before_[i], nullptr);
+  }
   InterruptToCancel(const InterruptToCancel&) = delete;
   InterruptToCancel& operator=(const InterruptToCancel&) = delete;
 
   int count() const { return interrupts; }
+  // The first signal: what jobctl exits with (128 + it) and names.
+  int first() const { return first_interrupt; }
 
  private:
-  struct sigaction before_ {};
+  struct sigaction before_[std::size(kSignals)] {};
 };
+
+const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "Ctrl-C"; }
 
 // A run's end as a process's exit status, as timeout(1) and the shell
 // give it: the command's own code, 124 when its --timeout stopped it,
@@ -72,8 +87,9 @@ void register_run(CLI::App& app, Context& ctx) {
       "run", "Run a command as a job, stream its output and exit with its status: jobctl run [options] -- CMD [ARGS...]");
   cmd->footer("Takes every flag of submit but --cron. stdout and stderr are the job's own, as its agent ships them.\n"
               "Exit status: the job's exit code; 124 when its --timeout stopped it; 128+N for signal N; 1 when it\n"
-              "never ran or failed otherwise; 130 after Ctrl-C. With --on-each, lines are prefixed [agent] and\n"
-              "the status is the highest. The first Ctrl-C cancels the job, a second one detaches.\n"
+              "never ran or failed otherwise; 130 after Ctrl-C (143 after SIGTERM, 129 after SIGHUP). With --on-each,\n"
+              "lines are prefixed [agent] and the status is the highest. The first Ctrl-C, SIGTERM or SIGHUP\n"
+              "cancels the job (a CI runner cancelling the step cancels it), a second one detaches.\n"
               "In CI: jobctl run --queue build --timeout 20m -- make test");
   completes(cmd->add_option("command", f->command, "The command to run"), Completes::command);
   f->job = std::make_unique<JobFlags>(*cmd, jobdef::kSubmit);
@@ -101,7 +117,9 @@ void register_run(CLI::App& app, Context& ctx) {
       // The cancel goes first, however fast the second Ctrl-C came.
       if (interrupt.count() >= 1 && !cancelled) {
         cancelled = true;
-        std::fprintf(stderr, "jobctl: cancelling job %s (Ctrl-C again to stop waiting for it)\n", job_id.c_str());
+        std::fprintf(stderr, "jobctl: %s: cancelling job %s (%s again to stop waiting for it)\n",
+                     signal_name(interrupt.first()), job_id.c_str(),
+                     interrupt.first() == SIGINT ? "Ctrl-C" : "a signal");
         try {
           ops::cancel_job(ctx.store(), job_id);
         } catch (const Error& e) {
@@ -119,7 +137,7 @@ void register_run(CLI::App& app, Context& ctx) {
     std::vector<FollowedEnd> ends;
     follow_runs(ctx, runs_to_follow(ctx, job_id), options, ends);
     if (detached || cancelled) {
-      ctx.exit_code = 128 + SIGINT;
+      ctx.exit_code = 128 + interrupt.first();
       return;
     }
     int worst = 0;

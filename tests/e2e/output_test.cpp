@@ -145,6 +145,18 @@ TEST_CASE("run: the first Ctrl-C cancels the job, the second detaches, and --on-
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0]["status"] == "cancelled");
 
+  // SIGTERM, as a CI runner cancelling the step sends it, cancels the job too
+  // (it exited 143 and left the job running).
+  test::Process terminated({JOBCTL_BIN, "--db", db.dsn(), "run", "--", "echo started; sleep 60"}, {}, dir, "term");
+  test::eventually([&] { return terminated.out() == "started\n"; }, "the job to start");
+  terminated.signal(SIGTERM);
+  CHECK(terminated.wait() == 143);
+  CHECK(terminated.err().find("SIGTERM: cancelling job") != std::string::npos);
+  jobs = json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out);
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0]["status"] == "cancelled");
+  CHECK(jobs[1]["status"] == "cancelled");
+
   // A job that ignores SIGTERM outlives the cancel (for --kill-grace): the
   // second Ctrl-C leaves it to run.
   test::Process detached({JOBCTL_BIN, "--db", db.dsn(), "run", "--", "trap '' TERM; echo started; sleep 60"}, {}, dir,
