@@ -144,7 +144,8 @@ int64_t resume_after(Connection& c, const model::Job& job);
 // made, never started, due longer ago than the leader's
 // --misfire-threshold (scheduler_lease.misfire_after), of an overlap-skip
 // schedule whose misfire policy says not to run it late: skip always,
-// latest once a later occurrence of it is due or has started. The
+// latest once a later occurrence of it is due or has started, all once it
+// is older than the schedule's --catchup-window. The
 // leader's sweep records it as skipped (Scheduler::enforce_overlap); the
 // claim passes it over meanwhile, so that no agent starts it first. SQL,
 // never NULL; a run not of a schedule costs one test.

@@ -283,6 +283,7 @@ std::string missed_occurrence(const char* r) {
       "({0}.occurrence IS NOT NULL AND {0}.origin = 'schedule' AND {0}.started_at IS NULL "
       "AND EXISTS (SELECT 1 FROM scheduler_lease l WHERE l.id = 1 AND {0}.available_at < NOW_US - l.misfire_after) "
       "AND EXISTS (SELECT 1 FROM jobs m WHERE m.id = {0}.job_id AND m.overlap = 'skip' AND (m.misfire = 'skip' "
+      "OR (m.misfire = 'all' AND {0}.available_at < NOW_US - m.catchup_window_us) "
       "OR (m.misfire = 'latest' AND EXISTS (SELECT 1 FROM runs n WHERE n.job_id = {0}.job_id "
       "AND n.job_version = {0}.job_version AND n.occurrence > {0}.occurrence "
       "AND COALESCE(n.pinned_to, '') = COALESCE({0}.pinned_to, '') AND n.status <> 'skipped' "
@@ -312,8 +313,9 @@ int Scheduler::enforce_overlap() {
   // Missed occurrences (missed_occurrence), which no claim takes: those
   // of a paused or deleted schedule are left to resume and restore.
   static const std::string kMissed = fmt::format(
-      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = CASE WHEN EXISTS (SELECT 1 FROM jobs j "
-      "WHERE j.id = runs.job_id AND j.misfire = 'skip') THEN 'missed: no agent started it in time (misfire skip)' "
+      "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = CASE (SELECT j.misfire FROM jobs j "
+      "WHERE j.id = runs.job_id) WHEN 'skip' THEN 'missed: no agent started it in time (misfire skip)' "
+      "WHEN 'all' THEN 'missed: older than the catch-up window (misfire all)' "
       "ELSE 'missed: a later occurrence ran instead (misfire latest)' END "
       "WHERE status = 'pending' AND {} AND NOT EXISTS (SELECT 1 FROM jobs h WHERE h.id = runs.job_id "
       "AND (h.paused = 1 OR h.deleted_at IS NOT NULL))",

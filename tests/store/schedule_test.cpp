@@ -279,12 +279,18 @@ TEST_CASE("schedule: an occurrence made ahead that no agent started in time is m
   auto a = worker(*s, "a");
   auto misfire = model::Misfire::latest;
   std::string reason = "missed: a later occurrence ran instead (misfire latest)";
+  model::ScheduleSpec sc;
   SUBCASE("latest") {}
   SUBCASE("skip") {
     misfire = model::Misfire::skip;
     reason = "missed: no agent started it in time (misfire skip)";
   }
-  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, misfire);
+  SUBCASE("all, past its catch-up window") {
+    misfire = model::Misfire::all;
+    reason = "missed: older than the catch-up window (misfire all)";
+    sc.catchup_window_us = 6 * kSecond;
+  }
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, misfire, sc);
   auto epoch = s->scheduler().lead(a, 60 * kSecond, 5 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
   auto made = runs_with(*s, job, RunStatus::pending);
