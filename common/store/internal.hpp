@@ -133,8 +133,9 @@ void require_not_deleted(Connection& c, const std::string& job_id, const char* a
 void refuse_deleted(const model::Job& job, const char* action);
 
 // Resume and restore: a schedule goes on from now; what came due while it
-// was paused or deleted is skipped.
-void restart_schedule(Connection& c, const std::string& job_id);
+// was paused or deleted is skipped. After a pause (`resumed`) the
+// occurrences it had no run for are recorded too, as one skipped run.
+void restart_schedule(Connection& c, const std::string& job_id, bool resumed);
 // Where a schedule goes on after a pause, a restore or a change of its
 // bounds: after now and after the last occurrence it made that still
 // stands, so that none is made (and counted against --max-runs) twice.

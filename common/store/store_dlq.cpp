@@ -44,7 +44,7 @@ bool Jobs::set_paused(const std::string& job_id, bool paused) {
   conn_->exec("UPDATE jobs SET paused = $2, updated_at = NOW_US, "
               "next_fire_at = CASE WHEN $2 = 1 THEN NULL ELSE next_fire_at END WHERE id = $1",
               {job_id, int64_t{paused ? 1 : 0}});
-  if (!paused) restart_schedule(*conn_, job_id);
+  if (!paused) restart_schedule(*conn_, job_id, true);
   if (!paused) wake_queue(*conn_, rows[0].text(2));
   audit(*conn_, actor_, job_id, paused ? "pause" : "resume");
   tx.commit();

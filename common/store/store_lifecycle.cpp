@@ -308,7 +308,7 @@ void Jobs::restore_job(const std::string& job_id) {
   conn_->exec(std::string("UPDATE runs SET status = 'pending', finished_at = NULL, error = '' WHERE job_id = $1 "
                           "AND status = 'skipped' AND available_at > NOW_US AND error = '") + kSkippedByDelete + "'",
               {job_id});
-  restart_schedule(*conn_, job_id);
+  restart_schedule(*conn_, job_id, false);
   audit(*conn_, actor_, job_id, "restore");
   tx.commit();
 }

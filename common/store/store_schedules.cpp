@@ -485,14 +485,54 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
   return result;
 }
 
-void restart_schedule(Connection& c, const std::string& job_id) {
+namespace {
+
+constexpr const char* kPausedWhenDue = "paused when it came due";
+
+// The occurrences of a schedule being resumed that came due while it was
+// paused and had no run yet (the leader makes none for a paused schedule),
+// recorded as one skipped run for the span: after its last pause, and
+// after the occurrences made before it (whose runs drop_occurrences
+// records). At most kStepsPerTick of them are counted.
+void record_paused_span(Connection& c, const model::Job& job) {
+  if (job.kind == "dag") return;
+  auto since = c.query("SELECT (SELECT max(at) FROM job_events WHERE job_id = $1 AND action = 'pause'), "
+                       "(SELECT max(occurrence) FROM runs WHERE job_id = $1 AND origin = 'schedule')",
+                       {job.id});
+  if (since.at(0).is_null(0)) return;
+  int64_t after = since[0].i64(0) - 1;
+  if (!since[0].is_null(1)) after = std::max(after, since[0].i64(1));
+  const auto& sc = *job.spec.schedule;
+  const auto expr = cron::expr_of(job);
+  const auto zone = util::TimeZone::locate(sc.tz);
+  const int64_t now = now_us(c);
+  if (sc.starts_at_us) after = std::max(after, *sc.starts_at_us - 1);
+  cron::SkippedSpan span{0, 0, 0, kPausedWhenDue};
+  for (auto t = expr.next(after, *zone, job.schedule_anchor);
+       t && *t <= now && !(sc.ends_at_us && *t > *sc.ends_at_us) && span.count < cron::kStepsPerTick;
+       t = expr.next(*t, *zone, job.schedule_anchor)) {
+    if (span.count == 0) span.first = *t;
+    span.last = *t;
+    ++span.count;
+  }
+  if (span.count == 0) return;
+  auto run = occurrence_run(job, span.first, "schedule");
+  run.status = "skipped";
+  run.error = span_text(span);
+  insert_runs(c, std::vector<NewRun>{run});
+}
+
+}  // namespace
+
+void restart_schedule(Connection& c, const std::string& job_id, bool resumed) {
   auto rows = c.query(select_job_by_id(), {job_id});
   if (rows.empty()) return;
   auto job = job_from_row(rows[0]);
   if (!job.spec.schedule) return;
   // Resume continues from now: what came due while paused is not run, and
   // does not count against --max-runs. What was made ahead still runs.
-  auto skipped = drop_occurrences(c, job_id, "paused when it came due", "origin = 'schedule' AND available_at <= NOW_US");
+  if (resumed) record_paused_span(c, job);
+  auto skipped = drop_occurrences(c, job_id, kPausedWhenDue, "origin = 'schedule' AND available_at <= NOW_US");
   job.fired -= skipped.fired;
   c.exec("UPDATE jobs SET next_fire_at = $2, fired = $3 WHERE id = $1",
          {job_id, nullable(cron::next_occurrence(job, resume_after(c, job))), job.fired});

@@ -527,6 +527,20 @@ TEST_CASE("schedule: resume continues from now and skips what came due while pau
   CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
   CHECK(runs_with(*s, job, RunStatus::skipped).size() >= 2);
   CHECK(*s->jobs().get_job(job)->job.next_fire_at > resumed);
+
+  // Paused long past what was made ahead: the occurrences that had no run
+  // yet are recorded as one skipped run (they left no trace before).
+  s->jobs().set_paused(job, true);
+  const int64_t paused_at = s->now();
+  outlive(*s, 10 * kSecond);
+  s->jobs().set_paused(job, false);
+  int64_t span = 0;
+  for (const auto& r : runs_with(*s, job, RunStatus::skipped))
+    if (*r.occurrence > paused_at && r.error.starts_with("paused when it came due (")) {
+      ++span;
+      CHECK(r.error.find(" occurrences, through ") != std::string::npos);
+    }
+  CHECK(span == 1);
 }
 
 TEST_CASE("schedule: overlap buffer-one keeps one occurrence waiting and skips the others") {
