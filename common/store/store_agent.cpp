@@ -526,7 +526,8 @@ int lose_runs(Connection& c, const std::string& actor, const std::string& where,
       run_error = "at-most-once: its agent was lost during the attempt, so it is not run again";
     } else if (row.i64(4) >= row.i64(5)) {
       status = "dead";
-      run_error = fmt::format("poison: delivered {} times without a result", row.i64(4));
+      run_error = fmt::format("poison: delivered {} without a result",
+                              row.i64(4) == 1 ? std::string("once") : fmt::format("{} times", row.i64(4)));
     }
     // With the output its agent shipped. The row is there already when an
     // agent older than migration 15 claimed the run (its claim opened it).

@@ -318,7 +318,7 @@ TEST_CASE("lease: a restarted agent gives back its dead incarnation's runs at on
   CHECK(s->jobs().get_run(once.run_id)->status == RunStatus::dead);
   CHECK(s->jobs().get_run(once.run_id)->error.find("at-most-once") != std::string::npos);
   CHECK(s->jobs().get_run(poison.run_id)->status == RunStatus::dead);
-  CHECK(s->jobs().get_run(poison.run_id)->error == "poison: delivered 1 times without a result");
+  CHECK(s->jobs().get_run(poison.run_id)->error == "poison: delivered once without a result");
   CHECK(s->jobs().get_run(deleted.run_id)->status == RunStatus::cancelled);
   CHECK(s->jobs().get_run(deleted.run_id)->error == "cancelled: the job was deleted");
   CHECK(s->jobs().get_run(theirs.run_id)->status == RunStatus::running);  // another agent's
