@@ -147,7 +147,8 @@ bool Agent::drained(Clock::time_point now) {
   if (running() > 0) return false;
   if (!reports_pending()) return true;  // shut_down() settles the rest, briefly
   if (report_deadline_ == Clock::time_point{}) report_deadline_ = std::max(now, drain_deadline_);
-  return now >= report_deadline_;
+  waited_out_ = now >= report_deadline_;
+  return waited_out_;
 }
 
 void Agent::handle_signals() {
@@ -698,9 +699,10 @@ void Agent::shut_down() {
     std::move(held_releases_.begin(), held_releases_.end(), std::back_inserter(releases_));
     held_releases_.clear();
   }
-  // What is left to record gets a few seconds more; a store that is away
-  // longer leaves those runs to lease expiry and rescue.
-  auto settle_by = Clock::now() + std::chrono::seconds(5);
+  // What is left to record gets a few seconds more, unless the drain has
+  // waited for it to its deadline already; a store that is away longer
+  // leaves those runs to lease expiry and rescue.
+  auto settle_by = Clock::now() + (waited_out_ ? std::chrono::seconds(0) : std::chrono::seconds(5));
   do {
     flush_reports();
     for (auto* t : lanes_) t->settle(std::min(settle_by, Clock::now() + std::chrono::milliseconds(200)));
@@ -713,9 +715,11 @@ void Agent::shut_down() {
     if (!settled) t->leave_after = std::chrono::milliseconds(0);  // it had its chance
     recorded = recorded && settled;
   }
+  // Sent and not answered counts too: the store may or may not have applied them.
   if (!recorded || !completions_.empty() || !releases_.empty())
     log_event(LogLevel::error, "unrecorded",
               {{"completions", std::to_string(completions_.size())}, {"releases", std::to_string(releases_.size())},
+               {"unanswered", std::to_string(reporting_.size())},
                {"why", "the store did not answer; these runs are rescued once their leases expire"}});
   write_metrics_file();
   log_event(LogLevel::info, "stopped", {{"worker_id", worker_id_}});

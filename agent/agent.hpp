@@ -178,6 +178,7 @@ class Agent {
   int signal_fd_ = -1;
   Phase phase_ = Phase::running;
   Clock::time_point drain_deadline_{};
+  bool waited_out_ = false;  // the drain waited for the store to record to its deadline, in vain
   Clock::time_point report_deadline_{};   // draining: when to stop waiting for results to be recorded
   Clock::time_point next_heartbeat_{};
   Clock::time_point next_claim_{};        // when a due run or the poll fallback wants a claim

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -104,6 +105,24 @@ TEST_CASE("fault: while the store is frozen the agent's loop keeps its timing, t
   CHECK(job_json["status"] == "dead");
   CHECK(job_json["run"]["error"].get<std::string>().find("timed out") != std::string::npos);
   CHECK(json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out).size() == 1);
+}
+
+TEST_CASE("fault: a drain with the store frozen stops waiting at --drain-timeout, and counts what was sent unanswered") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  auto agent = agent_on(store.dsn(), dir, "agent", {"--lease", "30s", "--drain-timeout", "2s"}, "120s");
+  const std::string started = dir.file("started");
+  submit(db, dir, {"--", "touch " + started + "; sleep 1"});
+  test::eventually([&] { return std::filesystem::exists(started); }, "the job to start");
+  store.freeze();
+  test::eventually([&] { return logged(*agent, "finished"); }, "the job to end with the store frozen");
+  agent->signal(SIGTERM);
+  // It exits with the store still frozen; its completion, sent and never
+  // answered, is reported as such (it said completions=0 and nothing else).
+  CHECK(agent->wait() == 0);
+  CHECK(logged(*agent, "unrecorded completions=0 releases=0 unanswered=1"));
+  store.thaw();
 }
 
 TEST_CASE("fault: every jobctl command gives up on a frozen store with exit 5 and one line") {
