@@ -54,10 +54,16 @@ std::string quoted_identifier(std::string_view name) {
 }
 
 std::string statement_summary(std::string_view sql) {
+  // Enough to tell the statements apart in a log: a long one (the claim is
+  // a single line of 1.5 KB) made an error message a screenful.
+  constexpr size_t kLongest = 80;
   auto start = sql.find_first_not_of(" \n\t");
   if (start == std::string_view::npos) return {};
   auto end = sql.find('\n', start);
-  return std::string(sql.substr(start, end == std::string_view::npos ? sql.size() - start : end - start));
+  std::string_view line = sql.substr(start, end == std::string_view::npos ? sql.size() - start : end - start);
+  if (line.size() <= kLongest) return std::string(line);
+  auto cut = line.rfind(' ', kLongest);
+  return std::string(line.substr(0, cut == std::string_view::npos || cut == 0 ? kLongest : cut)) + " …";
 }
 
 const std::string& Row::text(size_t i) const {

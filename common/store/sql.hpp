@@ -234,7 +234,8 @@ std::string quoted_identifier(std::string_view name);
 // between its "{" and "}".
 void append_pg_array_item(std::string& array, const std::optional<std::string_view>& item);
 
-// The first line of a statement, as context in error messages.
+// The first line of a statement, at most 80 characters (cut at a word,
+// with " …"), as context in error messages.
 std::string statement_summary(std::string_view sql);
 
 // Whether opening a SQLite store may make its file (and its directories).

@@ -5,6 +5,7 @@
 #include "common/jobdef/job_input.hpp"
 #include "common/model/job_json.hpp"
 #include "common/store/encodings.hpp"
+#include "common/store/sql.hpp"
 
 using namespace jobctl;
 using nlohmann::json;
@@ -48,4 +49,13 @@ TEST_CASE("store encodings: each stored form reads back what was written") {
   CHECK(tb.tls_us == 3);
   CHECK(tb.first_byte_us == 4);
   CHECK(tb.total_us == 5);
+}
+
+TEST_CASE("statement_summary: a statement's first line, at most 80 characters, cut at a word") {
+  CHECK(store::statement_summary("\n  SELECT 1 FROM runs\nWHERE x") == "SELECT 1 FROM runs");
+  const std::string claim = "SELECT r.id, r.job_id FROM runs r WHERE " + std::string(2000, 'x');
+  CHECK(store::statement_summary(claim) == "SELECT r.id, r.job_id FROM runs r WHERE …");
+  const std::string words = "UPDATE runs SET " + std::string(40, 'a') + " = 1, " + std::string(40, 'b') + " = 2";
+  const std::string summary = store::statement_summary(words);
+  CHECK(summary == "UPDATE runs SET " + std::string(40, 'a') + " = 1, …");
 }
