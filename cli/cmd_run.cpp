@@ -43,7 +43,11 @@ class InterruptToCancel {
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &before_[i]);
+    // A signal ignored already stays ignored: nohup's SIGHUP is not a cancel.
+    for (size_t i = 0; i < std::size(kSignals); ++i) {
+      sigaction(kSignals[i], nullptr, &before_[i]);
+      if (before_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &sa, nullptr);
+    }
   }
   ~InterruptToCancel() {
     for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &before_[i], nullptr);
@@ -109,6 +113,8 @@ void register_run(CLI::App& app, Context& ctx) {
     else if (isatty(STDERR_FILENO) == 1)
       std::fprintf(stderr, "jobctl: job %s\n", job_id.c_str());
 
+    // (Installed after the submit, so that Ctrl-C still ends a submit the
+    // store does not answer.)
     InterruptToCancel interrupt;
     bool cancelled = false, detached = false;
     FollowOptions options;

@@ -5,10 +5,10 @@
 // held the server (slowloris). The request being read on this thread gets
 // a deadline; past it, the thread's next wait for the socket (cpp-httplib
 // waits in poll(2) before each read and write, TLS included) fails at once
-// (ETIMEDOUT) and cpp-httplib closes the connection. poll is interposed
-// for this, in this program only: a thread with no deadline set (every
-// thread but a worker reading a request; libpq's waits in a handler) polls
-// as it always did.
+// (ETIMEDOUT) and cpp-httplib closes the connection. poll, and read for
+// OpenSSL's reads of a TLS record, are interposed for this, in this
+// program only: a thread with no deadline set (every thread but a worker
+// reading a request; libpq's waits in a handler) calls them as it always did.
 #include <chrono>
 
 namespace jobctl::server {
@@ -17,5 +17,9 @@ namespace jobctl::server {
 void start_reading(std::chrono::steady_clock::duration budget);
 // The request is read (its handler runs, or it is refused): no deadline.
 void done_reading();
+// Whether this thread's last request ran out of its budget: its
+// connection is then closed after the answer (400), not kept alive for
+// another slow request.
+bool reading_expired();
 
 }  // namespace jobctl::server

@@ -37,6 +37,8 @@ thread_local std::unique_ptr<store::Store> t_store;
 // What the access log line of the thread's request says besides the request.
 thread_local std::string t_token_name;
 thread_local std::chrono::steady_clock::time_point t_started;
+// How long a kept-alive connection may wait for its next request.
+constexpr std::chrono::seconds kKeepAlive(5);
 
 // cpp-httplib's pool, each connection's task reading its first request
 // within the read budget (read_deadline.hpp).
@@ -267,7 +269,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listening_fd = sock;
   });
-  svr->set_keep_alive_timeout(5);
+  svr->set_keep_alive_timeout(kKeepAlive.count());
   svr->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_started = std::chrono::steady_clock::now();
     t_token_name.clear();
@@ -304,9 +306,11 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
                      {"token", t_token_name.empty() ? "-" : t_token_name},
                      {"remote", req.remote_addr},
                      {"ms", fmt::format("{:.1f}", static_cast<double>(us.count()) / 1000)}});
-    // The connection's next request, if it keeps alive.
+    // The connection's next request, if it keeps alive, gets its budget
+    // beyond the keep-alive wait; one that ran out of it closes the
+    // connection (an expired deadline fails the keep-alive wait at once).
     t_started = now;
-    start_reading(read_budget);
+    start_reading(reading_expired() ? std::chrono::seconds(0) : read_budget + kKeepAlive);
   });
   StoreMetrics metrics;
   add_routes(routes, tokens, dsn, o, metrics, submissions);

@@ -156,6 +156,15 @@ TEST_CASE("run: the first Ctrl-C cancels the job, the second detaches, and --on-
   REQUIRE(jobs.size() == 2);
   CHECK(jobs[0]["status"] == "cancelled");
   CHECK(jobs[1]["status"] == "cancelled");
+  // Under nohup, SIGHUP stays ignored: the job goes on (found in review).
+  test::Process nohup({"/bin/sh", "-c",
+                       "trap '' HUP; exec " + std::string(JOBCTL_BIN) + " --db '" + db.dsn() +
+                           "' run -- 'echo started; sleep 1; echo done'"},
+                      {}, dir, "nohup");
+  test::eventually([&] { return nohup.out() == "started\n"; }, "the job to start");
+  nohup.signal(SIGHUP);
+  CHECK(nohup.wait() == 0);
+  CHECK(nohup.out() == "started\ndone\n");
 
   // A job that ignores SIGTERM outlives the cancel (for --kill-grace): the
   // second Ctrl-C leaves it to run.
