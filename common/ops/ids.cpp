@@ -148,8 +148,11 @@ std::string awaited_dag_run_id(store::Store& store, const std::string& raw) {
   // run. One that another job or run begins is ambiguous (`jobctl wait`
   // took it for the DAG run, and reported it green for a failed job).
   std::vector<std::string> others;
-  for (const auto& id : ids_beginning(store, raw, store::Jobs::IdKind::run))
+  const auto runs_begun = ids_beginning(store, raw, store::Jobs::IdKind::run);
+  for (const auto& id : runs_begun)
     if (auto run = store.jobs().get_run(id); run && run->dag_run_id != dag_run) others.push_back(id);
+  // More runs than were read: one past them may be another's.
+  if (runs_begun.size() >= static_cast<size_t>(kRead) && others.empty()) others.push_back(runs_begun.back());
   for (const auto& id : ids_beginning(store, raw, store::Jobs::IdKind::job)) {
     const auto runs = store.jobs().runs_of(id);
     if (!std::any_of(runs.begin(), runs.end(), [&](const model::Run& r) { return r.dag_run_id == dag_run; }))

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "common/store/dead_letter.hpp"
@@ -104,6 +105,13 @@ std::string rerun_once(Connection& c, const std::string& actor, const std::strin
 
 std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead_run_ids) {
   Transaction tx(*conn_, TxMode::write);
+  // Locked in the order of their ids first, as replay_all locks them: in
+  // the order given, two replays at once could each wait for the other.
+  std::vector<std::string> sorted(dead_run_ids);
+  std::sort(sorted.begin(), sorted.end());
+  conn_->query("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id WHERE " + conn_->in_list("r.id", 1) +
+                   " ORDER BY r.id" + conn_->row_lock("FOR UPDATE OF r, j"),
+               {conn_->list(sorted)});
   std::vector<std::string> fresh;
   std::set<std::string> seen;  // a run named twice is replayed once, not refused as replayed already
   for (const auto& id : dead_run_ids) {

@@ -295,7 +295,8 @@ std::string missed_occurrence(const char* r) {
 int Scheduler::enforce_overlap() {
   // Several occurrences of a one-at-a-time (overlap skip) schedule due at
   // once and none really running: after an outage or a crash. Misfire
-  // latest runs the latest; the older ones were missed. Each waiting
+  // latest runs the latest; the older ones were missed, unless they had
+  // started (a rescued attempt, a retry): those run again. Each waiting
   // occurrence's job is looked up by key: asked for the jobs of that
   // policy first, SQLite read every job each time (every job has it unless
   // told otherwise), and an idle agent with 200,000 jobs in its history
@@ -304,6 +305,7 @@ int Scheduler::enforce_overlap() {
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, "
       "error = 'missed: a later occurrence ran instead (misfire latest)' "
       "WHERE status = 'pending' AND occurrence IS NOT NULL AND origin = 'schedule' AND available_at <= NOW_US "
+      "AND started_at IS NULL "
       "AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = runs.job_id AND j.overlap = 'skip' AND j.misfire = 'latest') "
       "AND EXISTS (SELECT 1 FROM runs e WHERE e.job_id = runs.job_id AND e.status = 'pending' "
       "AND e.origin = 'schedule' AND e.occurrence > runs.occurrence AND e.available_at <= NOW_US "

@@ -359,6 +359,27 @@ TEST_CASE("schedule: an occurrence given back or rescued starts before the newer
   CHECK(next[0].run_id == first[0].run_id);
 }
 
+TEST_CASE("schedule: under misfire latest, a rescued occurrence runs again rather than being skipped for a newer one") {
+  // It started: only occurrences that never did are missed (found in review).
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest);
+  auto epoch = s->scheduler().lead(a, 60 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(4 * kSecond));
+  outlive(*s, 1'100'000);
+  auto first = s->agent().claim(a, {"default"}, 8, 200'000);
+  REQUIRE(first.size() == 1);
+  outlive(*s, 1'500'000);  // its agent died; a newer occurrence is due
+  REQUIRE(s->agent().rescue_expired() == 1);
+  s->scheduler().enforce_overlap();
+  CHECK(s->jobs().get_run(first[0].run_id)->status == RunStatus::pending);
+  auto again = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].run_id == first[0].run_id);
+}
+
 TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and then starts the next in order") {
   test::TempDir dir;
   test::TestDb db(dir);
