@@ -498,8 +498,14 @@ TEST_CASE("cli: a unique prefix of 6 or more characters names a job, a run or a 
   const std::string dag_shown = dags[1].substr(0, dags[1].find(' '));
   CHECK(dag_shown.size() < 26);  // the only DAG run: 6 characters name it
   CHECK(json::parse(run_jobctl(db, dir, {"dag", "status", dag_shown, "-o", "json"}).out)["id"] == dag_run);
-  // wait takes it too, though the DAG run's node runs (made right after it) begin with it as well.
-  auto waited = run_jobctl(db, dir, {"wait", dag_shown, "--timeout", "100ms"});
+  // wait takes jobs too: the jobs submitted above begin with those 6 as
+  // well, so it is ambiguous there (it waited for the DAG run, a false
+  // green for a failed job); more of it names the DAG run, though its node
+  // runs (made right after it) begin with it too.
+  auto either = run_jobctl(db, dir, {"wait", dag_shown, "--timeout", "100ms"});
+  CHECK(either.code == 2);
+  CHECK(either.err.find("is ambiguous") != std::string::npos);
+  auto waited = run_jobctl(db, dir, {"wait", dag_run.substr(0, 20), "--timeout", "100ms"});
   CHECK(waited.code == 124);
   CHECK(waited.err.find("DAG run " + dag_run) != std::string::npos);
 
