@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -48,6 +49,7 @@ class ReadBoundPool : public httplib::ThreadPool {
   void enqueue(std::function<void()> fn) override {
     ThreadPool::enqueue([fn = std::move(fn), budget = budget_] {
       t_started = std::chrono::steady_clock::now();  // for a request refused before its headers are whole
+      t_token_name.clear();
       start_reading(budget);
       fn();
       done_reading();
@@ -119,6 +121,19 @@ httplib::Server::HandlerResponse before_the_body(httplib::Request& req, httplib:
   // trigger was done after it had given up. Said outright, the empty body
   // is read at once.
   if (!req.has_header("Content-Length")) req.headers.emplace("Content-Length", "0");
+  // One length, in digits (RFC 9112, 6.3): two that differ are a request
+  // another server on the way may have cut elsewhere, and cpp-httplib read
+  // a negative or overflowing one as a body too large, after --timeout.
+  const auto lengths = req.headers.equal_range("Content-Length");
+  for (auto it = lengths.first; it != lengths.second; ++it) {
+    const std::string& v = it->second;
+    if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos ||
+        v != lengths.first->second) {
+      send_problem(res, 400, "Content-Length must be one length, in digits", "send the body's length once");
+      res.set_header("Connection", "close");
+      return Server::HandlerResponse::Handled;
+    }
+  }
   // The API's bodies are JSON whatever their Content-Type says: `curl -d`
   // says a form, which cpp-httplib parsed into parameters (a query's, to
   // the handlers) and refused past 8 KiB as too large. The console's login
@@ -272,7 +287,6 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   svr->set_keep_alive_timeout(kKeepAlive.count());
   svr->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_started = std::chrono::steady_clock::now();
-    t_token_name.clear();
     auto handled = before_the_body(const_cast<httplib::Request&>(req), res);
     if (handled == httplib::Server::HandlerResponse::Handled) done_reading();
     return handled;
@@ -281,8 +295,13 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
   // Whatever no handler answered (no such route, a body too large) is a problem too.
   svr->set_error_handler([&routes](const httplib::Request& req, httplib::Response& res) {
     done_reading();
+    if (reading_expired()) res.set_header("Connection", "close");  // and the logger closes it
     if (!res.body.empty()) return;
-    const std::string allow = res.status == 404 ? routes.allowed(req.path) : "";
+    // A method cpp-httplib does not know (TRACE, CONNECT, FOO) it answers 400.
+    static const std::set<std::string> kKnown{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+    const bool unknown_method = res.status == 400 && !reading_expired() && !req.method.empty() &&
+                                kKnown.count(req.method) == 0;
+    const std::string allow = res.status == 404 || unknown_method ? routes.allowed(req.path) : "";
     if (!allow.empty()) {
       res.set_header("Allow", allow);
       send_problem(res, 405, fmt::format("{} {} is not served; it takes {}", req.method, req.path, allow),
@@ -309,7 +328,10 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     // The connection's next request, if it keeps alive, gets its budget
     // beyond the keep-alive wait; one that ran out of it closes the
     // connection (an expired deadline fails the keep-alive wait at once).
+    // What the log says of it starts anew: a request refused before its
+    // headers were whole was logged with the previous one's token.
     t_started = now;
+    t_token_name.clear();
     start_reading(reading_expired() ? std::chrono::seconds(0) : read_budget + kKeepAlive);
   });
   StoreMetrics metrics;

@@ -346,6 +346,7 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
       {"DELETE", "/api/v1/jobs", "GET, HEAD, POST"},
       {"PUT", "/api/v1/jobs/" + scheduled, "DELETE, GET, HEAD, PATCH"},
       {"POST", "/healthz", "GET, HEAD"},
+      {"TRACE", "/api/v1/jobs", "GET, HEAD, POST"},  // one cpp-httplib answered 400 (a tester)
       {"DELETE", "/ui/login", "GET, HEAD, POST"}};  // GET: a console file of that name
   for (const auto& [method, path, allow] : wrong_methods) {
     CAPTURE(method);
@@ -1217,6 +1218,20 @@ TEST_CASE("serve: a client sending its request a byte at a time is cut off after
   CHECK(answered->status == 200);
 }
 
+TEST_CASE("serve: a request cut off before its headers are whole is logged with no token, not the one before it") {
+  // Found by a tester: the access log named the previous request's token.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--threads", "1", "--timeout", "1s"});
+  REQUIRE(server.client(kReader).Get("/api/v1/jobs")->status == 200);
+  const std::string cut = raw_exchange(server.port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n", 10);
+  CHECK(cut.rfind("HTTP/1.1 400", 0) == 0);
+  test::eventually([&] { return server.process->err().find("status=400") != std::string::npos; }, "the log line");
+  const std::string log = server.process->err();
+  const std::string line = log.substr(log.rfind('\n', log.find("status=400")) + 1);
+  CHECK(line.find("token=-") != std::string::npos);
+}
+
 TEST_CASE("serve: a server of one thread streams no output, so that it still answers") {
   // Found by a tester: with --threads 1 one stream held the only worker.
   test::TempDir dir;
@@ -1257,6 +1272,19 @@ TEST_CASE("serve: a body is read only whole and as JSON, and an answer is never 
   CAPTURE(chunked);
   CHECK(chunked.rfind("HTTP/1.1 411", 0) == 0);
   CHECK(chunked.find("Content-Length") != std::string::npos);
+  // One length, in digits (a tester: two that differ were taken, a
+  // smuggling vector; a negative one was 413 after --timeout).
+  for (const char* lengths : {"Content-Length: 2\r\nContent-Length: 19", "Content-Length: -5",
+                              "Content-Length: 99999999999999999999999"}) {
+    CAPTURE(lengths);
+    const std::string answer = raw_exchange(
+        server.port,
+        fmt::format("POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n{}\r\n\r\n{}",
+                    kSubmitter, lengths, job),
+        60);
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(answer.find("Content-Length must be one length, in digits") != std::string::npos);
+  }
   check_problem(c.Post("/api/v1/jobs", {{"Content-Encoding", "gzip"}}, job, "application/json"), 415, "compressed");
   CHECK(cli_json(db, dir, {"ls"}).empty());
   // A body said to be a form is JSON all the same, up to --max-body.
