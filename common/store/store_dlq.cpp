@@ -122,7 +122,8 @@ std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead
       throw Error(ExitCode::invalid_state, fmt::format("run {} is {}, not dead: nothing was replayed", id, rows[0].text(0)),
                   "list the dead-letter queue with `jobctl dlq ls`");
     if (!rows[0].is_null(1))
-      throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id));
+      throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id),
+                  "see its new run with `jobctl runs` on its job");
     require_not_deleted(*conn_, rows[0].text(2), "replayed");
     fresh.push_back(rerun_once(*conn_, actor_, id, "replay"));
   }

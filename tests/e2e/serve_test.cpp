@@ -115,6 +115,15 @@ void check_problem(const httplib::Result& r, int status, const std::string& deta
   CHECK(j["detail"].get<std::string>().find(detail_has) != std::string::npos);
 }
 
+// A certificate for 127.0.0.1 and its key, made in `dir`: {cert, key}.
+std::pair<std::string, std::string> self_signed(const test::TempDir& dir) {
+  const std::string cert = dir.file("cert.pem"), key = dir.file("key.pem");
+  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                           "-addext subjectAltName=IP:127.0.0.1 -keyout '" + key + "' -out '" + cert + "' 2>/dev/null";
+  REQUIRE(std::system(make.c_str()) == 0);
+  return {cert, key};
+}
+
 // Sends `request` as it is over a new connection to 127.0.0.1:port, its
 // sending side left open, and returns what comes back before the server
 // closes or `wait_s` pass: a server waiting for more of the request
@@ -482,10 +491,7 @@ TEST_CASE("serve: a tokens file others may read, or a bad line, is refused befor
 TEST_CASE("serve: --tls-cert and --tls-key serve HTTPS that a client verifies") {
   test::TempDir dir;
   test::TestDb db(dir);
-  const std::string cert = dir.file("cert.pem"), key = dir.file("key.pem");
-  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
-                           "-addext subjectAltName=IP:127.0.0.1 -keyout '" + key + "' -out '" + cert + "' 2>/dev/null";
-  REQUIRE(std::system(make.c_str()) == 0);
+  const auto [cert, key] = self_signed(dir);
   Server server(db, dir, {"--tls-cert", cert, "--tls-key", key}, cert);
   auto r = server.client(kReader).Get("/api/v1/jobs");
   REQUIRE(r);
@@ -507,10 +513,7 @@ TEST_CASE("serve: over TLS too, a client sending a record a byte at a time is cu
   // held there only once read(2) was interposed too (found in review).
   test::TempDir dir;
   test::TestDb db(dir);
-  const std::string cert = dir.file("cert.pem"), key = dir.file("key.pem");
-  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
-                           "-addext subjectAltName=IP:127.0.0.1 -keyout '" + key + "' -out '" + cert + "' 2>/dev/null";
-  REQUIRE(std::system(make.c_str()) == 0);
+  const auto [cert, key] = self_signed(dir);
   Server server(db, dir, {"--tls-cert", cert, "--tls-key", key, "--timeout", "2s"}, cert);
   const int fd = test::connect_loopback(server.port);
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());

@@ -55,6 +55,16 @@ void rewind(store::Store& s, const std::string& job_id, int64_t us) {
   s.connection().exec("UPDATE jobs SET next_fire_at = $2 WHERE id = $1", {job_id, at - at % 60'000'000});
 }
 
+store::SchedulerSettings settings(int64_t horizon_us);
+
+// `a` takes the leader lease and makes the runs of what is due within
+// `horizon_us`, as the leader's tick does.
+void make_ahead(store::Store& s, const std::string& a, int64_t horizon_us) {
+  auto epoch = s.scheduler().lead(a, 60 * kSecond);
+  REQUIRE(epoch);
+  s.scheduler().materialise(a, *epoch, settings(horizon_us));
+}
+
 store::SchedulerSettings settings(int64_t horizon_us) {
   store::SchedulerSettings st;
   st.horizon_us = horizon_us;
@@ -359,8 +369,7 @@ TEST_CASE("schedule: an occurrence given back or rescued starts before the newer
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_all);
-  auto epoch = s->scheduler().lead(a, 60 * kSecond);
-  s->scheduler().materialise(a, *epoch, settings(4 * kSecond));
+  make_ahead(*s, a, 4 * kSecond);
   outlive(*s, 1'100'000);
   auto first = s->agent().claim(a, {"default"}, 8, 200'000);
   REQUIRE(first.size() == 1);  // one at a time: the earliest
@@ -387,8 +396,7 @@ TEST_CASE("schedule: under misfire latest, a rescued occurrence runs again rathe
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest);
-  auto epoch = s->scheduler().lead(a, 60 * kSecond);
-  s->scheduler().materialise(a, *epoch, settings(4 * kSecond));
+  make_ahead(*s, a, 4 * kSecond);
   outlive(*s, 1'100'000);
   auto first = s->agent().claim(a, {"default"}, 8, 200'000);
   REQUIRE(first.size() == 1);
@@ -518,8 +526,7 @@ TEST_CASE("schedule: a forced trigger is never held back, and while it runs it c
   // The schedule runs its one (--max-concurrent 1): a plain trigger would be skipped,
   CHECK_THROWS_AS(s->schedules().trigger(job, false), Error);
   // and the occurrences that come due wait for it, then are skipped.
-  auto epoch = s->scheduler().lead(a, 60 * kSecond);
-  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+  make_ahead(*s, a, 2 * kSecond);
   outlive(*s, 1'100'000);
   CHECK(s->agent().claim(a, {"default"}, 8, 10 * kSecond).empty());
   CHECK(s->scheduler().enforce_overlap() >= 1);
@@ -536,8 +543,7 @@ TEST_CASE("schedule: an occurrence waiting for its retry is shown by schedule ru
   auto s = db.open();
   auto a = worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
-  auto epoch = s->scheduler().lead(a, 60 * kSecond);
-  s->scheduler().materialise(a, *epoch, settings(kSecond));
+  make_ahead(*s, a, kSecond);
   outlive(*s, 1'100'000);
   auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
   REQUIRE(claimed.size() == 1);
