@@ -8,6 +8,7 @@
 #include "cli/context.hpp"
 #include "cli/output.hpp"
 #include "cli/read_input.hpp"
+#include "cli/run_status.hpp"
 #include "cli/waiting.hpp"
 #include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
@@ -22,12 +23,6 @@ namespace jobctl::cli {
 namespace {
 
 std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
-
-std::string duration_of(const model::Run& r) {
-  if (!r.started_at) return "-";
-  if (!r.finished_at) return "running";
-  return util::format_duration(util::Micros(*r.finished_at - *r.started_at));
-}
 
 std::string counts_text(const std::map<std::string, int64_t>& counts) {
   std::string out;
@@ -102,8 +97,8 @@ void add_status(CLI::App& group, Context& ctx) {
     for (const auto& n : v.nodes) {
       std::string after;
       for (const auto& p : n.depends_on) after += (after.empty() ? "" : ",") + p;
-      rows.push_back({n.name, std::string(model::to_string(n.run.status)), std::to_string(n.run.attempts),
-                      duration_of(n.run), after.empty() ? "-" : after, cell(n.run.error, 50)});
+      rows.push_back({n.name, status_text(n.run), std::to_string(n.run.attempts),
+                      duration_text(n.run), after.empty() ? "-" : after, cell(n.run.error, 50)});
     }
     std::printf("\n");
     print_table({"NODE", "STATUS", "ATTEMPTS", "DURATION", "AFTER", "ERROR"}, rows);

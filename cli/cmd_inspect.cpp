@@ -7,6 +7,7 @@
 #include "cli/context.hpp"
 #include "cli/follow.hpp"
 #include "cli/output.hpp"
+#include "cli/run_status.hpp"
 #include "common/ops/ids.hpp"
 #include "cli/waiting.hpp"
 #include "common/ops/job_records.hpp"
@@ -27,15 +28,6 @@ std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_
 std::string duration_between(int64_t from, const std::optional<int64_t>& to) {
   if (!to) return "-";
   return util::format_duration(util::Micros(*to - from));
-}
-
-// A run's status as people read it: a pending run that failed before waits
-// for its retry.
-std::string status_text(const model::Run& r) {
-  std::string status(model::to_string(r.status));
-  if (r.status == model::RunStatus::pending && r.failures > 0)
-    status += fmt::format(" (retry after {} failure{})", r.failures, r.failures == 1 ? "" : "s");
-  return status;
 }
 
 void show_job(const model::JobView& v, const ops::WaitingReason& waiting) {

@@ -102,6 +102,28 @@ TEST_CASE("dag: a cycle, an unknown dependency, nodes sharing a result variable 
   CHECK(run_jobctl(db, dir, {"dag", "status", "01m839z2zw3txsmscrj9h9fvm3"}).code == 3);
 }
 
+TEST_CASE("dag: dag status shows a node waiting for its retry as pending, with no running duration") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto submitted = run_jobctl(db, dir, {"dag", "submit", "-"},
+                              R"({"name": "r", "jobs": {"a": {"command": "exit 3", "retries": 2, "retry_delay": "1h",
+                                  "max_retry_delay": "2h"}, "b": {"command": "true", "depends_on": ["a"]}}})");
+  REQUIRE_MESSAGE(submitted.code == 0, submitted.err);
+  std::string id = test::trim(submitted.out);
+  auto a = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  test::eventually(
+      [&] {
+        auto v = json::parse(run_jobctl(db, dir, {"dag", "status", id, "-o", "json"}).out);
+        return v["nodes"][0]["run"]["failures"] == 1;
+      },
+      "node a's first failure");
+  auto table = run_jobctl(db, dir, {"dag", "status", id, "-o", "table"}).out;
+  auto row = table.substr(table.find("\na ") + 1);
+  row = row.substr(0, row.find('\n'));
+  CHECK_MESSAGE(row.find("pending (retry after 1 failure)") != std::string::npos, row);
+  CHECK_MESSAGE(row.find("running") == std::string::npos, row);
+}
+
 TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest, and retry keeps what succeeded") {
   test::TempDir dir;
   test::TestDb db(dir);
