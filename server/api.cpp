@@ -1,6 +1,7 @@
 #include "server/api.hpp"
 
 #include <charconv>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -173,12 +174,23 @@ std::span<const Route> api_routes() { return table(); }
 std::string path_pattern(const Route& r) {
   std::string out = kApiPrefix;
   for (size_t i = 0; i < r.path.size(); ++i) {
-    if (r.path[i] == '{') {
-      i = r.path.find('}', i);
-      out += "([^/]+)";
-    } else {
+    if (r.path[i] != '{') {
       out += r.path[i];
+      continue;
     }
+    // The words other routes write out where this one has its parameter.
+    const std::string before = r.path.substr(0, i);
+    std::set<std::string> words;
+    for (const auto& other : table()) {
+      if (other.path.compare(0, before.size(), before) != 0 || other.path.size() == before.size()) continue;
+      const std::string word = other.path.substr(before.size(), other.path.find('/', before.size()) - before.size());
+      if (word.find('{') == std::string::npos) words.insert(word);
+    }
+    std::string excluded;
+    for (const auto& w : words) excluded += (excluded.empty() ? "" : "|") + w;
+    if (!excluded.empty()) out += "(?!(?:" + excluded + ")(?:/|$))";
+    out += "([^/]+)";
+    i = r.path.find('}', i);
   }
   return out;
 }

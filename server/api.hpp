@@ -64,7 +64,10 @@ struct Route {
 // Every route of the API, in the order the OpenAPI document lists them.
 std::span<const Route> api_routes();
 
-// The route's path as the regular expression the server matches.
+// The route's path as the regular expression the server matches. A
+// parameter does not take a segment another route writes out in its place
+// (GET /dead-letter/{id} is not GET /dead-letter/replay, which is POST
+// only: 405, not "invalid id").
 std::string path_pattern(const Route& r);
 
 // The OpenAPI 3.1 document of api_routes().

@@ -38,6 +38,9 @@ thread_local std::unique_ptr<store::Store> t_store;
 // What the access log line of the thread's request says besides the request.
 thread_local std::string t_token_name;
 thread_local std::chrono::steady_clock::time_point t_started;
+// The thread's answer ends its connection: what is left of the request is
+// unread (a method cpp-httplib does not know stops it at the first line).
+thread_local bool t_close_after;
 // How long a kept-alive connection may wait for its next request.
 constexpr std::chrono::seconds kKeepAlive(5);
 
@@ -297,15 +300,25 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     done_reading();
     if (reading_expired()) res.set_header("Connection", "close");  // and the logger closes it
     if (!res.body.empty()) return;
-    // A method cpp-httplib does not know (TRACE, CONNECT, FOO) it answers 400.
+    // A method cpp-httplib does not know (TRACE, CONNECT, FOO) it answers
+    // 400, its headers unread: 405 where the path is served, else 501 (RFC
+    // 9110, 15.6.2), and the connection closes.
     static const std::set<std::string> kKnown{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
     const bool unknown_method = res.status == 400 && !reading_expired() && !req.method.empty() &&
                                 kKnown.count(req.method) == 0;
-    const std::string allow = res.status == 404 || unknown_method ? routes.allowed(req.path) : "";
+    if (unknown_method) {
+      res.set_header("Connection", "close");
+      t_close_after = true;
+    }
+    const std::string allow =
+        res.status == 404 || res.status == 405 || unknown_method ? routes.allowed(req.path) : "";
     if (!allow.empty()) {
       res.set_header("Allow", allow);
       send_problem(res, 405, fmt::format("{} {} is not served; it takes {}", req.method, req.path, allow),
                    fmt::format("{}/openapi.json lists the routes", kApiPrefix));
+    } else if (unknown_method) {
+      send_problem(res, 501, fmt::format("the method {} is not one the server knows", req.method),
+                   fmt::format("{}/openapi.json lists the routes and their methods", kApiPrefix));
     } else if (res.status == 404)
       send_problem(res, 404, fmt::format("no route {} {}", req.method, req.path),
                    fmt::format("{}/openapi.json lists the routes", kApiPrefix));
@@ -332,7 +345,8 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     // headers were whole was logged with the previous one's token.
     t_started = now;
     t_token_name.clear();
-    start_reading(reading_expired() ? std::chrono::seconds(0) : read_budget + kKeepAlive);
+    start_reading(reading_expired() || t_close_after ? std::chrono::seconds(0) : read_budget + kKeepAlive);
+    t_close_after = false;
   });
   StoreMetrics metrics;
   add_routes(routes, tokens, dsn, o, metrics, submissions);

@@ -127,8 +127,9 @@ std::pair<std::string, std::string> self_signed(const test::TempDir& dir) {
 // Sends `request` as it is over a new connection to 127.0.0.1:port, its
 // sending side left open, and returns what comes back before the server
 // closes or `wait_s` pass: a server waiting for more of the request
-// answers nothing.
-std::string raw_exchange(int port, const std::string& request, int wait_s) {
+// answers nothing. It returns after the first answer, or with
+// `until_close`, all the server sends before it closes.
+std::string raw_exchange(int port, const std::string& request, int wait_s, bool until_close = false) {
   const int fd = test::connect_loopback(port);
   timeval tv{wait_s, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -143,7 +144,7 @@ std::string raw_exchange(int port, const std::string& request, int wait_s) {
     const size_t end = answer.find("\r\n\r\n");
     std::smatch m;
     static const std::regex length("Content-Length: ([0-9]+)", std::regex::icase);
-    if (end != std::string::npos && std::regex_search(answer, m, length) &&
+    if (!until_close && end != std::string::npos && std::regex_search(answer, m, length) &&
         answer.size() >= end + 4 + std::stoul(m[1]))
       break;
   }
@@ -356,7 +357,8 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
       {"PUT", "/api/v1/jobs/" + scheduled, "DELETE, GET, HEAD, PATCH"},
       {"POST", "/healthz", "GET, HEAD"},
       {"TRACE", "/api/v1/jobs", "GET, HEAD, POST"},  // one cpp-httplib answered 400 (a tester)
-      {"DELETE", "/ui/login", "GET, HEAD, POST"}};  // GET: a console file of that name
+      {"DELETE", "/ui/login", "GET, HEAD, POST"},  // GET: a console file of that name
+      {"GET", "/api/v1/dead-letter/replay", "POST"}};  // not GET /dead-letter/{id}: "invalid id"
   for (const auto& [method, path, allow] : wrong_methods) {
     CAPTURE(method);
     CAPTURE(path);
@@ -367,6 +369,13 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
     check_problem(answer, 405, method + " " + path + " is not served; it takes " + allow);
     CHECK(answer->get_header_value("Allow") == allow);
   }
+  // A method no server knows is 501, and what follows it is not read as
+  // requests: its headers were answered 400 each, and a pipelined GET.
+  const std::string unknown = raw_exchange(
+      server.port, "FOO /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 10, true);
+  CHECK_MESSAGE(unknown.rfind("HTTP/1.1 501 Not Implemented\r\n", 0) == 0, unknown);
+  CHECK_MESSAGE(unknown.find("the method FOO is not one the server knows") != std::string::npos, unknown);
+  CHECK_MESSAGE(unknown.find("HTTP/1.1", 1) == std::string::npos, unknown);
   check_problem(c.Post("/api/v1/jobs", std::string(8192, ' '), "application/json"), 413, "--max-body");
   CHECK(cli_json(db, dir, {"ls"}).size() == 2);  // the schedule submitted above, and the job cancelled
 }
