@@ -14,7 +14,7 @@ namespace jobctl::cli {
 void register_serve(CLI::App& app, Context& ctx) {
   struct Flags {
     server::ServeOptions options;
-    std::string tls_cert, tls_key, timeout = "30s", log_format = "text";
+    std::string tls_cert, tls_key, timeout = "30s", keep_alive = "5s", log_format = "text";
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("serve", "Serve the HTTP API under /api/v1 over this store, until SIGTERM");
@@ -31,6 +31,10 @@ void register_serve(CLI::App& app, Context& ctx) {
       ->check(util::whole_number(size_t{1024}, size_t{1} << 30));
   cmd->add_option("--timeout", f->timeout, "How long a request may take to arrive whole (a slower client is cut off), and each write of an answer may wait")
       ->capture_default_str();
+  cmd->add_option("--keep-alive", f->keep_alive,
+                  "How long an idle connection is kept open for its next request (longer than a load balancer's idle "
+                  "timeout in front of it)")
+      ->capture_default_str();
   cmd->add_option("--threads", f->options.threads, "Requests served at once (each thread has its own store connection)")
       ->capture_default_str()
       ->check(util::whole_number(1, 256));
@@ -46,6 +50,10 @@ void register_serve(CLI::App& app, Context& ctx) {
     auto timeout = util::parse_duration(f->timeout, "--timeout");
     if (timeout < std::chrono::seconds(1)) throw usage_error("--timeout must be at least 1s");
     f->options.timeout_s = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+    auto keep_alive = util::parse_duration(f->keep_alive, "--keep-alive");
+    if (keep_alive < std::chrono::seconds(1) || keep_alive > std::chrono::hours(1))
+      throw usage_error("--keep-alive must be 1s to 1h", "5s is the default; a load balancer in front wants more than its idle timeout");
+    f->options.keep_alive_s = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(keep_alive).count());
     if (!f->tls_cert.empty()) f->options.tls_cert = f->tls_cert;
     if (!f->tls_key.empty()) f->options.tls_key = f->tls_key;
     util::setup_logging(f->log_format == "json" ? util::LogFormat::json : util::LogFormat::text, util::LogLevel::info);

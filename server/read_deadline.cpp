@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <optional>
@@ -17,6 +18,7 @@ namespace {
 
 thread_local std::optional<std::chrono::steady_clock::time_point> t_deadline;
 thread_local bool t_expired = false;
+std::atomic<bool> g_stopping{false};
 
 }  // namespace
 
@@ -29,6 +31,8 @@ void done_reading() { t_deadline.reset(); }
 
 bool reading_expired() { return t_expired; }
 
+void stop_waiting() { g_stopping = true; }
+
 }  // namespace jobctl::server
 
 // poll(2) as cpp-httplib (a shared library) calls it: the libc call, on
@@ -38,6 +42,7 @@ bool reading_expired() { return t_expired; }
 // fails once it has passed.
 extern "C" int poll(struct pollfd* fds, nfds_t count, int timeout_ms) {
   using namespace std::chrono;
+  static constexpr timespec kNow{0, 0};
   const auto& deadline = jobctl::server::t_deadline;
   bool cut = false;  // the wait ends at the deadline
   if (deadline) {
@@ -50,6 +55,12 @@ extern "C" int poll(struct pollfd* fds, nfds_t count, int timeout_ms) {
     if (timeout_ms < 0 || timeout_ms >= left) {
       timeout_ms = static_cast<int>(left);
       cut = true;
+    }
+    // Stopping: a connection with nothing to read now is closed, not
+    // waited for (the read fails; ECONNABORTED, as the server closes it).
+    if (jobctl::server::g_stopping && ppoll(fds, count, &kNow, nullptr) == 0) {
+      errno = ECONNABORTED;
+      return -1;
     }
     const timeval receive{static_cast<time_t>(left / 1000), static_cast<suseconds_t>((left % 1000) * 1000)};
     for (nfds_t i = 0; i < count; ++i) setsockopt(fds[i].fd, SOL_SOCKET, SO_RCVTIMEO, &receive, sizeof receive);

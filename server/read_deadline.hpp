@@ -21,5 +21,10 @@ void done_reading();
 // connection is then closed after the answer (400), not kept alive for
 // another slow request.
 bool reading_expired();
+// The server stops: from now on a worker's wait for a request that finds
+// no byte ready ends the connection at once. cpp-httplib waits out the
+// keep-alive timeout of every idle connection before it stops (a browser
+// keeps one open), and each such wait held SIGTERM back.
+void stop_waiting();
 
 }  // namespace jobctl::server

@@ -41,8 +41,6 @@ thread_local std::chrono::steady_clock::time_point t_started;
 // The thread's answer ends its connection: what is left of the request is
 // unread (a method cpp-httplib does not know stops it at the first line).
 thread_local bool t_close_after;
-// How long a kept-alive connection may wait for its next request.
-constexpr std::chrono::seconds kKeepAlive(5);
 
 // cpp-httplib's pool, each connection's task reading its first request
 // within the read budget (read_deadline.hpp).
@@ -287,7 +285,8 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listening_fd = sock;
   });
-  svr->set_keep_alive_timeout(kKeepAlive.count());
+  const std::chrono::seconds keep_alive(o.keep_alive_s);
+  svr->set_keep_alive_timeout(keep_alive.count());
   svr->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_started = std::chrono::steady_clock::now();
     auto handled = before_the_body(const_cast<httplib::Request&>(req), res);
@@ -328,7 +327,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
       send_problem(res, res.status, fmt::format("the request could not be served (HTTP {})", res.status));
   });
   // The access log: never the token, nor the query (the console's login carries one).
-  svr->set_logger([read_budget](const httplib::Request& req, const httplib::Response& res) {
+  svr->set_logger([read_budget, keep_alive](const httplib::Request& req, const httplib::Response& res) {
     const auto now = std::chrono::steady_clock::now();
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - t_started);
     util::log_event(util::LogLevel::info, "request",
@@ -345,7 +344,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     // headers were whole was logged with the previous one's token.
     t_started = now;
     t_token_name.clear();
-    start_reading(reading_expired() || t_close_after ? std::chrono::seconds(0) : read_budget + kKeepAlive);
+    start_reading(reading_expired() || t_close_after ? std::chrono::seconds(0) : read_budget + keep_alive);
     t_close_after = false;
   });
   StoreMetrics metrics;
@@ -374,6 +373,7 @@ void serve(const config::Dsn& dsn, const ServeOptions& o) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     if (listening) util::log_event(util::LogLevel::info, "stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+    stop_waiting();  // idle kept-alive connections close now, not after their keep-alive
     svr->stop();
   });
   const std::string shown_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;

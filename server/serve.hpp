@@ -16,6 +16,7 @@ struct ServeOptions {
   std::optional<std::string> tls_cert, tls_key;
   size_t max_body = 32u << 20;  // bytes
   int timeout_s = 30;           // a request arriving whole (read_deadline.hpp), each write of an answer
+  int keep_alive_s = 5;         // how long an idle connection is kept open for its next request
   int threads = 8;
   bool metrics_need_token = false;  // GET /metrics asks for a token of any role
 };

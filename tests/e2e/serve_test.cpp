@@ -478,6 +478,39 @@ TEST_CASE("serve: SIGTERM stops it with exit 0, and the access log never holds a
   CHECK(log.find("wrong-token") == std::string::npos);
 }
 
+TEST_CASE("serve: SIGTERM closes an idle kept-alive connection at once, not after --keep-alive") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  for (const char* bad : {"0s", "500ms", "2h", "soon"}) {
+    auto r = test::run_jobctl(db, dir, {"serve", "--listen", "127.0.0.1:0", "--tokens-file", write_tokens(dir),
+                                        "--keep-alive", bad});
+    CHECK_MESSAGE(r.code == 2, bad);
+    CHECK_MESSAGE(r.err.find("--keep-alive") != std::string::npos, r.err);
+  }
+  // Kept alive for an hour: the server stopped only once it had waited
+  // that out (a browser's console keeps such a connection).
+  Server server(db, dir, {"--keep-alive", "1h"});
+  // Closed before the server is stopped for good, should the test fail.
+  struct Connection {
+    int fd;
+    ~Connection() { close(fd); }
+  } connection{test::connect_loopback(server.port)};
+  const int fd = connection.fd;
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  char buf[512];
+  std::string answer;  // headers and body come in writes of their own
+  while (answer.find("\r\n\r\nok\n") == std::string::npos) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    answer.append(buf, static_cast<size_t>(n));
+  }
+  // Answered; the connection stays open.
+  server.process->signal(SIGTERM);
+  CHECK(server.process->wait(std::chrono::seconds(60)) == 0);
+  CHECK(recv(fd, buf, sizeof buf, 0) == 0);  // closed by the server
+}
+
 TEST_CASE("serve: a tokens file others may read, or a bad line, is refused before it listens") {
   test::TempDir dir;
   test::TestDb db(dir);
