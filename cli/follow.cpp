@@ -135,7 +135,9 @@ int report_ends(const std::vector<FollowedEnd>& ends) {
   int code = 0;
   for (const auto& e : ends) {
     if (e.run.status == model::RunStatus::succeeded) continue;
-    std::string why = e.last && !e.last->error.empty() ? e.last->error : e.run.error;
+    // The run's error says why it ended (poison, retries exhausted); its
+    // last attempt's, what befell that attempt.
+    std::string why = e.run.error.empty() && e.last ? e.last->error : e.run.error;
     std::fprintf(stderr, "jobctl: run %s %s%s%s\n", e.run.id.c_str(), std::string(model::to_string(e.run.status)).c_str(),
                  why.empty() ? "" : ": ", why.c_str());
     code = static_cast<int>(ExitCode::job_failed);

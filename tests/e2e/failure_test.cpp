@@ -177,6 +177,11 @@ TEST_CASE("failure: a job that kills its own agent every time goes dead as poiso
   auto job = get(db, dir, id);
   CHECK(job["status"] == "dead");
   CHECK(job["run"]["error"] == "poison: delivered 2 times without a result");
+  // Following it (as jobctl run does) says why it is dead: its last
+  // attempt's error was that the agent died.
+  auto followed = run_jobctl(db, dir, {"logs", "-f", id});
+  CHECK(followed.code == 1);
+  CHECK_MESSAGE(followed.err.find("dead: poison: delivered 2 times without a result") != std::string::npos, followed.err);
   auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
   INFO(attempts.dump());
   REQUIRE(attempts.size() == 2);
