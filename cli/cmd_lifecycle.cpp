@@ -87,8 +87,11 @@ void register_delete(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     auto j = ops::delete_job(ctx.store(), f->id, f->cancel_running);
     if (ctx.output == "json") print_json(j);
-    else std::fprintf(stderr, "job %s deleted (%d runs cancelled)\n", j["id"].get<std::string>().c_str(),
-                      j["runs_cancelled"].get<int>());
+    else {
+      const int n = j["runs_cancelled"].get<int>();
+      std::fprintf(stderr, "job %s deleted (%d run%s cancelled)\n", j["id"].get<std::string>().c_str(), n,
+                   n == 1 ? "" : "s");
+    }
   });
 }
 

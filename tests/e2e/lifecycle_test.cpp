@@ -51,7 +51,9 @@ TEST_CASE("lifecycle: update, --if-version, delete, restore and history from the
   auto not_schedule = run_jobctl(db, dir, {"update", id, "--cron", "* * * * *"});
   CHECK(not_schedule.code == 4);
 
-  REQUIRE(run_jobctl(db, dir, {"delete", id, "--actor", "ops"}).code == 0);
+  auto deleted = run_jobctl(db, dir, {"delete", id, "--actor", "ops", "-o", "table"});
+  REQUIRE(deleted.code == 0);
+  CHECK(deleted.err == "job " + id + " deleted (1 run cancelled)\n");
   CHECK(get(db, dir, id)["deleted_at"].is_string());
   CHECK(get(db, dir, id)["status"] == "cancelled");
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).empty());
