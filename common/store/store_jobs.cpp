@@ -105,9 +105,9 @@ void insert_jobs_and_runs(Connection& c, const std::vector<NewRow>& rows, const 
 // submit writes nothing) when no agent matches.
 std::string insert_fan_out(Connection& c, const NewRow& row) {
   const auto& s = *row.spec;
-  auto agents = fan_out_agents(c, *s.fan_out);
+  auto agents = fan_out_agents(c, *s.fan_out, s.queue);
   if (agents.empty())
-    throw Error(ExitCode::invalid_state, no_agent_reason(*s.fan_out),
+    throw Error(ExitCode::invalid_state, no_agent_reason(*s.fan_out, s.queue),
                 "`jobctl workers` lists the agents and their labels; start one with jobagent --label");
   std::vector<NewRun> runs;
   for (size_t i = 0; i < agents.size(); ++i) {

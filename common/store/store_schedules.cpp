@@ -63,7 +63,7 @@ void expand_fan_out(const model::Job& job, NewRun run, const std::vector<std::st
   }
   if (agents.empty()) {
     run.status = "skipped";
-    run.error = no_agent_reason(*job.spec.fan_out);
+    run.error = no_agent_reason(*job.spec.fan_out, job.spec.queue);
     skipped.push_back(std::move(run));
     return;
   }
@@ -224,7 +224,7 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
         result.runs += fired;
       } else {
         std::vector<std::string> agents;
-        if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out);
+        if (job.spec.fan_out && !plan.fire.empty()) agents = fan_out_agents(*conn_, *job.spec.fan_out, job.spec.queue);
         for (int64_t at : plan.fire) {
           auto r = occurrence_run(job, at, "schedule");
           r.available_at = at + jitter_of(job.id, at, sc.jitter_us);
@@ -439,12 +439,12 @@ std::string Schedules::trigger(const std::string& job_id, bool force) {
   if (force) run.occurrence.reset();
   std::vector<NewRun> runs, skipped;
   std::vector<std::string> agents;
-  if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out);
+  if (job.spec.fan_out) agents = fan_out_agents(*conn_, *job.spec.fan_out, job.spec.queue);
   expand_fan_out(job, std::move(run), agents, runs, skipped);
   if (force)
     for (auto& r : runs) r.group_max = 0;
   if (runs.empty())
-    throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then trigger");
+    throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out, job.spec.queue), "start a matching agent, then trigger");
   insert_runs(*conn_, runs);
   wake_queue(*conn_, job.spec.queue);
   audit(*conn_, actor_, job_id, "trigger", nlohmann::json{{"run", runs[0].id}, {"force", force}}.dump());
@@ -484,9 +484,9 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
   std::vector<NewRun> runs, skipped;
   std::vector<std::string> agents;
   if (job.spec.fan_out) {
-    agents = fan_out_agents(*conn_, *job.spec.fan_out);
+    agents = fan_out_agents(*conn_, *job.spec.fan_out, job.spec.queue);
     if (agents.empty())
-      throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out), "start a matching agent, then backfill");
+      throw Error(ExitCode::invalid_state, no_agent_reason(*job.spec.fan_out, job.spec.queue), "start a matching agent, then backfill");
   }
   int64_t occurrences = 0, dag_runs = 0;
   // Parsed once: a span may hold thousands of occurrences.

@@ -115,7 +115,7 @@ TEST_CASE("fleet: --on-each runs once on each of three matching agents, and get 
   // Nothing matches: exit 4, nothing written.
   auto none = run_jobctl(db, dir, {"submit", "--on-each", "role=cache", "--", "true"});
   CHECK(none.code == 4);
-  CHECK(none.err.find("no live agent matches --on-each role=cache") != std::string::npos);
+  CHECK(none.err.find("no live agent of queue default matches --on-each role=cache") != std::string::npos);
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).size() == 2);
 }
 

@@ -28,8 +28,9 @@ struct Fixture {
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
 
-  std::string agent(const std::string& name, const model::Labels& labels = {}) {
-    return s->agent().register_worker({name, "host", 1, {"default", "other"}, 64, "test", kLease, labels});
+  std::string agent(const std::string& name, const model::Labels& labels = {},
+                    std::vector<std::string> queues = {"default", "other"}) {
+    return s->agent().register_worker({name, "host", 1, std::move(queues), 64, "test", kLease, labels});
   }
 
   model::JobSpec job(const std::string& queue = "default") {
@@ -111,6 +112,7 @@ TEST_CASE("fleet: a job's --max-concurrent without a key limits its own fan-out 
 TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for its agent, staggered") {
   Fixture f;
   auto a = f.agent("web-1", {"role=web"}), b = f.agent("web-2", {"role=web"}), c = f.agent("db-1", {"role=db"});
+  f.agent("web-3", {"role=web"}, {"other"});  // would never claim from default: no run (a tester's jobctl run hung)
   auto spec = f.job();
   spec.fan_out = model::Labels{"role=web"};
   spec.stagger_us = 3'600'000'000;  // the second host's run an hour later
@@ -139,7 +141,7 @@ TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for
     FAIL("submit should have thrown");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::invalid_state);
-    CHECK(std::string(e.what()) == "no live agent matches --on-each role=cache");
+    CHECK(std::string(e.what()) == "no live agent of queue default matches --on-each role=cache");
   }
   CHECK(f.count("SELECT count(*) FROM jobs") == jobs_before);
 }
@@ -172,7 +174,7 @@ TEST_CASE("fleet: a fan-out schedule gets one run per agent per occurrence, or a
   REQUIRE(!runs.empty());
   for (const auto& r : runs) {
     CHECK(r.status == RunStatus::skipped);
-    CHECK(r.error == "no live agent matches --on-each role=cache");
+    CHECK(r.error == "no live agent of queue default matches --on-each role=cache");
   }
 }
 
