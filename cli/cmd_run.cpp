@@ -30,12 +30,13 @@ extern "C" void on_interrupt(int sig) {
 }
 
 // Ctrl-C (SIGINT), or SIGTERM or SIGHUP (a CI runner cancelling the
-// step, a closed terminal), while the job runs: the first cancels the job
-// (and we go on printing its output until it ends), the second detaches.
+// step, a closed terminal), or SIGPIPE (the reader of the output is gone,
+// as `| head` goes), while the job runs: the first cancels the job (and we
+// go on printing its output until it ends), the second detaches.
 // Restores the earlier dispositions when done.
 class InterruptToCancel {
  public:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
   InterruptToCancel() {
     interrupts = 0;
@@ -63,7 +64,14 @@ class InterruptToCancel {
   struct sigaction before_[std::size(kSignals)] {};
 };
 
-const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "Ctrl-C"; }
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE (the output's reader is gone)";
+    default: return "Ctrl-C";
+  }
+}
 
 // A run's end as a process's exit status, as timeout(1) and the shell
 // give it: the command's own code, 124 when its --timeout stopped it,
@@ -93,7 +101,8 @@ void register_run(CLI::App& app, Context& ctx) {
               "Exit status: the job's exit code; 124 when its --timeout stopped it; 128+N for signal N; 1 when it\n"
               "never ran or failed otherwise; 130 after Ctrl-C (143 after SIGTERM, 129 after SIGHUP). With --on-each,\n"
               "lines are prefixed [agent] and the status is the highest. The first Ctrl-C, SIGTERM or SIGHUP\n"
-              "cancels the job (a CI runner cancelling the step cancels it), a second one detaches.\n"
+              "cancels the job (a CI runner cancelling the step cancels it), a second one detaches; so does SIGPIPE\n"
+              "(| head), exit 141.\n"
               "In CI: jobctl run --queue build --timeout 20m -- make test");
   completes(cmd->add_option("command", f->command, "The command to run"), Completes::command);
   f->job = std::make_unique<JobFlags>(*cmd, jobdef::kSubmit);

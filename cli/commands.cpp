@@ -12,6 +12,7 @@
 
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
+#include "cli/standard_streams.hpp"
 #include "common/util/error.hpp"
 #include "common/model/names.hpp"
 #include "common/util/host.hpp"
@@ -216,18 +217,19 @@ std::unique_ptr<CLI::App> build_app(Context& ctx, Groups groups) {
 }
 
 int run(int argc, char** argv) {
+  guard_standard_streams();
   Context ctx;
   ctx.argv.assign(argv, argv + argc);
   auto app = build_app(ctx, Groups::named);
   try {
     util::require_utf8_arguments(argc, argv, "--db");  // what a command is given may be stored
     app->parse(argc, argv);
-    return ctx.exit_code;
+    return with_output_checked(ctx.exit_code);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app->exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) return with_output_checked(app->exit(e));  // --help, --version
     return report(usage_error_of(*app, e));
   } catch (const Error& e) {
-    return report(e);
+    return with_output_checked(report(e));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "jobctl: internal error: %s\n", e.what());
     return static_cast<int>(ExitCode::internal);

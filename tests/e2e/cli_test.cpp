@@ -172,6 +172,31 @@ TEST_CASE("cli: an unreachable or malformed store is exit 5 or 2 with the DSN's 
   CHECK(port.err().find("hunter2") == std::string::npos);
 }
 
+TEST_CASE("cli: output that cannot be written (a full disk, a closed stdout) is exit 74; what was done is done") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto shell = [&](const std::string& label, const std::string& args_and_redirect) {
+    test::Process p({"/bin/sh", "-c", "exec " + std::string(JOBCTL_BIN) + " --db '" + db.dsn() + "' " + args_and_redirect},
+                    {}, dir, label);
+    const int code = p.wait();
+    return test::Result{code, p.out(), p.err()};
+  };
+  // Each exited 0, its output lost: a CI step saved an empty file.
+  auto full = shell("full", "submit -- true > /dev/full");
+  CHECK(full.code == 74);
+  CHECK_MESSAGE(full.err.find("jobctl: error: cannot write the output: No space left on device") == 0, full.err);
+  CHECK(job_count(db, dir) == 1);  // submitted, its id lost
+  auto listed = shell("ls-full", "ls -o json > /dev/full");
+  CHECK(listed.code == 74);
+  auto closed = shell("closed", "ls -o json >&-");
+  CHECK(closed.code == 74);
+  CHECK_MESSAGE(closed.err.find("standard output is closed") != std::string::npos, closed.err);
+  CHECK(test::lines(closed.err).size() == 2);  // the error and its hint
+  // A command that failed keeps its code; one that prints nothing is fine.
+  CHECK(shell("missing", "get 01m839z2zw3txsmscrj9h9fvm3 > /dev/full").code == 3);
+  CHECK(shell("quiet", "queue pause default >&-").code == 0);
+}
+
 TEST_CASE("cli: a SQLite path with no store is exit 5 and creates nothing, except for init") {
   test::TempDir dir;
   const std::string typo = dir.file("typo/jobs.db");

@@ -177,6 +177,24 @@ TEST_CASE("run: the first Ctrl-C cancels the job, the second detaches, and --on-
   CHECK(detached.wait() == 130);
   CHECK(detached.err().find("detached; job") != std::string::npos);
 
+  // The reader of its output gone (| head -1): SIGPIPE cancels the job, as
+  // the shell's pipe ends its writer; it went on running, unseen.
+  test::Process piped({"/bin/bash", "-c",
+                       std::string(JOBCTL_BIN) + " --db '" + db.dsn() +
+                           "' run --name piped -- 'while true; do echo line; sleep 0.1; done' | head -1 >/dev/null; "
+                           "echo rc=${PIPESTATUS[0]}"},
+                      {}, dir, "piped");
+  CHECK(piped.wait() == 0);
+  CHECK_MESSAGE(piped.out() == "rc=141\n", piped.out() << piped.err());
+  CHECK(piped.err().find("SIGPIPE (the output's reader is gone): cancelling job") != std::string::npos);
+  test::eventually(
+      [&] {
+        for (const auto& j : json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out))
+          if (j["name"] == "piped") return j["status"] == "cancelled";
+        return false;
+      },
+      "the piped job to be cancelled");
+
   const std::string first = dir.file("first");
   auto each = run_jobctl(db, dir, {"run", "--on-each", "role=web", "--retries", "0", "--",
                                    "if mkdir " + first + " 2>/dev/null; then echo one; exit 5; else echo other; fi"});
