@@ -316,7 +316,20 @@ class PostgresConnection final : public Connection {
       return;
     }
     ensure_connected();
-    ResultGuard r{run_pipeline(Statement{"COMMIT", {}})};
+    try {
+      ResultGuard r{run_pipeline(Statement{"COMMIT", {}})};
+    } catch (const Error& e) {
+      // No answer, or the connection gone, once COMMIT may have reached the
+      // server: whether the transaction committed is not known. A script
+      // told "exit 5, nothing written" retried, and made the job twice
+      // (a tester, with the synchronous standby frozen).
+      if (e.code() != ExitCode::store || (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK)) throw;  // rolled back
+      end_transaction();
+      throw Error(ExitCode::store,
+                  fmt::format("the outcome is unknown: the change may or may not have been saved, as {}", e.what()),
+                  "look before you retry (jobctl get, ls); a submit retried with the same --idempotency-key is "
+                  "never made twice");
+    }
     end_transaction();
   }
 

@@ -33,6 +33,9 @@ class PgPair {
   }
   const std::string& dsn() const { return dsn_; }
   void fail_over() { script({"failover", data_}); }
+  // The standby stops (SIGSTOP): the primary's commits wait for it.
+  void freeze_standby() { script({"freeze-standby", data_}); }
+  void thaw_standby() { script({"thaw-standby", data_}); }
 
  private:
   std::string script(std::vector<std::string> args) {
@@ -111,4 +114,27 @@ TEST_CASE("failover: jobctl and agents carry on when the synchronous standby is 
   size_t twice = 0;
   for (const auto& t : test::lines(test::read_file(ticks))) twice += occurrences.insert(t).second ? 0 : 1;
   CHECK(twice == 0);  // no occurrence ran twice
+}
+
+TEST_CASE("failover: a commit the standby never confirms is exit 5 saying its outcome is unknown, and it was saved") {
+  if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
+  test::TempDir dir;
+  PgPair pg(dir);
+  REQUIRE(run_on(pg.dsn(), dir, {"init"}).code == 0);
+  pg.freeze_standby();
+  // The commit reaches the primary, which waits for the standby; jobctl
+  // gives up after JOBCTL_STORE_TIMEOUT. It said the store was unreachable,
+  // and a script that retried made the job twice (a tester).
+  auto lost = run_on(pg.dsn(), dir, {"submit", "--idempotency-key", "deploy-7", "--", "true"});
+  pg.thaw_standby();
+  CHECK(lost.code == 5);
+  CHECK_MESSAGE(lost.err.find("the outcome is unknown: the change may or may not have been saved") != std::string::npos,
+                lost.err);
+  CHECK(lost.err.find("--idempotency-key") != std::string::npos);
+  auto listed = json::parse(run_on(pg.dsn(), dir, {"ls", "-o", "json"}).out);
+  CHECK(listed.size() == 1);  // committed on the primary all the same
+  // The retry the hint suggests makes no second job.
+  auto again = run_on(pg.dsn(), dir, {"submit", "--idempotency-key", "deploy-7", "--", "true"});
+  CHECK(again.code == 0);
+  CHECK(json::parse(run_on(pg.dsn(), dir, {"ls", "-o", "json"}).out).size() == 1);
 }
