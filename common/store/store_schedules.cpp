@@ -168,11 +168,21 @@ void resume_schedules(Connection& c, const std::vector<Resumed>& resumed) {
 }  // namespace
 
 std::optional<int64_t> Scheduler::lead(const std::string& worker_id, int64_t lease_us, int64_t misfire_after_us) {
+  // The row is taken only if no other transaction holds its lock: one that
+  // did (an operator's SELECT … FOR UPDATE, a transaction left open) held
+  // this statement, and with it the agent's claims and heartbeats on the
+  // same connection, until statement_timeout (a tester: 4 starts in 58 s).
   auto rows = conn_->query(
       "UPDATE scheduler_lease SET epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, holder = $1, "
       "expires_at = NOW_US + $2, misfire_after = $3 WHERE id = 1 AND (holder = $1 OR holder IS NULL OR "
-      "expires_at <= NOW_US) RETURNING epoch",
+      "expires_at <= NOW_US) AND id IN (SELECT id FROM scheduler_lease WHERE id = 1" +
+          conn_->row_lock("FOR UPDATE SKIP LOCKED") + ") RETURNING epoch",
       {worker_id, lease_us, misfire_after_us});
+  if (!rows.empty()) return rows[0].i64(0);
+  // Not renewed: not ours, or locked this moment. A lease still held
+  // stands until it expires.
+  rows = conn_->query("SELECT epoch FROM scheduler_lease WHERE id = 1 AND holder = $1 AND expires_at > NOW_US",
+                      {worker_id});
   if (rows.empty()) return std::nullopt;
   return rows[0].i64(0);
 }
@@ -184,12 +194,13 @@ void Scheduler::resign(const std::string& worker_id) {
 MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t epoch, const SchedulerSettings& s) {
   MaterialiseResult result;
   Transaction tx(*conn_, TxMode::write);
-  auto held = conn_->query(std::string("SELECT NOW_US FROM scheduler_lease WHERE id = 1 AND holder = $1 AND "
-                                       "epoch = $2 AND expires_at > NOW_US") +
-                               conn_->row_lock("FOR UPDATE"),
-                           {worker_id, epoch});
+  const std::string holding =
+      "SELECT NOW_US FROM scheduler_lease WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_at > NOW_US";
+  auto held = conn_->query(holding + conn_->row_lock("FOR UPDATE SKIP LOCKED"), {worker_id, epoch});
   if (held.empty()) {
-    result.fenced = true;
+    // Locked by another transaction (not waited for: see lead): this tick
+    // makes nothing; fenced only if the lease is no longer this agent's.
+    result.fenced = conn_->query(holding, {worker_id, epoch}).empty();
     return result;
   }
   int64_t now = held[0].i64(0);

@@ -2,6 +2,7 @@
 // misfire and overlap policies, update, trigger and backfill.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <set>
 #include <fmt/format.h>
 #include <thread>
@@ -117,6 +118,46 @@ TEST_CASE("schedule: one leader at a time, a new epoch on takeover, and a depose
   CHECK(done.runs >= 3);
   s->scheduler().resign(b);
   CHECK(s->scheduler().lead(a, 200'000) == *epoch_b + 1);
+}
+
+TEST_CASE("schedule: a lease row another transaction has locked holds back no lead or materialise, and the leader still leads") {
+  if (test::test_backend() != config::Backend::postgres) return;  // row locks are PostgreSQL's
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a"), b = worker(*s, "b");
+  submit_schedule(*s, "* * * * * *");
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  REQUIRE(epoch);
+  // An operator's SELECT ... FOR UPDATE, left open: the agents' lead waited
+  // on it until statement_timeout, and their claims with it.
+  auto other = db.open();
+  other->connection().begin(store::TxMode::write);
+  other->connection().query("SELECT holder FROM scheduler_lease WHERE id = 1 FOR UPDATE", {});
+  std::atomic<bool> done{false};
+  std::optional<int64_t> renewed, taken;
+  bool fenced = true;
+  std::string failed;
+  std::thread steps([&] {
+    try {
+      renewed = s->scheduler().lead(a, 10 * kSecond);
+      taken = s->scheduler().lead(b, 10 * kSecond);
+      fenced = s->scheduler().materialise(a, *epoch, settings(3 * kSecond)).fenced;
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+    done = true;
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool waited_for_the_lock = !done;
+  other->connection().rollback();
+  steps.join();
+  CHECK_FALSE(waited_for_the_lock);
+  CHECK_MESSAGE(failed.empty(), failed);
+  CHECK(renewed == epoch);  // still the leader until its lease runs out
+  CHECK_FALSE(taken);
+  CHECK_FALSE(fenced);
 }
 
 TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at their fire time") {
