@@ -34,7 +34,9 @@ class StreamCopy {
   }
   void end_line() {
     if (partial_.empty()) return;
-    std::fprintf(to_, "%s%s\n", prefix_.c_str(), partial_.c_str());
+    std::fputs(prefix_.c_str(), to_);
+    std::fwrite(partial_.data(), 1, partial_.size(), to_);  // a NUL byte too (printf's %s stopped at it)
+    std::fputc('\n', to_);
     partial_.clear();
   }
 

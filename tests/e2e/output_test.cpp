@@ -204,4 +204,11 @@ TEST_CASE("run: the first Ctrl-C cancels the job, the second detaches, and --on-
   std::sort(out.begin(), out.end());
   CHECK(((out[0] == "[web-1] one" && out[1] == "[web-2] other") ||
          (out[0] == "[web-1] other" && out[1] == "[web-2] one")));
+  // A last line with no newline keeps what follows a NUL byte (it was cut there).
+  auto nul = run_jobctl(db, dir, {"run", "--on-each", "role=web", "--retries", "0", "--", "printf 'tail\\000after'"});
+  CHECK(nul.code == 0);
+  auto tails = test::lines(nul.out);
+  std::sort(tails.begin(), tails.end());
+  using namespace std::string_literals;
+  CHECK(tails == std::vector<std::string>{"[web-1] tail\0after"s, "[web-2] tail\0after"s});
 }
