@@ -24,6 +24,8 @@ class Context {
   // store may be made here, as the default file may be by any command).
   enum class Schema { require, any, create };
   store::Store& store(Schema schema = Schema::require);
+  // Closes the store's connection: the next store() opens a new one.
+  void drop_store() { store_.reset(); }
   OutputFormat format() const;
   // Set by a command whose outcome is not plain success (wait: 1 or 124).
   int exit_code = 0;

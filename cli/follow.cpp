@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/patient_look.hpp"
 #include "cli/wait_display.hpp"
 #include "common/ops/run_output.hpp"
 #include "common/store/jobs.hpp"
@@ -96,22 +97,28 @@ FollowResult follow_runs(Context& ctx, const std::vector<Followed>& runs, const 
   for (const auto& r : runs) following.push_back(std::make_unique<Following>(r));
   // Output is shipped every 500 ms at most: reading more often only costs.
   Backoff backoff(options.timeout, std::chrono::milliseconds(50), std::chrono::milliseconds(250));
+  PatientLook look(ctx, backoff);
   ProgressLine no_progress;
   WaitingNote note(ctx);
   auto result = FollowResult::finished;
   for (;;) {
-    bool all_done = true;
-    std::vector<model::Run> waiting;
-    for (auto& f : following) {
-      if (!f->output.ended()) advance(ctx, *f, options);
-      all_done = all_done && f->output.ended();
-      if (f->output.run() && f->output.run()->status == model::RunStatus::pending) waiting.push_back(*f->output.run());
-    }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    if (all_done) break;
-    if (!options.job_id.empty() && !waiting.empty() && note.due())
-      if (auto view = ctx.store().jobs().get_job(options.job_id)) note.check(*view, waiting, no_progress);
+    bool all_done = false;
+    // A look that fails half way is made again: what was printed is not
+    // printed twice (each run's output goes on from where it is).
+    const bool looked = look([&](store::Store& s) {
+      all_done = true;
+      std::vector<model::Run> waiting;
+      for (auto& f : following) {
+        if (!f->output.ended()) advance(ctx, *f, options);
+        all_done = all_done && f->output.ended();
+        if (f->output.run() && f->output.run()->status == model::RunStatus::pending) waiting.push_back(*f->output.run());
+      }
+      std::fflush(stdout);
+      std::fflush(stderr);
+      if (!all_done && !options.job_id.empty() && !waiting.empty() && note.due())
+        if (auto view = s.jobs().get_job(options.job_id)) note.check(*view, waiting, no_progress);
+    });
+    if (looked && all_done) break;
     if (backoff.expired()) {
       result = FollowResult::timed_out;
       break;

@@ -56,6 +56,10 @@ class Backoff {
   explicit Backoff(std::optional<util::Micros> timeout, std::chrono::milliseconds first = std::chrono::milliseconds(20),
                    std::chrono::milliseconds most = std::chrono::milliseconds(500));
   bool expired() const { return Clock::now() >= give_up_; }
+  // When the wait gives up; nothing without a timeout.
+  std::optional<Clock::time_point> deadline() const {
+    return give_up_ == Clock::time_point::max() ? std::nullopt : std::optional<Clock::time_point>(give_up_);
+  }
   void sleep();
 
  private:

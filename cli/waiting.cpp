@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
+#include "cli/patient_look.hpp"
 #include "cli/wait_display.hpp"
 #include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
@@ -32,34 +33,46 @@ bool dag_final(const std::string& status) { return status == "succeeded" || stat
 
 int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Micros> timeout, WaitReport report) {
   Backoff backoff(timeout);
+  PatientLook look(ctx, backoff);
   ProgressLine progress;
+  std::optional<store::DagRunView> v;
+  int64_t nodes = 0, done = 0;
   for (;;) {
-    auto v = ctx.store().dags().get_dag_run(ops::dag_run_id(ctx.store(), id));
-    int64_t nodes = 0, done = 0;
-    for (const auto& [status, n] : v.counts) {
-      nodes += n;
-      if (model::is_final(model::parse_run_status(status))) done += n;
+    const bool looked = look([&](store::Store& s) { v = s.dags().get_dag_run(ops::dag_run_id(s, id)); });
+    if (looked) {
+      nodes = done = 0;
+      for (const auto& [status, n] : v->counts) {
+        nodes += n;
+        if (model::is_final(model::parse_run_status(status))) done += n;
+      }
+      if (nodes > 0)
+        progress.show(static_cast<double>(done) / static_cast<double>(nodes),
+                      fmt::format("{} of {} nodes done, {} running{}", done, nodes,
+                                  v->counts.count("running") ? v->counts.at("running") : 0,
+                                  v->status == "paused" ? " (paused)" : ""));
     }
-    if (nodes > 0)
-      progress.show(static_cast<double>(done) / static_cast<double>(nodes),
-                    fmt::format("{} of {} nodes done, {} running{}", done, nodes,
-                                v.counts.count("running") ? v.counts.at("running") : 0,
-                                v.status == "paused" ? " (paused)" : ""));
-    if (dag_final(v.status)) {
+    if (looked && dag_final(v->status)) {
       progress.clear();
-      if (ctx.output == "json" && report == WaitReport::with_json) print_json(ops::dag_status(ctx.store(), v.id));
+      if (ctx.output == "json" && report == WaitReport::with_json) {
+        nlohmann::json status;
+        if (!look([&](store::Store& s) { status = ops::dag_status(s, v->id); })) return static_cast<int>(ExitCode::timeout);
+        print_json(status);
+      }
       std::string failed;
-      for (const auto& n : v.nodes)
+      for (const auto& n : v->nodes)
         if (n.run.status != model::RunStatus::succeeded)
           failed += fmt::format("{}{} {}", failed.empty() ? "" : ", ", n.name, model::to_string(n.run.status));
-      std::fprintf(stderr, "DAG run %s %s%s\n", v.id.c_str(), v.status.c_str(),
+      std::fprintf(stderr, "DAG run %s %s%s\n", v->id.c_str(), v->status.c_str(),
                    failed.empty() ? "" : (": " + failed).c_str());
-      return v.status == "succeeded" ? 0 : static_cast<int>(ExitCode::job_failed);
+      return v->status == "succeeded" ? 0 : static_cast<int>(ExitCode::job_failed);
     }
     if (backoff.expired()) {
       progress.clear();
-      std::fprintf(stderr, "jobctl: timed out waiting for DAG run %s (still %s, %lld of %lld nodes done)\n",
-                   v.id.c_str(), v.status.c_str(), static_cast<long long>(done), static_cast<long long>(nodes));
+      if (v)
+        std::fprintf(stderr, "jobctl: timed out waiting for DAG run %s (still %s, %lld of %lld nodes done)\n",
+                     v->id.c_str(), v->status.c_str(), static_cast<long long>(done), static_cast<long long>(nodes));
+      else
+        std::fprintf(stderr, "jobctl: timed out waiting for DAG run %s (the store did not answer)\n", id.c_str());
       return static_cast<int>(ExitCode::timeout);
     }
     backoff.sleep();
@@ -68,15 +81,21 @@ int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Mi
 
 int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Micros> timeout, WaitReport report) {
   Backoff backoff(timeout);
+  PatientLook look(ctx, backoff);
   ProgressLine progress;
   WaitingNote note(ctx);
+  std::optional<model::JobView> view;
+  std::vector<model::Run> runs;
   for (;;) {
-    auto view = ctx.store().jobs().get_job(job_id);
-    if (!view) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
-    auto runs = awaited(ctx, *view);
-    if (runs.size() == 1) progress.show(runs[0]);
-    note.check(*view, runs, progress);
-    if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [](const auto& r) { return model::is_final(r.status); })) {
+    const bool looked = look([&](store::Store& s) {
+      view = s.jobs().get_job(job_id);
+      if (!view) throw Error(ExitCode::not_found, fmt::format("no job with id '{}'", job_id), "list jobs with `jobctl ls`");
+      runs = awaited(ctx, *view);
+      if (runs.size() == 1) progress.show(runs[0]);
+      note.check(*view, runs, progress);
+    });
+    if (looked && !runs.empty() &&
+        std::all_of(runs.begin(), runs.end(), [](const auto& r) { return model::is_final(r.status); })) {
       progress.clear();
       if (ctx.output == "json" && report == WaitReport::with_json) print_json(model::to_json(*view));
       int code = 0;
@@ -91,8 +110,10 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
     }
     if (backoff.expired()) {
       progress.clear();
-      std::fprintf(stderr, "jobctl: timed out waiting for job %s (still %s)\n", job_id.c_str(),
-                   view->latest_run ? std::string(model::to_string(view->latest_run->status)).c_str() : "without a run");
+      const std::string still = !view                ? "the store did not answer"
+                                : view->latest_run ? "still " + std::string(model::to_string(view->latest_run->status))
+                                                   : "still without a run";
+      std::fprintf(stderr, "jobctl: timed out waiting for job %s (%s)\n", job_id.c_str(), still.c_str());
       return static_cast<int>(ExitCode::timeout);
     }
     backoff.sleep();

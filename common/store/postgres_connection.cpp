@@ -486,13 +486,15 @@ class PostgresConnection final : public Connection {
       }
       send(sql, nullptr, p);
       in_flight = true;
-      if (!flush(sql, Clock::now() + timeout_)) answered();  // the connection failed: throws its error
+      if (!flush(sql, answer_deadline())) answered();  // the connection failed: throws its error
     }
     if (in_flight) answered();
     return changed;
   }
 
   // Statements prepared with the old clock are dropped on both sides.
+  void answer_by(std::optional<Clock::time_point> deadline) override { answer_by_ = deadline; }
+
   void shift_clock(int64_t us) override {
     ensure_connected();
     clock_offset_us_ += us;
@@ -597,8 +599,19 @@ class PostgresConnection final : public Connection {
     }
   }
 
+  // When an answer is due: JOBCTL_STORE_TIMEOUT from now, or the caller's
+  // earlier deadline (answer_by).
+  Clock::time_point answer_deadline() const {
+    const auto due = Clock::now() + timeout_;
+    return answer_by_ && *answer_by_ < due ? *answer_by_ : due;
+  }
+
   [[noreturn]] void give_up(std::string_view sql) {
     drop();
+    if (answer_by_ && Clock::now() >= *answer_by_)
+      throw Error(ExitCode::store,
+                  fmt::format("PostgreSQL at {} did not answer before the command's own deadline (in: {})", where(),
+                              statement_summary(sql)));
     throw Error(ExitCode::store,
                 fmt::format("PostgreSQL at {} did not answer within {} (in: {})", where(),
                             util::format_duration(std::chrono::duration_cast<util::Micros>(timeout_)),
@@ -637,7 +650,7 @@ class PostgresConnection final : public Connection {
   // The answer to what was just sent: its last result, or its first error.
   // Gives up (dropping the connection) at the deadline.
   PGresult* await(std::string_view sql) {
-    auto deadline = Clock::now() + timeout_;
+    auto deadline = answer_deadline();
     const bool sent = flush(sql, deadline);
     PGresult* keep = nullptr;
     for (;;) {
@@ -750,7 +763,7 @@ class PostgresConnection final : public Connection {
       s.params.clear();  // sent: only its text is kept, for its errors
       sent_.push_back(std::move(s));
     }
-    flush(sent_.back().sql, Clock::now() + timeout_);  // a failed connection is reported with the answers
+    flush(sent_.back().sql, answer_deadline());  // a failed connection is reported with the answers
   }
 
   // Sends what waits (send_ahead), then `last` (prepared as `name`, if it
@@ -774,7 +787,7 @@ class PostgresConnection final : public Connection {
     const size_t settings = std::exchange(sent_settings_, 0);
     const int syncs = std::exchange(syncs_sent_, 0) + 1;
 
-    auto deadline = Clock::now() + timeout_;
+    auto deadline = answer_deadline();
     flush(items.back().sql, deadline);
     PGresult* keep = nullptr;
     size_t item = 0, kept = items.size() - 1;
@@ -922,6 +935,7 @@ class PostgresConnection final : public Connection {
 
   std::string conninfo_;
   std::chrono::milliseconds timeout_;
+  std::optional<Clock::time_point> answer_by_;
   PGconn* conn_ = nullptr;
   // Statements to send with the next one (see the top of this file): a new
   // session's settings, then the transaction's.

@@ -187,6 +187,12 @@ class Connection {
   // The store's clock (NOW_US) runs `us` ahead of the database's from now
   // on: a test's fake clock. Statements already prepared are prepared anew.
   virtual void shift_clock(int64_t us) = 0;
+  // From now on no wait for an answer goes past `deadline` (nothing: the
+  // store timeout alone): a command that waits (jobctl wait --timeout)
+  // gives up at its own time, not a whole JOBCTL_STORE_TIMEOUT later.
+  // Past it, a statement fails as a store that did not answer. Only
+  // PostgreSQL waits for answers; SQLite's reads never wait.
+  virtual void answer_by(std::optional<std::chrono::steady_clock::time_point> deadline) { (void)deadline; }
 };
 
 // Commits on commit(); rolls back when destroyed without one (an exception

@@ -143,6 +143,37 @@ TEST_CASE("fault: every jobctl command gives up on a frozen store with exit 5 an
   CHECK(json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).empty());  // nothing was written
 }
 
+TEST_CASE("fault: wait and logs -f outlast a cut connection, and wait --timeout holds while the store is frozen") {
+  if (test::test_backend() != config::Backend::postgres) return;  // connections that break are PostgreSQL's
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});  // not through the proxy
+  const std::string go = dir.file("go");
+  auto id = submit(db, dir, {"--retries", "0", "--", "echo started; while [ ! -e " + go + " ]; do sleep 0.1; done; echo done"});
+  test::Process waiting({JOBCTL_BIN, "--db", store.dsn(), "wait", id}, {}, dir, "wait");
+  test::Process following({JOBCTL_BIN, "--db", store.dsn(), "logs", "-f", id}, {}, dir, "follow");
+  test::eventually([&] { return following.out() == "started\n"; }, "the job to start");
+  // As a failover, or a killed backend, leaves them: both exited 5 while
+  // the job went on, and the CI step failed.
+  store.cut();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a look or two on the cut connections
+  std::ofstream(go) << "";
+  CHECK(waiting.wait() == 0);
+  CHECK(following.wait() == 0);
+  CHECK_MESSAGE(following.out() == "started\ndone\n", following.err());
+
+  // A wait with --timeout gives up at its time while the store is frozen,
+  // not JOBCTL_STORE_TIMEOUT later (exit 5 after 30 s, for --timeout 8s).
+  auto long_one = submit(db, dir, {"--", "sleep 600"});
+  test::Process timed({JOBCTL_BIN, "--db", store.dsn(), "wait", "--timeout", "3s", long_one},
+                      {"JOBCTL_STORE_TIMEOUT=600s"}, dir, "timed");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  store.freeze();
+  CHECK(timed.wait(std::chrono::seconds(60)) == 124);
+  store.thaw();
+}
+
 TEST_CASE("fault: a claim that comes back after SIGTERM starts nothing, and its runs are given back unspent") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -140,7 +140,14 @@ TcpProxy::~TcpProxy() {
 void TcpProxy::serve() {
   std::map<int, int> peer;       // fd -> the fd it forwards to
   std::map<int, bool> answered;  // a client's fd -> its server has sent since it last did
+  int cuts = 0;
   for (;;) {
+    if (cuts != cuts_) {
+      cuts = cuts_;
+      for (const auto& [fd, to] : peer) close(fd);
+      peer.clear();
+      answered.clear();
+    }
     bool frozen = frozen_;
     std::vector<pollfd> fds{{stop_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     if (!frozen)

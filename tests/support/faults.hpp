@@ -104,6 +104,9 @@ class TcpProxy {
   int port() const { return port_; }
   void freeze() { frozen_ = true; }
   void thaw() { frozen_ = false; }
+  // Closes every connection it forwards (both ends), as a failover or a
+  // killed backend leaves a client's; new ones are forwarded as before.
+  void cut() { cuts_ += 1; }
   // The round trips forwarded so far: the times a client sent after its
   // server had answered (a connection's first send counts as one, and so
   // does a pipeline sent in several pieces with no answer between).
@@ -118,6 +121,7 @@ class TcpProxy {
   int port_ = 0;
   int stop_fd_ = -1;
   std::atomic<bool> frozen_{false};
+  std::atomic<int> cuts_{0};
   std::atomic<int> round_trips_{0};
   std::thread thread_;
 };
@@ -130,6 +134,10 @@ class StoreFreeze {
   const std::string& dsn() const { return dsn_; }
   void freeze();
   void thaw();
+  // PostgreSQL: every connection through dsn() is closed (TcpProxy::cut).
+  void cut() {
+    if (proxy_) proxy_->cut();
+  }
   // PostgreSQL: the round trips made through dsn() so far (TcpProxy's).
   int round_trips() const { return proxy_ ? proxy_->round_trips() : 0; }
 

@@ -1,0 +1,36 @@
+#include "cli/patient_look.hpp"
+
+#include <optional>
+#include <thread>
+
+#include "common/store/sql.hpp"
+#include "common/util/error.hpp"
+
+namespace jobctl::cli {
+
+bool PatientLook::operator()(const std::function<void(store::Store&)>& look) {
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> failing_since;
+  for (;;) {
+    const auto started = Clock::now();
+    try {
+      auto& store = ctx_.store();
+      store.connection().answer_by(backoff_.deadline());
+      look(store);
+      answered_ = true;
+      return true;
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::store) throw;
+      ctx_.drop_store();
+      if (backoff_.expired()) return false;
+      // A store that never answered is not one that fails for a moment
+      // (a wrong DSN, a missing schema): said at once.
+      if (!answered_) throw;
+      if (!failing_since) failing_since = started;
+      if (Clock::now() - *failing_since >= store::store_timeout()) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+}  // namespace jobctl::cli
