@@ -12,7 +12,10 @@ namespace jobctl::store {
 
 std::vector<std::string> fan_out_agents(Connection& c, const model::Labels& labels, const std::string& queue) {
   std::set<std::string> names;
-  for (const auto& row : c.query("SELECT name, labels, queues FROM workers WHERE state = 'active'")) {
+  // Live: active, and heard from within its lease (one killed is past it
+  // before any agent marks it gone, as jobctl workers shows it).
+  for (const auto& row : c.query("SELECT name, labels, queues FROM workers WHERE state = 'active' AND "
+                                 "heartbeat_at + lease_us >= NOW_US")) {
     const auto queues = util::split(row.text(2), ',');
     if (std::find(queues.begin(), queues.end(), queue) != queues.end() &&
         model::labels_match(labels, labels_from_text(row.text(1))))

@@ -113,6 +113,9 @@ TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for
   Fixture f;
   auto a = f.agent("web-1", {"role=web"}), b = f.agent("web-2", {"role=web"}), c = f.agent("db-1", {"role=db"});
   f.agent("web-3", {"role=web"}, {"other"});  // would never claim from default: no run (a tester's jobctl run hung)
+  // Killed: not heard from within its lease, though no agent marked it gone yet.
+  f.agent("web-4", {"role=web"});
+  f.s->connection().exec("UPDATE workers SET heartbeat_at = heartbeat_at - $1 WHERE name = 'web-4'", {2 * kLease});
   auto spec = f.job();
   spec.fan_out = model::Labels{"role=web"};
   spec.stagger_us = 3'600'000'000;  // the second host's run an hour later
