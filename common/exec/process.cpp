@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,8 +118,10 @@ struct FailureReport {
 // lock), and after a vfork nothing that writes the parent's memory but the
 // failure (and errno, which the parent reads only when the vfork failed).
 // With an `account`, it drops to that user for good. Never returns.
+// `parent` is the supervisor: killed with its agent (kill -9 of every
+// jobagent process), it takes the job's own process with it.
 [[noreturn]] void become(const Account* account, const char* cwd, char* const argv[], char* const envp[], int in,
-                         int out, int err, const FailureReport& report) {
+                         int out, int err, const FailureReport& report, pid_t parent) {
   auto fail = [&report](int step) { child_failed(report, step); };
   if (setpgid(0, 0) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) fail(kStepSetup);
   // The supervisor has no handler (supervisor.cpp makes sure of it), so
@@ -134,6 +137,10 @@ struct FailureReport {
     if (setresgid(account->gid, account->gid, account->gid) != 0) fail(kStepIds);
     if (setresuid(account->uid, account->uid, account->uid) != 0) fail(kStepIds);
   }
+  // After the ids change, which clears it. Its processes live on (a
+  // supervisor killed with SIGKILL ends nothing), and ran beside the
+  // rescue of their run (a tester): jobagent(8), FAILURE MODES.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) fail(kStepSetup);
   if (*cwd && chdir(cwd) != 0) fail(kStepCwd);
   execvpe(argv[0], argv, envp);
   child_failed(report, kStepExec);
@@ -164,6 +171,7 @@ pid_t start_as(const Account& a, const std::vector<std::string>& args, std::vect
   auto argv = exec_strings(args), envp = exec_strings(env);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) throw pipe_error();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -173,7 +181,7 @@ pid_t start_as(const Account& a, const std::vector<std::string>& args, std::vect
   }
   if (pid == 0) {
     close(report[0]);
-    become(&a, cwd.c_str(), argv.data(), envp.data(), in, out, err, FailureReport{report[1], nullptr});
+    become(&a, cwd.c_str(), argv.data(), envp.data(), in, out, err, FailureReport{report[1], nullptr}, parent);
   }
   close(report[1]);
   // The exec closes the pipe: end of file is success.
@@ -262,8 +270,10 @@ pid_t start_process(const std::vector<std::string>& args, std::vector<std::strin
   sigset_t all, was;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &was);
+  const pid_t parent = getpid();
   pid_t pid = vfork();
-  if (pid == 0) become(nullptr, cwd.c_str(), argv.data(), envp.data(), in, out, err, FailureReport{-1, &failure});
+  if (pid == 0)
+    become(nullptr, cwd.c_str(), argv.data(), envp.data(), in, out, err, FailureReport{-1, &failure}, parent);
   const int fork_error = errno;
   pthread_sigmask(SIG_SETMASK, &was, nullptr);
   if (pid < 0)

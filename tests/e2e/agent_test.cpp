@@ -353,6 +353,36 @@ TEST_CASE("agent: a run whose agent was kill -9ed is run again by another agent 
   CHECK(first_gone);
 }
 
+TEST_CASE("agent: a job's process dies with its supervisor when both are kill -9ed with the agent") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string pid_file = dir.file("job.pid");
+  auto agent = test::start_agent(db, dir, with_fast({"--lease", "60s"}));
+  submit(db, dir, {"--", "echo $$ > " + pid_file + "; exec sleep 600"});
+  test::eventually([&] { return test::lines(test::read_file(pid_file)).size() == 1; }, "the job to start");
+  const pid_t job = std::stoi(test::trim(test::read_file(pid_file)));
+  // The supervisor is the agent's child (jobagent-sup); pkill -9 jobagent
+  // kills both at once. The job lived on, and ran beside its rescue.
+  const std::string children = dir.file("children");
+  REQUIRE(std::system(("pgrep -P " + std::to_string(agent->pid()) + " > " + children).c_str()) == 0);
+  std::vector<pid_t> supervisors;
+  for (const auto& line : test::lines(test::read_file(children))) supervisors.push_back(std::stoi(line));
+  REQUIRE(supervisors.size() == 1);
+  agent->signal(SIGKILL);
+  kill(supervisors[0], SIGKILL);
+  agent->wait();
+  const bool died = [&] {
+    try {
+      test::eventually([&] { return kill(job, 0) != 0; }, "the job's process to die with its supervisor");
+      return true;
+    } catch (...) {
+      kill(job, SIGKILL);  // not left behind by a failing test
+      throw;
+    }
+  }();
+  CHECK(died);
+}
+
 TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrades it") {
   test::TempDir dir;
   SUBCASE("older: jobctl init upgrades it, then the agent runs jobs") {
