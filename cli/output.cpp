@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/util/utf8.hpp"
+
 namespace jobctl::cli {
 namespace {
 
@@ -15,7 +17,16 @@ size_t width_of(const std::string& s) {
 
 }  // namespace
 
-void print_table(const TableRow& header, const std::vector<TableRow>& rows) {
+void print_table(const TableRow& header, const std::vector<TableRow>& given) {
+  // What a job holds (its name, a message) is shown, never obeyed: escape
+  // sequences in it retitled and cleared the terminal of whoever listed it.
+  std::vector<TableRow> rows;
+  rows.reserve(given.size());
+  for (const auto& r : given) {
+    TableRow shown;
+    for (const auto& c : r) shown.push_back(util::one_line(c));
+    rows.push_back(std::move(shown));
+  }
   std::vector<size_t> widths(header.size());
   for (size_t i = 0; i < header.size(); ++i) widths[i] = width_of(header[i]);
   for (const auto& r : rows)
@@ -37,7 +48,8 @@ void print_table(const TableRow& header, const std::vector<TableRow>& rows) {
 void print_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
   size_t w = 0;
   for (const auto& [k, v] : fields) w = std::max(w, k.size());
-  for (const auto& [k, v] : fields) std::printf("%s:%s%s\n", k.c_str(), std::string(w - k.size() + 2, ' ').c_str(), v.c_str());
+  for (const auto& [k, v] : fields)
+    std::printf("%s:%s%s\n", k.c_str(), std::string(w - k.size() + 2, ' ').c_str(), util::one_line(v).c_str());
 }
 
 void print_json(const nlohmann::json& j) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/ops/waiting_reasons.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 
@@ -24,7 +25,7 @@ void ProgressLine::show(double fraction, const std::string& message) {
   constexpr int kWidth = 30;
   int filled = static_cast<int>(fraction * kWidth + 0.5);
   std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '-');
-  std::string line = fmt::format("[{}] {:3.0f}%  {}", bar, fraction * 100, message);
+  std::string line = fmt::format("[{}] {:3.0f}%  {}", bar, fraction * 100, util::one_line(message));
   if (line.size() > 100) line = line.substr(0, 100);
   if (line == last_) return;
   std::fprintf(stderr, "\r\033[K%s", line.c_str());

@@ -56,12 +56,18 @@ std::string show_bytes(std::string_view text) {
 
 std::string one_line(std::string_view text) {
   std::string out;
-  for (char c : show_bytes(text)) {
+  const std::string shown = show_bytes(text);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const char c = shown[i];
     const auto b = static_cast<unsigned char>(c);
+    const auto next = i + 1 < shown.size() ? static_cast<unsigned char>(shown[i + 1]) : 0;
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
     else if (b < 0x20 || b == 0x7F) out += fmt::format("\\x{:02X}", b);
-    else out += c;
+    else if (b == 0xC2 && next >= 0x80 && next <= 0x9F) {  // U+0080..U+009F: C1 controls (U+009B is a CSI)
+      out += fmt::format("\\u{:04X}", next);
+      ++i;
+    } else out += c;
   }
   return out;
 }

@@ -15,8 +15,9 @@ bool is_utf8(std::string_view text);
 // a NUL as \x00 (an exception's what() would end at it).
 std::string show_bytes(std::string_view text);
 // `text` as one line of a terminal: show_bytes, and control characters too
-// (a newline as \n, a carriage return as \r, others as \xHH), so a value
-// quoted in an error cannot break it over lines or redraw it.
+// (a newline as \n, a carriage return as \r, others as \xHH, C1 controls
+// as \u0080..\u009F), so a value quoted in an error or shown in a table
+// cannot break it over lines, redraw the terminal or retitle it.
 std::string one_line(std::string_view text);
 
 // Throws Error(usage) when an argument of a program's command line is not

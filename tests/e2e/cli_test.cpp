@@ -50,6 +50,24 @@ TEST_CASE("cli: submit prints the id alone, get shows the job as documented JSON
   CHECK(j["version"] == 1);
 }
 
+TEST_CASE("cli: tables show what a job holds, escape sequences as text, never as commands to the terminal") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // Any submit token of the HTTP API could name a job so (a tester).
+  const std::string id = submit(db, dir, {"--name", "nightly\x1B]0;owned\x07\x1B[2J\xC2\x9B" "2J", "--", "true"});
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"ls", "-o", "table"}, {"get", id, "-o", "table"}, {"top", "--once"}}) {
+    auto r = run_jobctl(db, dir, args);
+    CAPTURE(args[0]);
+    CHECK(r.code == 0);
+    CHECK(r.out.find('\x1B') == std::string::npos);
+    CHECK(r.out.find('\x07') == std::string::npos);
+    CHECK(r.out.find("\xC2\x9B") == std::string::npos);
+  }
+  CHECK(run_jobctl(db, dir, {"ls", "-o", "table"}).out.find("nightly\\x1B]0;owned\\x07\\x1B[2J\\u009B2J") !=
+        std::string::npos);
+}
+
 TEST_CASE("cli: one argument is a shell command line, several are an argv") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -41,3 +41,11 @@ TEST_CASE("utf8: every argument must be UTF-8 except the exempt flag's value") {
   CHECK_THROWS_WITH_AS(jobctl::util::require_utf8_arguments(4, bad, "--db"),
                        doctest::Contains("argument 'a\\xFFb' is not valid UTF-8"), jobctl::Error);
 }
+
+TEST_CASE("utf8: one line shows control characters, C1 ones too, and keeps other text") {
+  using jobctl::util::one_line;
+  CHECK(one_line("a\nb\rc\td") == "a\\nb\\rc\\x09d");
+  CHECK(one_line("nightly\x1B]0;owned\x07\x1B[2J") == "nightly\\x1B]0;owned\\x07\\x1B[2J");
+  CHECK(one_line("\xC2\x9B" "2J") == "\\u009B2J");  // a CSI in one code point
+  CHECK(one_line("caf\xC3\xA9 \xC2\xA0\xE2\x82\xAC") == "caf\xC3\xA9 \xC2\xA0\xE2\x82\xAC");  // not controls
+}
