@@ -114,6 +114,10 @@ std::string render(const ops::OutputEvent& e, const Followed& f, ops::OutputPosi
 bool look(LogStream& s, httplib::DataSink& sink) {
   if (!s.first) std::this_thread::sleep_for(kPoll);
   s.first = false;
+  // A client gone ends the stream now: its slot was held until the next
+  // keep-alive comment failed to go out (15 s), and reconnecting
+  // EventSources met 503s meanwhile.
+  if (!sink.is_writable()) return false;
   std::string chunk;
   bool ended = true;
   try {

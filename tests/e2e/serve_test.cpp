@@ -1216,6 +1216,35 @@ TEST_CASE("serve: output streams beyond half the threads are answered 503, and t
   // Cancelled, the job's run ends, and so do its streams.
   CHECK(test::run_jobctl(db, dir, {"cancel", id}).code == 0);
   for (auto& t : streams) t.join();
+
+  // A client that goes frees its slot at once: the slot was held until
+  // the next keep-alive comment failed to go out (15 s), and an
+  // EventSource reconnecting met 503s meanwhile (a tester).
+  const std::string quiet = test::submit(db, dir, {"--", "true"});
+  for (int i = 0; i < 2; ++i) {
+    const int fd = test::connect_loopback(server.port);
+    const std::string request = "GET /api/v1/jobs/" + quiet + "/logs/follow HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                std::string(kReader) + "\r\n\r\n";
+    REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+    std::string head;
+    char buf[1024];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      REQUIRE(n > 0);
+      head.append(buf, static_cast<size_t>(n));
+    }
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    close(fd);  // gone, with nothing sent to it yet
+  }
+  test::eventually(
+      [&] {
+        // A 200 is let go of at once (the handler says stop): the result is then no answer.
+        auto stream = server.client(kReader).Get(
+            "/api/v1/jobs/" + quiet + "/logs/follow", [](const httplib::Response& r) { return r.status != 200; },
+            [](const char*, size_t) { return true; });
+        return !stream || stream->status != 503;
+      },
+      "a slot to be free again, well before a keep-alive comment", std::chrono::seconds(10));
 }
 
 TEST_CASE("serve: a client sending its request a byte at a time is cut off after --timeout, and holds no worker") {
