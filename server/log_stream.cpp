@@ -24,6 +24,7 @@
 #include "common/ops/run_output.hpp"
 #include "common/util/error.hpp"
 #include "common/util/log.hpp"
+#include "common/util/utf8.hpp"
 #include "server/handlers.hpp"
 
 namespace jobctl::server {
@@ -56,6 +57,10 @@ std::optional<ops::OutputPosition> parse_event_id(const std::string& text) {
 struct Followed {
   ops::FollowedRun run;
   ops::RunOutput output;
+  // The start of a UTF-8 character whose rest has not come yet, per
+  // stream (stdout, stderr): held back, so that an event's text is never
+  // a character cut in two (each half became U+FFFD).
+  std::string held[2];
 };
 
 // Streams open now, and how many may be: each holds a worker thread, and
@@ -81,33 +86,64 @@ std::string event(const char* name, const json& data, const std::string& id) {
   return out + fmt::format("event: {}\ndata: {}\n\n", name, data.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+// An output event of `text` on `stream`; `at` is where the client is once
+// it has it: its id.
+std::string output_event(const Followed& f, int attempt, ops::Stream stream, const std::string& text,
+                         ops::OutputPosition& at, bool with_id) {
+  (stream == ops::Stream::out ? at.out : at.err) += static_cast<int64_t>(text.size());
+  json data{{"run", f.run.run_id}, {"attempt", attempt}};
+  if (!f.run.agent.empty()) data["agent"] = f.run.agent;
+  data["stream"] = stream == ops::Stream::out ? "stdout" : "stderr";
+  data["text"] = text;
+  return event("output", data, with_id ? event_id(at) : "");
+}
+
+// What `stream` held back goes out as it is: what was to complete it is
+// gone (a gap), or belongs to no more output (a new attempt, the end).
+std::string let_go(Followed& f, int attempt, ops::Stream stream, ops::OutputPosition& at, bool with_id) {
+  std::string& held = f.held[stream == ops::Stream::out ? 0 : 1];
+  if (held.empty()) return "";
+  std::string out = output_event(f, attempt, stream, held, at, with_id);
+  held.clear();
+  return out;
+}
+
 // `at` is where the client is once it has this event: its id.
-std::string render(const ops::OutputEvent& e, const Followed& f, ops::OutputPosition& at, bool with_id) {
+std::string render(const ops::OutputEvent& e, Followed& f, ops::OutputPosition& at, bool with_id) {
+  if (e.kind == ops::OutputEvent::Kind::output) {
+    std::string& held = f.held[e.stream == ops::Stream::out ? 0 : 1];
+    std::string text = held + e.data;
+    const size_t cut = util::incomplete_utf8_tail(text);
+    held = text.substr(text.size() - cut);
+    text.resize(text.size() - cut);
+    return text.empty() ? "" : output_event(f, e.attempt, e.stream, text, at, with_id);
+  }
+  std::string out;
+  if (e.kind == ops::OutputEvent::Kind::gap) {
+    out = let_go(f, e.attempt, e.stream, at, with_id);
+  } else {
+    out = let_go(f, at.attempt, ops::Stream::out, at, with_id);
+    out += let_go(f, at.attempt, ops::Stream::err, at, with_id);
+  }
   json data{{"run", f.run.run_id}, {"attempt", e.attempt}};
   if (!f.run.agent.empty()) data["agent"] = f.run.agent;
-  const char* stream = e.stream == ops::Stream::out ? "stdout" : "stderr";
-  int64_t& given = e.stream == ops::Stream::out ? at.out : at.err;
   if (e.kind == ops::OutputEvent::Kind::attempt) at = ops::OutputPosition{e.attempt, 0, 0};
-  if (e.kind == ops::OutputEvent::Kind::gap) given += e.bytes;
-  if (e.kind == ops::OutputEvent::Kind::output) given += static_cast<int64_t>(e.data.size());
+  if (e.kind == ops::OutputEvent::Kind::gap) (e.stream == ops::Stream::out ? at.out : at.err) += e.bytes;
   if (e.kind == ops::OutputEvent::Kind::end) at = f.output.position();
   const std::string id = with_id ? event_id(at) : "";
   switch (e.kind) {
-    case ops::OutputEvent::Kind::output:
-      data["stream"] = stream;
-      data["text"] = e.data;
-      return event("output", data, id);
     case ops::OutputEvent::Kind::gap:
-      data["stream"] = stream;
+      data["stream"] = e.stream == ops::Stream::out ? "stdout" : "stderr";
       data["bytes"] = e.bytes;
-      return event("gap", data, id);
+      return out + event("gap", data, id);
     case ops::OutputEvent::Kind::attempt:
       data["after"] = e.after;
-      return event("attempt", data, id);
+      return out + event("attempt", data, id);
+    case ops::OutputEvent::Kind::output:
     case ops::OutputEvent::Kind::end:
       break;
   }
-  return event("end", model::to_json(*f.output.run()), id);
+  return out + event("end", model::to_json(*f.output.run()), id);
 }
 
 // One look at every run: writes what is new; done() once all have ended.
@@ -126,6 +162,8 @@ bool look(LogStream& s, httplib::DataSink& sink) {
       // One run: each event's id is where a client that has it stands.
       auto at = f.output.position();
       if (at.attempt == 0) at.attempt = 1;  // the first attempt begins without an attempt event
+      at.out -= static_cast<int64_t>(f.held[0].size());  // read, not yet given
+      at.err -= static_cast<int64_t>(f.held[1].size());
       for (const auto& e : f.output.poll(*s.store)) chunk += render(e, f, at, s.runs.size() == 1);
       ended = ended && f.output.ended();
     }
@@ -176,7 +214,8 @@ Reply follow_job_logs(Call& c) {
   }
   auto stream = std::make_shared<LogStream>();
   stream->dsn = c.dsn;
-  for (auto& r : runs) stream->runs.push_back(Followed{r, ops::RunOutput(r.run_id, runs.size() == 1 ? from : ops::OutputPosition{})});
+  for (auto& r : runs) stream->runs.push_back(
+        Followed{r, ops::RunOutput(r.run_id, runs.size() == 1 ? from : ops::OutputPosition{}), {}});
   Reply reply;
   reply.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
   reply.stream_type = "text/event-stream";

@@ -72,6 +72,17 @@ std::string one_line(std::string_view text) {
   return out;
 }
 
+size_t incomplete_utf8_tail(std::string_view text) {
+  // The last lead byte among the last three, and how long its character is.
+  for (size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+    const auto b = static_cast<unsigned char>(text[text.size() - back]);
+    if ((b & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t length = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
+    return length > back ? back : 0;
+  }
+  return 0;
+}
+
 void require_utf8_arguments(int argc, const char* const* argv, std::string_view exempt) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];

@@ -20,6 +20,10 @@ std::string show_bytes(std::string_view text);
 // cannot break it over lines, redraw the terminal or retitle it.
 std::string one_line(std::string_view text);
 
+// How many bytes at the end of `text` begin a UTF-8 character that is not
+// whole yet (0 to 3): output read as it comes may stop inside one.
+size_t incomplete_utf8_tail(std::string_view text);
+
 // Throws Error(usage) when an argument of a program's command line is not
 // UTF-8, naming it; the value of `exempt` (a flag taking a path, such as
 // --db) may be any bytes.

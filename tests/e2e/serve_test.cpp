@@ -1187,6 +1187,35 @@ TEST_CASE("serve: GET /jobs/{id}/logs/follow streams the output as server-sent e
   check_problem(server.client(kReader).Get("/api/v1/jobs/" + kUnknownId + "/logs/follow"), 404, "no job");
 }
 
+TEST_CASE("serve: an output event never cuts a UTF-8 character in two, and its id resumes before the rest of it") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  // The euro sign's first two bytes are shipped a second before its last.
+  const std::string id =
+      test::submit(db, dir, {"--retries", "0", "--", "printf 'price: 5\\342\\202'; sleep 1; printf '\\254\\n'"});
+  auto body = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow");
+  REQUIRE(body);
+  std::string text, first_id;
+  std::istringstream in(body->body);
+  std::string last_id;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("id: ", 0) == 0) last_id = line.substr(4);
+    if (line.rfind("data: ", 0) != 0) continue;
+    auto data = json::parse(line.substr(6));
+    if (!data.contains("text")) continue;
+    text += data["text"].get<std::string>();
+    if (first_id.empty()) first_id = last_id;
+  }
+  CHECK(text == "price: 5\xE2\x82\xAC\n");  // each half was a U+FFFD
+  REQUIRE(!first_id.empty());
+  auto resumed = server.client(kReader).Get("/api/v1/jobs/" + id + "/logs/follow",
+                                            httplib::Headers{{"Last-Event-ID", first_id}});
+  REQUIRE(resumed);
+  CHECK(resumed->body.find("\xE2\x82\xAC\\n") != std::string::npos);
+}
+
 TEST_CASE("serve: output streams beyond half the threads are answered 503, and the others still are") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -49,3 +49,15 @@ TEST_CASE("utf8: one line shows control characters, C1 ones too, and keeps other
   CHECK(one_line("\xC2\x9B" "2J") == "\\u009B2J");  // a CSI in one code point
   CHECK(one_line("caf\xC3\xA9 \xC2\xA0\xE2\x82\xAC") == "caf\xC3\xA9 \xC2\xA0\xE2\x82\xAC");  // not controls
 }
+
+TEST_CASE("utf8: the start of a character not yet whole is found at the end of text read so far") {
+  using jobctl::util::incomplete_utf8_tail;
+  CHECK(incomplete_utf8_tail("") == 0);
+  CHECK(incomplete_utf8_tail("price: 5") == 0);
+  CHECK(incomplete_utf8_tail("5\xE2\x82\xAC") == 0);  // a whole euro sign
+  CHECK(incomplete_utf8_tail("5\xE2\x82") == 2);
+  CHECK(incomplete_utf8_tail("5\xE2") == 1);
+  CHECK(incomplete_utf8_tail("\xF0\x9F\x98") == 3);
+  CHECK(incomplete_utf8_tail("caf\xC3") == 1);
+  CHECK(incomplete_utf8_tail("a\x82\x82\x82") == 0);  // no lead byte within reach: not ours to hold
+}
