@@ -539,11 +539,29 @@ class PostgresConnection final : public Connection {
   // A broken connection is opened anew; its prepared statements are gone.
   // Not in a transaction under way: the server ended it with the old one.
   void ensure_connected() {
-    if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK) return;
+    if (conn_ && libpq().PQstatus(conn_) == CONNECTION_OK && !ended_by_server()) return;
     if (begun_) lost_ = true;
     refuse_if_lost("");
     drop();
     connect(Reconnect::yes);
+  }
+
+  // Whether the server has ended this idle connection (a restart,
+  // pg_terminate_backend, idle_session_timeout): it sent its error and
+  // closed, so the socket reads. Found so before a statement goes out on
+  // it, not by that statement's failure (jobctl serve answered 503 once per
+  // thread after a restart). Not while answers are due or a transaction is
+  // under way: those are read, and a lost transaction refused, as ever.
+  bool ended_by_server() {
+    if (begun_ || !sent_.empty()) return false;
+    // Its error message, then the end of the stream, each read as it is
+    // there (libpq reads the one without looking for the other).
+    for (int reads = 0; reads < 4; ++reads) {
+      pollfd p{libpq().PQsocket(conn_), POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) break;
+      if (!libpq().PQconsumeInput(conn_)) return true;
+    }
+    return libpq().PQstatus(conn_) != CONNECTION_OK;
   }
 
   // Until the transaction ends (rollback, or a new begin), every statement

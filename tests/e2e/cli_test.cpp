@@ -190,7 +190,7 @@ TEST_CASE("cli: an unreachable or malformed store is exit 5 or 2 with the DSN's 
   CHECK(port.err().find("hunter2") == std::string::npos);
 }
 
-TEST_CASE("cli: output that cannot be written (a full disk, a closed stdout) is exit 74; what was done is done") {
+TEST_CASE("cli: output that cannot be written (a full disk, a closed stdout) is exit 74, and what was done is done") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto shell = [&](const std::string& label, const std::string& args_and_redirect) {

@@ -4,6 +4,8 @@
 // transaction, and nothing of it stays written. A new session's settings
 // go out with its first statement, and stay.
 #include <doctest/doctest.h>
+
+#include <thread>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -255,6 +257,22 @@ TEST_CASE("transaction: a new PostgreSQL session's settings go out with its firs
     CHECK(set(*c));
     CHECK(c->query("SELECT pg_backend_pid()").at(0).i64(0) != pid);
   }
+}
+
+TEST_CASE("transaction: an idle connection the server ended is opened anew before a statement, which then succeeds") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto c = db.connect();
+  if (c->dialect() != store::Dialect::postgres) return;  // a server that ends sessions is PostgreSQL's
+  auto other = db.connect();
+  const auto pid = c->query("SELECT pg_backend_pid()").at(0).i64(0);
+  // A restart, pg_terminate_backend or idle_session_timeout: jobctl serve
+  // answered 503 on each thread's first request after one (a tester).
+  other->query("SELECT pg_terminate_backend($1::int)", {pid});
+  test::eventually([&] { return other->query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", {pid}).at(0).i64(0) == 0; },
+                   "the backend to end");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its goodbye on the socket
+  CHECK(c->query("SELECT pg_backend_pid()").at(0).i64(0) != pid);
 }
 
 TEST_CASE("transaction: plan_once holds to the end of its transaction, committed or rolled back, and no further") {
