@@ -88,9 +88,11 @@ void register_delete(CLI::App& app, Context& ctx) {
     auto j = ops::delete_job(ctx.store(), f->id, f->cancel_running);
     if (ctx.output == "json") print_json(j);
     else {
-      const int n = j["runs_cancelled"].get<int>();
-      std::fprintf(stderr, "job %s deleted (%d run%s cancelled)\n", j["id"].get<std::string>().c_str(), n,
-                   n == 1 ? "" : "s");
+      const int n = j["runs_cancelled"].get<int>(), skipped = j["runs_skipped"].get<int>();
+      const std::string ahead =
+          skipped == 0 ? "" : fmt::format(", {} occurrence{} made ahead skipped", skipped, skipped == 1 ? "" : "s");
+      std::fprintf(stderr, "job %s deleted (%d run%s cancelled%s)\n", j["id"].get<std::string>().c_str(), n,
+                   n == 1 ? "" : "s", ahead.c_str());
     }
   });
 }

@@ -38,8 +38,8 @@ nlohmann::json pause_job(store::Store& store, const std::string& id, bool pause)
 
 nlohmann::json delete_job(store::Store& store, const std::string& id, bool cancel_running) {
   auto r = resolve_id(store, id);
-  int n = store.jobs().delete_job(r.job.job.id, cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
-  return {{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", n}};
+  auto d = store.jobs().delete_job(r.job.job.id, cancel_running ? store::CancelRunning::yes : store::CancelRunning::no);
+  return {{"id", r.job.job.id}, {"result", "deleted"}, {"runs_cancelled", d.cancelled}, {"runs_skipped", d.skipped}};
 }
 
 nlohmann::json restore_job(store::Store& store, const std::string& id) {

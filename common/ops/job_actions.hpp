@@ -27,8 +27,9 @@ nlohmann::json retry_job(store::Store& store, const std::string& id);
 // {"id": JOB, "result": "paused" | "resumed", "changed": bool}.
 nlohmann::json pause_job(store::Store& store, const std::string& id, bool pause);
 
-// {"id": JOB, "result": "deleted", "runs_cancelled": N}: a soft delete;
-// a running run is stopped only with `cancel_running`.
+// {"id": JOB, "result": "deleted", "runs_cancelled": N, "runs_skipped": M}:
+// a soft delete (M: a schedule's occurrences made ahead); a running run is
+// stopped only with `cancel_running`.
 nlohmann::json delete_job(store::Store& store, const std::string& id, bool cancel_running);
 
 // {"id": JOB, "result": "restored"}.

@@ -186,11 +186,15 @@ class Jobs {
   // for values that make no sense. Nothing is written when it throws.
   UpdateResult update_job(const std::string& job_id, const JobUpdate& update);
   // Soft-deletes the job: it makes no new runs, its pending and blocked runs
-  // are cancelled, a running one finishes (or is asked to stop with
-  // CancelRunning::yes); the job and its history stay. Throws not_found,
-  // or invalid_state when it is deleted already. Returns how many runs it
-  // cancelled or asked to stop.
-  int delete_job(const std::string& job_id, CancelRunning cancel_running);
+  // are cancelled (a schedule's occurrences made ahead skipped), a running
+  // one finishes (or is asked to stop with CancelRunning::yes); the job and
+  // its history stay. Throws not_found, or invalid_state when it is deleted
+  // already.
+  struct Deleted {
+    int cancelled = 0;  // cancelled, or running and asked to stop
+    int skipped = 0;    // occurrences made ahead (a restore in time makes them wait again)
+  };
+  Deleted delete_job(const std::string& job_id, CancelRunning cancel_running);
   // Undoes delete_job: a schedule fires again from now (no catch-up); runs
   // the delete cancelled stay cancelled. Throws not_found, or
   // invalid_state when the job is not deleted.

@@ -267,7 +267,7 @@ UpdateResult Jobs::update_job(const std::string& job_id, const JobUpdate& u) {
   return result;
 }
 
-int Jobs::delete_job(const std::string& job_id, CancelRunning cancel_running) {
+Jobs::Deleted Jobs::delete_job(const std::string& job_id, CancelRunning cancel_running) {
   Transaction tx(*conn_, TxMode::write);
   auto job = locked_job(*conn_, job_id);
   if (job.kind == "node")
@@ -281,20 +281,24 @@ int Jobs::delete_job(const std::string& job_id, CancelRunning cancel_running) {
   conn_->exec("UPDATE jobs SET deleted_at = NOW_US, updated_at = NOW_US, next_fire_at = NULL WHERE id = $1", {job_id});
   // Occurrences made ahead are skipped, not cancelled: a restore before
   // their time makes them pending again (restore_job).
-  int64_t cancelled = conn_->exec(
-      "UPDATE runs SET finished_at = NOW_US, "
-      "status = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN 'skipped' ELSE 'cancelled' END, "
-      "error = CASE WHEN occurrence IS NOT NULL AND available_at > NOW_US THEN '" + std::string(kSkippedByDelete) + "' "
-      "ELSE 'cancelled: the job was deleted' END "
-      "WHERE job_id = $1 AND status IN ('pending', 'blocked')",
-      {job_id});
+  Deleted deleted;
+  deleted.skipped = static_cast<int>(conn_->exec(
+      "UPDATE runs SET finished_at = NOW_US, status = 'skipped', error = '" + std::string(kSkippedByDelete) + "' "
+      "WHERE job_id = $1 AND status IN ('pending', 'blocked') AND occurrence IS NOT NULL AND available_at > NOW_US",
+      {job_id}));
+  const int64_t cancelled =
+      conn_->exec("UPDATE runs SET finished_at = NOW_US, status = 'cancelled', error = 'cancelled: the job was deleted' "
+                  "WHERE job_id = $1 AND status IN ('pending', 'blocked')",
+                  {job_id});
   size_t stopping = 0;
   if (cancel_running == CancelRunning::yes) {
     stopping = ask_to_stop(*conn_, CancelReason::job_deleted, "job_id = $1", {job_id}).size();
   }
-  audit(*conn_, actor_, job_id, "delete", json{{"cancelled", cancelled}, {"stopping", stopping}}.dump());
+  audit(*conn_, actor_, job_id, "delete",
+        json{{"cancelled", cancelled}, {"skipped", deleted.skipped}, {"stopping", stopping}}.dump());
   tx.commit();
-  return static_cast<int>(cancelled + static_cast<int64_t>(stopping));
+  deleted.cancelled = static_cast<int>(cancelled + static_cast<int64_t>(stopping));
+  return deleted;
 }
 
 void Jobs::restore_job(const std::string& job_id) {
