@@ -26,6 +26,7 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "common/config/dsn.hpp"
+#include "common/ops/ids.hpp"
 #include "common/store/dags.hpp"
 #include "common/store/jobs.hpp"
 
@@ -48,8 +49,9 @@ std::string describe(const model::JobView& v) {
   return one_line(what, 60);
 }
 
-// Recent job or DAG run ids from the store, with what they are.
-std::vector<Candidate> ids(Context& ctx, Offer::Ids which) {
+// Job or DAG run ids from the store, with what they are: those that begin
+// with what is typed, else the newest.
+std::vector<Candidate> ids(Context& ctx, Offer::Ids which, const std::string& typed) {
   // The store is asked what it has; a mistyped path must not become one.
   auto dsn = config::resolve_dsn(ctx.db);
   if (dsn.backend == config::Backend::sqlite && !std::filesystem::exists(dsn.target)) return {};
@@ -57,6 +59,12 @@ std::vector<Candidate> ids(Context& ctx, Offer::Ids which) {
   if (which == Offer::Ids::dag_runs) {
     for (const auto& v : ctx.store().dags().list_dag_runs(200))
       out.push_back({v.id, one_line(v.name.empty() ? v.status : v.name + " (" + v.status + ")", 60)});
+    return out;
+  }
+  if (!typed.empty()) {  // a job of any age (the newest 200 alone left older ones out)
+    auto found = ops::ids_to_complete(ctx.store(), typed, store::Jobs::IdKind::job, 200);
+    for (const auto& v : ctx.store().jobs().get_jobs(found))
+      if (v.job.kind != "node" && !v.job.deleted_at) out.push_back({v.job.id, describe(v)});  // as ls lists them
     return out;
   }
   store::JobFilter filter;
@@ -96,12 +104,16 @@ void register_complete(CLI::App& app, Context& ctx) {
   auto* words = cmd->add_option("words", *vector);
   CLI::App* root = &app;
   cmd->callback([vector, words, root, &ctx] {
-    Offer offer = offer_for(*root, words->results());
+    const auto& typed = words->results();
+    Offer offer = offer_for(*root, typed);
+    // The word under the cursor, past what is not being completed (--db=).
+    std::string cur = typed.empty() ? "" : typed.back();
+    cur = cur.rfind(offer.prefix, 0) == 0 ? cur.substr(offer.prefix.size()) : "";
     if (offer.ids != Offer::Ids::none) {
       if (offer.db) ctx.db = expand_home(*offer.db);
       setenv("JOBCTL_STORE_TIMEOUT", "2s", 0);  // Tab must not hang on a store that is down
       try {
-        auto found = ids(ctx, offer.ids);
+        auto found = ids(ctx, offer.ids, cur);
         offer.candidates.insert(offer.candidates.end(), found.begin(), found.end());
       } catch (const std::exception&) {
         // No store, or none reachable: the other candidates still stand.

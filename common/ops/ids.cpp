@@ -22,6 +22,8 @@ std::string upper(std::string s) {
   return s;
 }
 
+bool crockford(const std::string& upper_text) { return upper_text.find_first_not_of(kCrockford) == std::string::npos; }
+
 // The least string of ULID characters above every id that begins `prefix`
 // ("" when there is none): its last character that is not Z, plus one.
 std::string after_prefix(std::string prefix) {
@@ -41,8 +43,7 @@ constexpr int kRead = 200;
 std::vector<std::string> ids_beginning(store::Store& store, const std::string& raw, store::Jobs::IdKind kind) {
   if (util::is_ulid(raw)) return {upper(raw)};
   const std::string prefix = upper(raw);
-  const bool base32 = prefix.find_first_not_of(kCrockford) == std::string::npos;
-  if (!base32 || prefix.size() < kMinIdPrefix || prefix.size() > 25)
+  if (!crockford(prefix) || prefix.size() < kMinIdPrefix || prefix.size() > 25)
     throw usage_error(fmt::format("invalid id '{}': ids are 26-character ULIDs, or a prefix of at least {} of their "
                                   "characters",
                                   util::show_bytes(raw), kMinIdPrefix),
@@ -58,6 +59,13 @@ std::vector<std::string> ids_beginning(store::Store& store, const std::string& r
 }
 
 }  // namespace
+
+std::vector<std::string> ids_to_complete(store::Store& store, const std::string& typed, store::Jobs::IdKind kind,
+                                         int limit) {
+  const std::string prefix = upper(typed);
+  if (prefix.size() > 26 || !crockford(prefix)) return {};
+  return store.jobs().ids_between(kind, prefix, after_prefix(prefix), limit);
+}
 
 std::string normalize_id(store::Store& store, const std::string& raw,
                          std::initializer_list<store::Jobs::IdKind> kinds) {

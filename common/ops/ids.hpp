@@ -38,6 +38,11 @@ Resolved resolve_id(store::Store& store, const std::string& id);
 std::vector<std::string> short_job_ids(store::Store& store, const std::vector<std::string>& job_ids);
 std::vector<std::string> short_dag_run_ids(store::Store& store, const std::vector<std::string>& ids);
 
+// For Tab: up to `limit` ids of `kind` that begin with `typed` (any
+// length, either case), oldest first; none when it cannot begin an id.
+std::vector<std::string> ids_to_complete(store::Store& store, const std::string& typed, store::Jobs::IdKind kind,
+                                         int limit);
+
 // A DAG run's id, or a prefix of one (as normalize_id).
 std::string dag_run_id(store::Store& store, const std::string& raw);
 // The same, for a prefix that may also name jobs and runs: it names the

@@ -68,6 +68,19 @@ TEST_CASE("cli: tables show what a job holds, escape sequences as text, never as
         std::string::npos);
 }
 
+TEST_CASE("cli: Tab completes the id of a job older than the newest 200 from what is typed, in either case") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string oldest = submit(db, dir, {"--name", "the-oldest", "--", "true"});
+  std::string lines;
+  for (int i = 0; i < 210; ++i) lines += "{\"command\": [\"true\"]}\n";
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", "-"}, lines).code == 0);
+  std::string typed = oldest.substr(0, 24);
+  for (auto& c : typed) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto offered = run_jobctl(db, dir, {"__complete", "--", "get", typed}).out;
+  CHECK_MESSAGE(offered.find(oldest + "\tthe-oldest") != std::string::npos, offered);
+}
+
 TEST_CASE("cli: one argument is a shell command line, several are an argv") {
   test::TempDir dir;
   test::TestDb db(dir);
