@@ -49,7 +49,7 @@ Plan plan_occurrences(const PlanInput& in) {
     } else if (in.misfire == model::Misfire::skip) {
       skip(plan, *t, "missed: no scheduler ran at its time (misfire skip)");
     } else if (in.misfire == model::Misfire::latest) {
-      if (latest_missed) skip(plan, *latest_missed, "missed: a later occurrence ran instead (misfire latest)");
+      if (latest_missed) skip(plan, *latest_missed, "missed: a later occurrence runs instead (misfire latest)");
       latest_missed = *t;
     } else if (*t < window_start) {
       skip(plan, *t, "missed: older than the catch-up window (misfire all)");

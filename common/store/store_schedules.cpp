@@ -345,7 +345,7 @@ int Scheduler::enforce_overlap() {
   // spent 75 ms of CPU a second on it.
   constexpr const char* kSuperseded =
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, "
-      "error = 'missed: a later occurrence ran instead (misfire latest)' "
+      "error = 'missed: a later occurrence runs instead (misfire latest)' "
       "WHERE status = 'pending' AND occurrence IS NOT NULL AND origin = 'schedule' AND available_at <= NOW_US "
       "AND started_at IS NULL "
       "AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = runs.job_id AND j.overlap = 'skip' AND j.misfire = 'latest') "
@@ -360,7 +360,7 @@ int Scheduler::enforce_overlap() {
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = CASE (SELECT j.misfire FROM jobs j "
       "WHERE j.id = runs.job_id) WHEN 'skip' THEN 'missed: no agent started it in time (misfire skip)' "
       "WHEN 'all' THEN 'missed: older than the catch-up window (misfire all)' "
-      "ELSE 'missed: a later occurrence ran instead (misfire latest)' END "
+      "ELSE 'missed: a later occurrence runs instead (misfire latest)' END "
       "WHERE status = 'pending' AND {} AND NOT EXISTS (SELECT 1 FROM jobs h WHERE h.id = runs.job_id "
       "AND (h.paused = 1 OR h.deleted_at IS NOT NULL))",
       missed_occurrence("runs"));

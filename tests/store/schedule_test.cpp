@@ -337,7 +337,7 @@ TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due
   auto skipped = runs_with(*s, job, RunStatus::skipped);
   REQUIRE_FALSE(skipped.empty());
   for (const auto& r : skipped) {
-    CHECK(r.error == "missed: a later occurrence ran instead (misfire latest)");
+    CHECK(r.error == "missed: a later occurrence runs instead (misfire latest)");
     CHECK(*r.occurrence < *due[0].occurrence);
   }
 }
@@ -350,7 +350,7 @@ TEST_CASE("schedule: an occurrence made ahead that no agent started in time is m
   auto s = db.open();
   auto a = worker(*s, "a");
   auto misfire = model::Misfire::latest;
-  std::string reason = "missed: a later occurrence ran instead (misfire latest)";
+  std::string reason = "missed: a later occurrence runs instead (misfire latest)";
   model::ScheduleSpec sc;
   SUBCASE("latest") {}
   SUBCASE("skip") {
