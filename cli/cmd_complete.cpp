@@ -61,15 +61,23 @@ std::vector<Candidate> ids(Context& ctx, Offer::Ids which, const std::string& ty
       out.push_back({v.id, one_line(v.name.empty() ? v.status : v.name + " (" + v.status + ")", 60)});
     return out;
   }
-  if (!typed.empty()) {  // a job of any age (the newest 200 alone left older ones out)
-    auto found = ops::ids_to_complete(ctx.store(), typed, store::Jobs::IdKind::job, 200);
-    for (const auto& v : ctx.store().jobs().get_jobs(found))
-      if (v.job.kind != "node" && !v.job.deleted_at) out.push_back({v.job.id, describe(v)});  // as ls lists them
-    return out;
+  // Every job the typed word begins, of any age, when they are few (the
+  // newest 200 alone left older ones out); else the newest 200 it begins.
+  constexpr int kMost = 200;
+  if (!typed.empty()) {
+    auto found = ops::ids_to_complete(ctx.store(), typed, store::Jobs::IdKind::job, kMost);
+    if (found.size() < static_cast<size_t>(kMost)) {
+      for (const auto& v : ctx.store().jobs().get_jobs(found))
+        if (v.job.kind != "node" && !v.job.deleted_at) out.push_back({v.job.id, describe(v)});  // as ls lists them
+      return out;
+    }
   }
   store::JobFilter filter;
-  filter.limit = 200;
-  for (const auto& v : ctx.store().jobs().list_jobs(filter)) out.push_back({v.job.id, describe(v)});
+  filter.limit = kMost;
+  std::string upper = typed;
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const auto& v : ctx.store().jobs().list_jobs(filter))
+    if (v.job.id.rfind(upper, 0) == 0) out.push_back({v.job.id, describe(v)});
   return out;
 }
 

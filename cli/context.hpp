@@ -26,6 +26,8 @@ class Context {
   store::Store& store(Schema schema = Schema::require);
   // Closes the store's connection: the next store() opens a new one.
   void drop_store() { store_.reset(); }
+  // Whether a store is open: it answered (its schema was read).
+  bool store_open() const { return store_ != nullptr; }
   OutputFormat format() const;
   // Set by a command whose outcome is not plain success (wait: 1 or 124).
   int exit_code = 0;

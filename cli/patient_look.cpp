@@ -1,5 +1,6 @@
 #include "cli/patient_look.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -15,8 +16,11 @@ bool PatientLook::operator()(const std::function<void(store::Store&)>& look) {
     const auto started = Clock::now();
     try {
       auto& store = ctx_.store();
-      store.connection().answer_by(backoff_.deadline());
+      auto due = backoff_.deadline();
+      if (due) due = std::max(*due, Clock::now() + std::chrono::seconds(1));
+      store.connection().answer_by(due);
       look(store);
+      store.connection().answer_by(std::nullopt);  // what the command does next is not the wait's
       answered_ = true;
       return true;
     } catch (const Error& e) {

@@ -13,18 +13,21 @@ namespace jobctl::cli {
 
 class PatientLook {
  public:
-  PatientLook(Context& ctx, const Backoff& backoff) : ctx_(ctx), backoff_(backoff) {}
+  // A store the command opened already has answered.
+  PatientLook(Context& ctx, const Backoff& backoff) : ctx_(ctx), backoff_(backoff), answered_(ctx.store_open()) {}
 
   // Runs `look` on the store. True once it ran; false when the wait's
   // timeout passed first (the caller times out, exit 124). A failure of
   // the first look, or failures for JOBCTL_STORE_TIMEOUT on end, are
-  // thrown (exit 5).
+  // thrown (exit 5). A look's answer is awaited until the timeout, or for
+  // a second at least (the last look of a wait, or one that comes after
+  // its time, as for the second of `wait A B`); none beyond the look.
   bool operator()(const std::function<void(store::Store&)>& look);
 
  private:
   Context& ctx_;
   const Backoff& backoff_;
-  bool answered_ = false;
+  bool answered_;
 };
 
 }  // namespace jobctl::cli

@@ -1,6 +1,7 @@
 #include "cli/standard_streams.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,14 @@ namespace {
 bool stdout_was_closed = false;
 
 constexpr int kOutputFailed = 74;  // EX_IOERR, as sysexits.h has it
+
+// Whether stdout is a pipe whose reader has closed it: its write end then
+// polls as an error. (The failed write itself may be long past: stdio
+// drops what it could not write, and a later fflush succeeds.)
+bool reader_gone() {
+  pollfd p{STDOUT_FILENO, POLLOUT, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
 
 }  // namespace
 
@@ -33,7 +42,7 @@ int with_output_checked(int code) {
   const bool flushed = std::fflush(stdout) == 0;
   if (flushed && !std::ferror(stdout)) return code;
   const int error = errno;
-  if (!flushed && error == EPIPE) return code == 0 ? kOutputFailed : code;  // its reader left (jobctl run | head)
+  if (reader_gone()) return code == 0 ? kOutputFailed : code;  // its reader left (jobctl run | head): said by SIGPIPE
   if (stdout_was_closed) {
     std::fprintf(stderr, "jobctl: error: standard output is closed: the output is lost\n");
     std::fprintf(stderr, "hint: send it to a file, or to /dev/null to discard it\n");

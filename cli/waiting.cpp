@@ -55,7 +55,10 @@ int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Mi
       progress.clear();
       if (ctx.output == "json" && report == WaitReport::with_json) {
         nlohmann::json status;
-        if (!look([&](store::Store& s) { status = ops::dag_status(s, v->id); })) return static_cast<int>(ExitCode::timeout);
+        if (!look([&](store::Store& s) { status = ops::dag_status(s, v->id); })) {
+          std::fprintf(stderr, "jobctl: timed out reading DAG run %s (the store did not answer)\n", v->id.c_str());
+          return static_cast<int>(ExitCode::timeout);
+        }
         print_json(status);
       }
       std::string failed;

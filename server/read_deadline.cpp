@@ -18,6 +18,9 @@ namespace {
 
 thread_local std::optional<std::chrono::steady_clock::time_point> t_deadline;
 thread_local bool t_expired = false;
+// Waiting for a request to begin (a new connection, or the keep-alive wait
+// after an answer): no byte of it read yet.
+thread_local bool t_idle = false;
 std::atomic<bool> g_stopping{false};
 
 }  // namespace
@@ -25,6 +28,7 @@ std::atomic<bool> g_stopping{false};
 void start_reading(std::chrono::steady_clock::duration budget) {
   t_deadline = std::chrono::steady_clock::now() + budget;
   t_expired = false;
+  t_idle = true;
 }
 
 void done_reading() { t_deadline.reset(); }
@@ -56,9 +60,10 @@ extern "C" int poll(struct pollfd* fds, nfds_t count, int timeout_ms) {
       timeout_ms = static_cast<int>(left);
       cut = true;
     }
-    // Stopping: a connection with nothing to read now is closed, not
-    // waited for (the read fails; ECONNABORTED, as the server closes it).
-    if (jobctl::server::g_stopping && ppoll(fds, count, &kNow, nullptr) == 0) {
+    // Stopping: a connection waiting for a request that has not begun is
+    // closed, not waited for (the read fails; ECONNABORTED, as the server
+    // closes it). A request under way is read to its end.
+    if (jobctl::server::g_stopping && jobctl::server::t_idle && ppoll(fds, count, &kNow, nullptr) == 0) {
       errno = ECONNABORTED;
       return -1;
     }
@@ -70,6 +75,7 @@ extern "C" int poll(struct pollfd* fds, nfds_t count, int timeout_ms) {
   const int ready = ppoll(fds, count, &wait, nullptr);
   // A wait cut at the deadline that saw nothing: the budget ran out.
   if (ready == 0 && cut) jobctl::server::t_expired = true;
+  if (ready > 0) jobctl::server::t_idle = false;  // the request's first bytes
   return ready;
 }
 

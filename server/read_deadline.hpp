@@ -21,8 +21,9 @@ void done_reading();
 // connection is then closed after the answer (400), not kept alive for
 // another slow request.
 bool reading_expired();
-// The server stops: from now on a worker's wait for a request that finds
-// no byte ready ends the connection at once. cpp-httplib waits out the
+// The server stops: from now on a worker's wait for a request that has
+// not begun, finding no byte ready, ends the connection at once (a request
+// under way is read to its end). cpp-httplib waits out the
 // keep-alive timeout of every idle connection before it stops (a browser
 // keeps one open), and each such wait held SIGTERM back.
 void stop_waiting();

@@ -51,6 +51,7 @@ class ReadBoundPool : public httplib::ThreadPool {
     ThreadPool::enqueue([fn = std::move(fn), budget = budget_] {
       t_started = std::chrono::steady_clock::now();  // for a request refused before its headers are whole
       t_token_name.clear();
+      t_close_after = false;  // a connection before on this thread may have ended unlogged
       start_reading(budget);
       fn();
       done_reading();

@@ -544,6 +544,9 @@ class PostgresConnection final : public Connection {
     refuse_if_lost("");
     drop();
     connect(Reconnect::yes);
+    // What waits to go out was prepared on the old session, if at all: it
+    // goes out by its text (a name would be unknown to the new one).
+    for (auto& s : ahead_) s.name.clear();
   }
 
   // Whether the server has ended this idle connection (a restart,

@@ -168,14 +168,17 @@ void resume_schedules(Connection& c, const std::vector<Resumed>& resumed) {
 }  // namespace
 
 std::optional<int64_t> Scheduler::lead(const std::string& worker_id, int64_t lease_us, int64_t misfire_after_us) {
-  // The row is taken only if no other transaction holds its lock: one that
+  // The row is taken only if no other transaction holds its lock (and a
+  // follower, which may not take it, locks nothing: the condition is in
+  // the locking subquery as well, whatever plan runs it): one that
   // did (an operator's SELECT … FOR UPDATE, a transaction left open) held
   // this statement, and with it the agent's claims and heartbeats on the
   // same connection, until statement_timeout (a tester: 4 starts in 58 s).
   auto rows = conn_->query(
       "UPDATE scheduler_lease SET epoch = CASE WHEN holder = $1 THEN epoch ELSE epoch + 1 END, holder = $1, "
       "expires_at = NOW_US + $2, misfire_after = $3 WHERE id = 1 AND (holder = $1 OR holder IS NULL OR "
-      "expires_at <= NOW_US) AND id IN (SELECT id FROM scheduler_lease WHERE id = 1" +
+      "expires_at <= NOW_US) AND id IN (SELECT id FROM scheduler_lease WHERE id = 1 AND (holder = $1 OR "
+      "holder IS NULL OR expires_at <= NOW_US)" +
           conn_->row_lock("FOR UPDATE SKIP LOCKED") + ") RETURNING epoch",
       {worker_id, lease_us, misfire_after_us});
   if (!rows.empty()) return rows[0].i64(0);

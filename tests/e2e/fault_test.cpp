@@ -174,6 +174,24 @@ TEST_CASE("fault: wait and logs -f outlast a cut connection, and wait --timeout 
   store.thaw();
 }
 
+TEST_CASE("fault: wait --timeout of several jobs reads each one's status and prints the JSON after its time") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
+  auto long_one = submit(db, dir, {"--", "sleep 600"});
+  auto quick = submit(db, dir, {"--", "true"});
+  REQUIRE(run_jobctl(db, dir, {"wait", quick}).code == 0);
+  // The first uses up the time. The wait's deadline stayed on the store's
+  // connection: on PostgreSQL the JSON's reads failed at once (exit 5), and
+  // the second job was said not to answer.
+  auto r = run_jobctl(db, dir, {"wait", "--timeout", "2s", "-o", "json", long_one, quick});
+  CHECK(r.code == 124);
+  CHECK_MESSAGE(r.err.find("did not answer") == std::string::npos, r.err);
+  auto printed = json::parse(r.out);
+  REQUIRE(printed.size() == 2);
+  CHECK(printed[1]["status"] == "succeeded");
+}
+
 TEST_CASE("fault: a claim that comes back after SIGTERM starts nothing, and its runs are given back unspent") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -187,6 +187,7 @@ TEST_CASE("run: the first Ctrl-C cancels the job, the second detaches, and --on-
   CHECK(piped.wait() == 0);
   CHECK_MESSAGE(piped.out() == "rc=141\n", piped.out() << piped.err());
   CHECK(piped.err().find("SIGPIPE (the output's reader is gone): cancelling job") != std::string::npos);
+  CHECK_MESSAGE(piped.err().find("cannot write the output") == std::string::npos, piped.err());  // SIGPIPE said it
   test::eventually(
       [&] {
         for (const auto& j : json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out))

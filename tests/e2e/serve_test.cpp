@@ -511,6 +511,31 @@ TEST_CASE("serve: SIGTERM closes an idle kept-alive connection at once, not afte
   CHECK(recv(fd, buf, sizeof buf, 0) == 0);  // closed by the server
 }
 
+TEST_CASE("serve: a request under way when SIGTERM comes is still read and answered") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  const int fd = test::connect_loopback(server.port);
+  const std::string start = "GET /healthz HTTP/1.1\r\n";
+  REQUIRE(send(fd, start.data(), start.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(start.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its first bytes read
+  server.process->signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // stopping meanwhile
+  // More of it, then a pause: the server waits for the rest anew.
+  const std::string more = "Host: x\r\n";
+  REQUIRE(send(fd, more.data(), more.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(more.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(send(fd, "\r\n", 2, MSG_NOSIGNAL) == 2);
+  timeval tv{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[512];
+  const ssize_t n = recv(fd, buf, sizeof buf, 0);
+  close(fd);
+  REQUIRE(n > 0);  // it was cut off, unanswered
+  CHECK(std::string(buf, static_cast<size_t>(n)).rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(server.process->wait(std::chrono::seconds(60)) == 0);
+}
+
 TEST_CASE("serve: a tokens file others may read, or a bad line, is refused before it listens") {
   test::TempDir dir;
   test::TestDb db(dir);
@@ -635,7 +660,7 @@ TEST_CASE("serve: delete and restore a job, and list, pause and resume queues, a
   const std::string id = test::submit(db, dir, {"--queue", "reports", "--", "true"});
   check_problem(server.client(kSubmitter).Post("/api/v1/jobs/" + id + "/delete"), 403, "needs operate");
   auto deleted = body_of(op.Post("/api/v1/jobs/" + id + "/delete"));
-  CHECK(deleted == json{{"id", id}, {"result", "deleted"}, {"runs_cancelled", 1}});
+  CHECK(deleted == json{{"id", id}, {"result", "deleted"}, {"runs_cancelled", 1}, {"runs_skipped", 0}});
   CHECK(cli_json(db, dir, {"ls", "--deleted"}).size() == 1);
   check_problem(op.Post("/api/v1/jobs/" + id + "/delete?cancel_running=maybe"), 400, "cancel_running");
   CHECK(body_of(op.Post("/api/v1/jobs/" + id + "/restore")) == json{{"id", id}, {"result", "restored"}});
