@@ -72,12 +72,9 @@ std::vector<Candidate> ids(Context& ctx, Offer::Ids which, const std::string& ty
       return out;
     }
   }
-  store::JobFilter filter;
+  store::JobFilter filter;  // the shell keeps those that match the word
   filter.limit = kMost;
-  std::string upper = typed;
-  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const auto& v : ctx.store().jobs().list_jobs(filter))
-    if (v.job.id.rfind(upper, 0) == 0) out.push_back({v.job.id, describe(v)});
+  for (const auto& v : ctx.store().jobs().list_jobs(filter)) out.push_back({v.job.id, describe(v)});
   return out;
 }
 

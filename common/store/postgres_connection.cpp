@@ -555,8 +555,14 @@ class PostgresConnection final : public Connection {
   // it, not by that statement's failure (jobctl serve answered 503 once per
   // thread after a restart). Not while answers are due or a transaction is
   // under way: those are read, and a lost transaction refused, as ever.
+  // Only after a second idle: a connection in steady use (an agent's claims,
+  // heartbeats and completions) pays no system call for it.
   bool ended_by_server() {
     if (begun_ || !sent_.empty()) return false;
+    const auto now = Clock::now();
+    const bool idle = now - last_look_ >= std::chrono::seconds(1);
+    last_look_ = now;
+    if (!idle) return false;
     // Its error message, then the end of the stream, each read as it is
     // there (libpq reads the one without looking for the other).
     for (int reads = 0; reads < 4; ++reads) {
@@ -957,6 +963,7 @@ class PostgresConnection final : public Connection {
   std::string conninfo_;
   std::chrono::milliseconds timeout_;
   std::optional<Clock::time_point> answer_by_;
+  Clock::time_point last_look_{};  // the last statement ensure_connected let out
   PGconn* conn_ = nullptr;
   // Statements to send with the next one (see the top of this file): a new
   // session's settings, then the transaction's.

@@ -271,7 +271,8 @@ TEST_CASE("transaction: an idle connection the server ended is opened anew befor
   other->query("SELECT pg_terminate_backend($1::int)", {pid});
   test::eventually([&] { return other->query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", {pid}).at(0).i64(0) == 0; },
                    "the backend to end");
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its goodbye on the socket
+  // Its goodbye on the socket, and idle long enough to be looked at.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   CHECK(c->query("SELECT pg_backend_pid()").at(0).i64(0) != pid);
 }
 
