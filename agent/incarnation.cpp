@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "common/exec/job_groups.hpp"
 #include "common/exec/supervisor.hpp"
 #include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
@@ -73,6 +74,11 @@ void take_over_from(store::Store& store, const Options& opts, const std::string&
     case exec::Taken::yes:
       break;
   }
+  // Its supervisor was killed with it: what its jobs started lives on.
+  // Ended before their runs go again, not beside them.
+  exec::Ended ended = exec::end_job_groups(exec::read_job_groups(held.get()));
+  if (ended.killed > 0) fields.emplace_back("processes_killed", std::to_string(ended.killed));
+  if (ended.left > 0) fields.emplace_back("processes_left", std::to_string(ended.left));
   int runs = store.agent().give_back_runs(
       w.worker_id, fmt::format("the previous incarnation of agent {} (pid {}) died", opts.name, w.pid));
   unlink(path.c_str());

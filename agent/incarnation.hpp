@@ -8,9 +8,10 @@
 // until both are gone; the supervisor lets go only once it has ended every
 // process of its jobs. A new incarnation looks at the worker rows with its
 // name and host that are not gone: one whose agent's pid is no longer
-// alive is dead, and once its lock comes free, nothing of it runs, so its
-// runs are given back at once (Agent::give_back_runs) instead of after its
-// leases expire. One whose lock file is missing (another host with this
+// alive is dead. Once its lock comes free, its supervisor has ended its
+// jobs or was killed too; what is left in its jobs' process groups is
+// killed (exec/job_groups.hpp), so its runs are given back at once
+// (Agent::give_back_runs) instead of after its leases expire. One whose lock file is missing (another host with this
 // host's name, a reboot that cleared the directory) is left to lease expiry.
 #include <string>
 

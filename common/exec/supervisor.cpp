@@ -45,6 +45,7 @@
 
 #include <fmt/format.h>
 
+#include "common/exec/job_groups.hpp"
 #include "common/exec/spawn_pool.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -292,6 +293,7 @@ class Supervising {
         answer();
         reap();
       }
+      record_jobs();
     }
   }
 
@@ -330,7 +332,23 @@ class Supervising {
   void handle(Message& m) {
     if (m.header.kind == kSpawn) spawn(m);
     if (m.header.kind == kLock)
-      for (auto& fd : m.fds) held_.push_back(std::move(fd));  // until S exits
+      for (auto& fd : m.fds) {
+        if (record_ < 0) record_ = fd.get();
+        held_.push_back(std::move(fd));  // until S exits
+        jobs_changed_ = true;
+      }
+  }
+
+  // Keeps the jobs' process groups in the lock file for the agent's next
+  // incarnation, should S be killed with the agent (job_groups.hpp). A
+  // write that fails (a full /tmp) leaves the next one to lease expiry.
+  void record_jobs() {
+    if (!jobs_changed_ || record_ < 0) return;
+    jobs_changed_ = false;
+    const std::string text =
+        job_groups_text(agent_, getpid(), JobGroups{session_, std::vector<pid_t>(jobs_.begin(), jobs_.end())});
+    if (pwrite(record_, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()))
+      (void)!ftruncate(record_, static_cast<off_t>(text.size()));
   }
 
   // The start itself is the starters' (spawn_pool.hpp); answer() sends
@@ -347,6 +365,7 @@ class Supervising {
       if (r.pid <= 0) continue;
       if (auto early = early_exits_.find(r.pid); early == early_exits_.end()) {
         jobs_.insert(r.pid);
+        jobs_changed_ = true;
       } else {
         if (!broken_ && !send_message(sock_, Header{kExited, 0, r.pid, early->second.status}, {}, {}))
           broken_ = true;
@@ -375,6 +394,7 @@ class Supervising {
           early_exits_.insert_or_assign(pid, EarlyExit{status, starters_.submitted()});
         continue;
       }
+      jobs_changed_ = true;
       if (broken_) continue;
       if (!send_message(sock_, Header{kExited, 0, pid, status}, {}, {})) broken_ = true;
     }
@@ -415,6 +435,10 @@ class Supervising {
   };
   std::map<pid_t, EarlyExit> early_exits_;
   std::vector<Fd> held_;  // lock files
+  int record_ = -1;       // the first of them, where record_jobs() writes
+  bool jobs_changed_ = false;
+  const pid_t agent_ = getppid();
+  const pid_t session_ = getsid(0);
 };
 
 [[noreturn]] void supervise(int sock, milliseconds kill_grace) {

@@ -36,6 +36,15 @@ bool ended(int pid) {
 // processes that are still a sleep), not what reuses their pids later.
 struct SleepsReaper {
   std::vector<int> pids;
+  // The pids a job writes to these files in `dir`, once it has, to end.
+  std::vector<int> read(const test::TempDir& dir, std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      std::string file = dir.file(name);
+      test::eventually([&] { return !test::trim(test::read_file(file)).empty(); }, std::string(name) + " to be written");
+      pids.push_back(std::stoi(test::trim(test::read_file(file))));
+    }
+    return pids;
+  }
   ~SleepsReaper() {
     for (int pid : pids)
       if (!ended(pid) && test::read_file("/proc/" + std::to_string(pid) + "/cmdline").rfind("sleep", 0) == 0)
@@ -203,6 +212,47 @@ TEST_CASE("failure: an at-most-once job is never run twice when its agent is kil
   CHECK(test::lines(test::read_file(ledger)).size() == 1);
 }
 
+TEST_CASE("failure: kill -9 of the agent and its supervisor: the restart ends what the job started before it runs it again") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::vector<std::string> flags{"--lease", "10m", "--kill-grace", "1s", "--poll-interval", "100ms"};
+  auto first = test::start_agent(db, dir, flags);
+  // Attempt 1 leaves a background child and a pipeline in the job's group;
+  // attempt 2 says whether either still ran when it began (a zombie init
+  // has not reaped yet is dead).
+  auto id = submit(db, dir, {"--", fmt::format("if [ $JOB_ATTEMPT -ge 2 ]; then "
+                                               "for f in child pipe; do grep -qs ') [^Z]' /proc/$(cat {0}/$f.pid)/stat "
+                                               "&& echo $f; done "
+                                               "> {0}/beside; exit 0; fi; "
+                                               "sleep 300 & echo $! > {0}/child.pid; "
+                                               "sh -c 'echo $$ > {0}/pipe.pid; exec sleep 300' | cat & "
+                                               "echo $$ > {0}/job.pid; wait",
+                                               dir.path())});
+  SleepsReaper reaper;
+  const std::vector<int> pids = reaper.read(dir, {"job.pid", "child.pid", "pipe.pid"});
+  const std::string children = dir.file("children");
+  REQUIRE(std::system(("pgrep -P " + std::to_string(first->pid()) + " > " + children).c_str()) == 0);
+  const auto supervisors = test::lines(test::read_file(children));
+  REQUIRE(supervisors.size() == 1);
+  first->signal(SIGKILL);
+  kill(std::stoi(supervisors[0]), SIGKILL);
+  first->wait();
+  // The job's own process dies with its supervisor; what it started does not.
+  test::eventually([&] { return ended(pids[0]); }, "the job's process to die with its supervisor");
+  REQUIRE_FALSE(ended(pids[1]));
+  REQUIRE_FALSE(ended(pids[2]));
+
+  auto second = test::start_agent(db, dir, flags);
+  CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(ended(pids[1]));
+  CHECK(ended(pids[2]));
+  CHECK(test::read_file(dir.file("beside")).empty());
+  auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0]["outcome"] == "lost");
+  CHECK(std::string(attempts[0]["error"]).find("previous incarnation of agent agent") != std::string::npos);
+}
+
 TEST_CASE("failure: kill -9 of the agent ends every process of its jobs, and its restart runs them again at once") {
   test::TempDir dir;
   test::TestDb db(dir);
@@ -220,13 +270,7 @@ TEST_CASE("failure: kill -9 of the agent ends every process of its jobs, and its
                                                "echo $$ > {0}/job.pid; wait",
                                                dir.path())});
   SleepsReaper reaper;
-  std::vector<int> pids;
-  for (const char* name : {"job.pid", "child.pid", "cat.pid", "pipe.pid", "setsid.pid"}) {
-    std::string file = dir.file(name);
-    test::eventually([&] { return !test::trim(test::read_file(file)).empty(); }, std::string(name) + " to be written");
-    pids.push_back(std::stoi(test::trim(test::read_file(file))));
-  }
-  reaper.pids = pids;
+  const std::vector<int> pids = reaper.read(dir, {"job.pid", "child.pid", "cat.pid", "pipe.pid", "setsid.pid"});
   for (int pid : pids) REQUIRE_FALSE(ended(pid));
 
   first->signal(SIGKILL);

@@ -20,6 +20,9 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "common/exec/job_groups.hpp"
 #include "common/exec/supervisor.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/fixtures.hpp"
@@ -421,4 +424,51 @@ TEST_CASE("exec::Supervisor starts a job with no signal blocked and none that th
     CAPTURE(sig);
     CHECK((ignored & (uint64_t{1} << (sig - 1))) == 0);
   }
+}
+
+TEST_CASE("exec::Supervisor keeps its jobs' process groups in the lock file while they run, for end_job_groups") {
+  test::TempDir dir;
+  Sup sup(milliseconds(500));
+  const std::string lock = dir.file("agent.lock");
+  sup.s.lock(lock);
+  auto read_groups = [&] {
+    exec::Fd fd(open(lock.c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(fd.get() >= 0);
+    return exec::read_job_groups(fd.get());
+  };
+  auto sp = sup.spawn(shell("sleep 300 & echo $!; wait"));
+  close(sp.stderr_fd);
+  std::string child;
+  {
+    char buf[64];
+    pollfd p{sp.stdout_fd, POLLIN, 0};
+    REQUIRE(poll(&p, 1, 5000) == 1);
+    ssize_t n = read(sp.stdout_fd, buf, sizeof buf);
+    REQUIRE(n > 0);
+    child = test::trim(std::string(buf, static_cast<size_t>(n)));
+  }
+  close(sp.stdout_fd);
+  test::eventually([&] { return read_groups().groups == std::vector<pid_t>{sp.pid}; }, "the job's group to be kept");
+  CHECK(read_groups().session == getsid(0));
+  CHECK(test::read_file(lock).rfind(fmt::format("{} {}\n", getpid(), sup.pid()), 0) == 0);
+
+  // What a dead supervisor leaves: the job's process and its child.
+  auto ended_now = exec::end_job_groups(read_groups());
+  CHECK(ended_now.killed == 2);
+  CHECK(ended_now.left == 0);
+  CHECK(ended(std::stoi(child)));
+  test::eventually([&] { return read_groups().groups.empty(); }, "the group to be dropped once its job is reaped");
+  CHECK(exec::end_job_groups(read_groups()).killed == 0);
+}
+
+TEST_CASE("exec::parse_job_groups reads only a well-formed groups line, and takes no group without a session") {
+  CHECK(exec::parse_job_groups("12 13\n").groups.empty());
+  CHECK(exec::parse_job_groups("").groups.empty());
+  CHECK(exec::parse_job_groups("12 13\nsession x groups 5\n").groups.empty());
+  CHECK(exec::parse_job_groups("12 13\nsession 0 groups 5\n").groups.empty());
+  auto g = exec::parse_job_groups(exec::job_groups_text(12, 13, exec::JobGroups{7, {40, 41}}));
+  CHECK(g.session == 7);
+  CHECK(g.groups == std::vector<pid_t>{40, 41});
+  // Never init, nor "every process" (kill(-1)) or our own group by 0.
+  CHECK(exec::parse_job_groups("12 13\nsession 7 groups 1 0 -1 42\n").groups == std::vector<pid_t>{42});
 }
