@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -23,27 +24,45 @@ namespace {
 
 volatile sig_atomic_t interrupts = 0;
 volatile sig_atomic_t first_interrupt = 0;  // the first signal's number
+volatile sig_atomic_t cancel_state = 0;     // CancelState
+enum CancelState : sig_atomic_t { kNotYet = 0, kCancelling = 1, kCancelled = 2 };
+// What the handler says as it detaches (it may not format): a note for a
+// cancel that went through, and one for a cancel still waiting on the store.
+char detached_note[2][256];
+size_t detached_length[2];
 
 extern "C" void on_interrupt(int sig) {
   if (interrupts == 0) first_interrupt = sig;
   interrupts = interrupts + 1;
+  // A signal after the cancel was sent detaches at once, wherever the
+  // command waits (a store that does not answer). One before it is the
+  // loop's to act on: the cancel goes first, however fast the second came.
+  if (cancel_state == kNotYet) return;
+  const int which = cancel_state == kCancelled ? 0 : 1;
+  (void)!write(STDERR_FILENO, detached_note[which], detached_length[which]);
+  _exit(128 + first_interrupt);
 }
 
 // Ctrl-C (SIGINT), or SIGTERM or SIGHUP (a CI runner cancelling the
 // step, a closed terminal), or SIGPIPE (the reader of the output is gone,
 // as `| head` goes), while the job runs: the first cancels the job (and we
-// go on printing its output until it ends), the second detaches.
+// go on printing its output until it ends), the next detaches.
 // Restores the earlier dispositions when done.
 class InterruptToCancel {
  public:
   static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
-  InterruptToCancel() {
+  explicit InterruptToCancel(const std::string& job_id) {
     interrupts = 0;
     first_interrupt = 0;
+    cancel_state = kNotYet;
+    note(0, fmt::format("jobctl: detached; job {} was asked to stop (jobctl logs -f {} follows it)\n", job_id, job_id));
+    note(1, fmt::format("jobctl: detached; job {} may still run: its cancel was not answered (jobctl cancel {})\n",
+                        job_id, job_id));
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
+    // No SA_RESTART: a wait for the store wakes up to the signal.
     // A signal ignored already stays ignored: nohup's SIGHUP is not a cancel.
     for (size_t i = 0; i < std::size(kSignals); ++i) {
       sigaction(kSignals[i], nullptr, &before_[i]);
@@ -57,10 +76,21 @@ class InterruptToCancel {
   InterruptToCancel& operator=(const InterruptToCancel&) = delete;
 
   int count() const { return interrupts; }
+  // A signal came that the loop has not acted on.
+  bool pending() const { return interrupts > 0 && cancel_state == kNotYet; }
   // The first signal: what jobctl exits with (128 + it) and names.
   int first() const { return first_interrupt; }
+  // Around the cancel: a signal meanwhile detaches (the cancel may wait
+  // for a store that does not answer), saying whether it went through.
+  void cancelling() { cancel_state = kCancelling; }
+  void cancelled() { cancel_state = kCancelled; }
 
  private:
+  static void note(int which, const std::string& text) {
+    detached_length[which] = std::min(text.size(), sizeof detached_note[which]);
+    std::memcpy(detached_note[which], text.data(), detached_length[which]);
+  }
+
   struct sigaction before_[std::size(kSignals)] {};
 };
 
@@ -124,34 +154,32 @@ void register_run(CLI::App& app, Context& ctx) {
 
     // (Installed after the submit, so that Ctrl-C still ends a submit the
     // store does not answer.)
-    InterruptToCancel interrupt;
-    bool cancelled = false, detached = false;
+    InterruptToCancel interrupt(job_id);
+    bool cancelled = false;
     FollowOptions options;
     options.job_id = job_id;
+    options.interrupted = [&] { return interrupt.pending(); };
     options.go_on = [&] {
-      // The cancel goes first, however fast the second Ctrl-C came.
-      if (interrupt.count() >= 1 && !cancelled) {
-        cancelled = true;
-        std::fprintf(stderr, "jobctl: %s: cancelling job %s (%s again to stop waiting for it)\n",
-                     signal_name(interrupt.first()), job_id.c_str(),
-                     interrupt.first() == SIGINT ? "Ctrl-C" : "a signal");
-        try {
-          ops::cancel_job(ctx.store(), job_id);
-        } catch (const Error& e) {
-          if (e.code() != ExitCode::invalid_state) throw;  // it has just ended: nothing to cancel
-        }
+      if (!interrupt.pending()) return true;
+      cancelled = true;
+      std::fprintf(stderr, "jobctl: %s: cancelling job %s (%s again to stop waiting for it)\n",
+                   signal_name(interrupt.first()), job_id.c_str(), interrupt.first() == SIGINT ? "Ctrl-C" : "a signal");
+      interrupt.cancelling();
+      try {
+        ops::cancel_job(ctx.store(), job_id);
+      } catch (const Error& e) {
+        if (e.code() != ExitCode::invalid_state) throw;  // it has just ended: nothing to cancel
       }
-      if (interrupt.count() >= 2) {
-        std::fprintf(stderr, "jobctl: detached; job %s was asked to stop (jobctl logs -f %s follows it)\n",
-                     job_id.c_str(), job_id.c_str());
-        detached = true;
+      interrupt.cancelled();
+      if (interrupt.count() >= 2) {  // the next came before the cancel
+        std::fwrite(detached_note[0], 1, detached_length[0], stderr);
         return false;
       }
       return true;
     };
     std::vector<FollowedEnd> ends;
     follow_runs(ctx, runs_to_follow(ctx, job_id), options, ends);
-    if (detached || cancelled) {
+    if (cancelled) {
       ctx.exit_code = 128 + interrupt.first();
       return;
     }

@@ -97,7 +97,7 @@ FollowResult follow_runs(Context& ctx, const std::vector<Followed>& runs, const 
   for (const auto& r : runs) following.push_back(std::make_unique<Following>(r));
   // Output is shipped every 500 ms at most: reading more often only costs.
   Backoff backoff(options.timeout, std::chrono::milliseconds(50), std::chrono::milliseconds(250));
-  PatientLook look(ctx, backoff);
+  PatientLook look(ctx, backoff, options.interrupted);
   ProgressLine no_progress;
   WaitingNote note(ctx);
   auto result = FollowResult::finished;

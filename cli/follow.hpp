@@ -34,6 +34,9 @@ struct FollowOptions {
   bool show_stderr = true;
   // Asked between two reads of the store; false stops following.
   std::function<bool()> go_on = [] { return true; };
+  // True when go_on() has something to act on: a read of the store under
+  // way stops waiting for it (nothing: reads wait their time).
+  std::function<bool()> interrupted;
 };
 
 enum class FollowResult { finished, timed_out, stopped };

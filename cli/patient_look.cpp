@@ -19,14 +19,17 @@ bool PatientLook::operator()(const std::function<void(store::Store&)>& look) {
       auto due = backoff_.deadline();
       if (due) due = std::max(*due, Clock::now() + std::chrono::seconds(1));
       store.connection().answer_by(due);
+      store.connection().give_up_when(interrupted_);
       look(store);
-      store.connection().answer_by(std::nullopt);  // what the command does next is not the wait's
+      // What the command does next is not the wait's.
+      store.connection().answer_by(std::nullopt);
+      store.connection().give_up_when(nullptr);
       answered_ = true;
       return true;
     } catch (const Error& e) {
       if (e.code() != ExitCode::store) throw;
       ctx_.drop_store();
-      if (backoff_.expired()) return false;
+      if (backoff_.expired() || (interrupted_ && interrupted_())) return false;
       // A store that never answered is not one that fails for a moment
       // (a wrong DSN, a missing schema): said at once.
       if (!answered_) throw;

@@ -13,11 +13,14 @@ namespace jobctl::cli {
 
 class PatientLook {
  public:
-  // A store the command opened already has answered.
-  PatientLook(Context& ctx, const Backoff& backoff) : ctx_(ctx), backoff_(backoff), answered_(ctx.store_open()) {}
+  // A store the command opened already has answered. While `interrupted`
+  // says so (jobctl run's Ctrl-C, not yet acted on), no look waits.
+  PatientLook(Context& ctx, const Backoff& backoff, std::function<bool()> interrupted = nullptr)
+      : ctx_(ctx), backoff_(backoff), interrupted_(std::move(interrupted)), answered_(ctx.store_open()) {}
 
   // Runs `look` on the store. True once it ran; false when the wait's
-  // timeout passed first (the caller times out, exit 124). A failure of
+  // timeout passed first (the caller times out, exit 124) or `interrupted`
+  // stopped it (the caller acts on what interrupted it). A failure of
   // the first look, or failures for JOBCTL_STORE_TIMEOUT on end, are
   // thrown (exit 5). A look's answer is awaited until the timeout, or for
   // a second at least (the last look of a wait, or one that comes after
@@ -27,6 +30,7 @@ class PatientLook {
  private:
   Context& ctx_;
   const Backoff& backoff_;
+  std::function<bool()> interrupted_;
   bool answered_;
 };
 

@@ -494,6 +494,7 @@ class PostgresConnection final : public Connection {
 
   // Statements prepared with the old clock are dropped on both sides.
   void answer_by(std::optional<Clock::time_point> deadline) override { answer_by_ = deadline; }
+  void give_up_when(std::function<bool()> stop) override { give_up_when_ = std::move(stop); }
 
   void shift_clock(int64_t us) override {
     ensure_connected();
@@ -623,6 +624,7 @@ class PostgresConnection final : public Connection {
       int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)) + 1);
       if (n > 0) return true;
       if (n < 0 && errno != EINTR) return true;  // let libpq report it
+      if (give_up_when_ && give_up_when_()) return false;
     }
   }
 
@@ -635,6 +637,9 @@ class PostgresConnection final : public Connection {
 
   [[noreturn]] void give_up(std::string_view sql) {
     drop();
+    if (give_up_when_ && give_up_when_())
+      throw Error(ExitCode::store,
+                  fmt::format("stopped waiting for PostgreSQL at {} (in: {})", where(), statement_summary(sql)));
     if (answer_by_ && Clock::now() >= *answer_by_)
       throw Error(ExitCode::store,
                   fmt::format("PostgreSQL at {} did not answer before the command's own deadline (in: {})", where(),
@@ -963,6 +968,7 @@ class PostgresConnection final : public Connection {
   std::string conninfo_;
   std::chrono::milliseconds timeout_;
   std::optional<Clock::time_point> answer_by_;
+  std::function<bool()> give_up_when_;
   Clock::time_point last_look_{};  // the last statement ensure_connected let out
   PGconn* conn_ = nullptr;
   // Statements to send with the next one (see the top of this file): a new

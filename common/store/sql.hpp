@@ -193,6 +193,11 @@ class Connection {
   // Past it, a statement fails as a store that did not answer. Only
   // PostgreSQL waits for answers; SQLite's reads never wait.
   virtual void answer_by(std::optional<std::chrono::steady_clock::time_point> deadline) { (void)deadline; }
+  // From now on a wait for an answer also gives up, as one past its
+  // deadline, once `stop` says so (nothing: never). It is asked each second
+  // and whenever a signal interrupts the wait: jobctl run's Ctrl-C acts at
+  // once while the store does not answer.
+  virtual void give_up_when(std::function<bool()> stop) { (void)stop; }
 };
 
 // Commits on commit(); rolls back when destroyed without one (an exception

@@ -174,6 +174,29 @@ TEST_CASE("fault: wait and logs -f outlast a cut connection, and wait --timeout 
   store.thaw();
 }
 
+TEST_CASE("fault: jobctl run acts on Ctrl-C while the store does not answer: the first cancels, the next detaches") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});  // not through the proxy
+  test::Process run({JOBCTL_BIN, "--db", store.dsn(), "run", "--", "echo started; sleep 600"},
+                    {"JOBCTL_STORE_TIMEOUT=600s"}, dir, "run");
+  test::eventually([&] { return run.out() == "started\n"; }, "the job to start");
+  store.freeze();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a look under way (PostgreSQL)
+  // The look waited out the store timeout before the cancel was tried,
+  // and the cancel then ignored every further Ctrl-C.
+  run.signal(SIGINT);
+  test::eventually([&] { return run.err().find("cancelling job") != std::string::npos; }, "the cancel to be tried");
+  run.signal(SIGINT);
+  CHECK(run.wait(std::chrono::seconds(60)) == 130);
+  CHECK_MESSAGE(run.err().find("may still run: its cancel was not answered") != std::string::npos, run.err());
+  store.thaw();
+  auto id = json::parse(run_jobctl(db, dir, {"ls", "-o", "json"}).out).at(0)["id"].get<std::string>();
+  CHECK(get(db, dir, id)["status"] == "running");  // it said so
+  CHECK(run_jobctl(db, dir, {"cancel", id}).code == 0);
+}
+
 TEST_CASE("fault: wait --timeout of several jobs reads each one's status and prints the JSON after its time") {
   test::TempDir dir;
   test::TestDb db(dir);
