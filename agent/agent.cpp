@@ -221,15 +221,18 @@ bool Agent::store_step(const char* step, StoreThread::Work work, std::function<v
                    if (!e) {
                      // A call still stalled on the other thread keeps the outage open.
                      if (auto oldest = longest_call(); !oldest || now - oldest->since < health_.stall_after())
-                       health_.succeeded(now);
+                       health_.succeeded(step, now);
                      if (then) then();
                      return;
                    }
                    ++metrics_.store_errors[step];
                    if (e->code() == ExitCode::store)
                      health_.failed(step, e->what(), now);
-                   else
+                   else if (auto& said = store_errors_said_[step]; said.second != e->what() || now - said.first >= kSayAgainAfter) {
+                     // The same error of a step made each second (a damaged schema) is said again each 30 s.
+                     said = {now, e->what()};
                      log_event(LogLevel::error, "store_error", {{"step", step}, {"error", e->what()}});
+                   }
                    if (backoff == Backoff::yes) store_backoff_until_ = now + std::chrono::seconds(1);
                    if (undo) undo();
                  });
@@ -620,8 +623,13 @@ void Agent::wait_for_events(Clock::time_point now) {
   // descriptor polled here, and a time past would make this loop spin.
   const bool claim_could_go = slots_to_claim() && !claiming();
   Clock::time_point until = std::min(next_heartbeat_, claim_could_go ? next_claim_ : next_heartbeat_);
-  if (opts_.scheduler && phase_ == Phase::running) until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
-  if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running) until = std::min(until, next_gc_);
+  // A step on its way is not due again until it returns (its lane's
+  // descriptor wakes the poll): a tick passed during a slow call made this
+  // loop spin at 100 % CPU for as long as the call took (a tester).
+  if (opts_.scheduler && phase_ == Phase::running && !busy(epoch_ ? "schedule" : "lead"))
+    until = std::min(until, epoch_ ? next_schedule_ : next_lead_);
+  if (epoch_ && opts_.gc_older_than.count() > 0 && phase_ == Phase::running && !busy("gc"))
+    until = std::min(until, next_gc_);
   if (auto d = runner_.next_deadline()) until = std::min(until, *d);
   if (completed_since_ && !busy("complete")) until = std::min(until, *completed_since_ + kReportDelay);
   if (auto d = runner_.next_output_due(); d && !busy("output")) until = std::min(until, *d);
@@ -669,10 +677,9 @@ void Agent::wait_for_events(Clock::time_point now) {
 // when to look again.
 std::optional<Clock::time_point> Agent::watch_store(Clock::time_point now) {
   auto call = longest_call();
-  if (!call || health_.down()) return std::nullopt;
+  if (!call) return std::nullopt;
   health_.waiting(call->step, call->since, now);
-  if (health_.down()) return std::nullopt;
-  return call->since + health_.stall_after();
+  return health_.next_look(call->since);
 }
 
 std::optional<StoreThread::Running> Agent::longest_call() const {

@@ -162,6 +162,9 @@ class Agent {
   StoreHealth health_;
   ClockWatch clock_watch_;
   std::set<std::string> busy_steps_;  // store steps queued or running
+  // Each step's last store_error (not an outage's), and when it was said.
+  std::map<std::string, std::pair<Clock::time_point, std::string>> store_errors_said_;
+  static constexpr std::chrono::seconds kSayAgainAfter{30};
   std::set<std::string> reporting_;   // runs whose completion or release is on its way
   // Runs recorded (on the reports lane) while a heartbeat was on its way:
   // the leases it read may still name them, and they are not given back.

@@ -16,6 +16,7 @@ using util::Micros;
 
 namespace {
 constexpr auto kRepeatEvery = std::chrono::seconds(30);
+constexpr auto kSettled = std::chrono::seconds(5);
 
 std::string length(StoreHealth::Clock::duration d) { return util::format_duration(duration_cast<Micros>(d)); }
 }  // namespace
@@ -23,6 +24,8 @@ std::string length(StoreHealth::Clock::duration d) { return util::format_duratio
 void StoreHealth::begin_outage(const std::string& step, const std::string& reason, Clock::time_point now) {
   down_since_ = now;
   last_report_ = now;
+  last_failure_ = now;
+  failing_ = {step};
   failures_ = 0;
   log_event(LogLevel::error, "store_unreachable", {{"step", step}, {"error", reason}});
 }
@@ -33,6 +36,8 @@ void StoreHealth::failed(const std::string& step, const std::string& reason, Clo
     begin_outage(step, reason, now);
     return;
   }
+  failing_.insert(step);
+  last_failure_ = now;
   if (now - last_report_ < kRepeatEvery) return;
   last_report_ = now;
   log_event(LogLevel::error, "store_still_unreachable",
@@ -40,12 +45,29 @@ void StoreHealth::failed(const std::string& step, const std::string& reason, Clo
 }
 
 void StoreHealth::waiting(const char* step, Clock::time_point since, Clock::time_point now) {
-  if (down_since_ || now - since < stall_after_) return;
-  begin_outage(step, "no answer for " + length(now - since), since);
+  if (now - since < stall_after_) return;
+  if (!down_since_) {
+    begin_outage(step, "no answer for " + length(now - since), since);
+    return;
+  }
+  failing_.insert(step);
+  last_failure_ = now;
+  if (now - last_report_ < kRepeatEvery) return;
+  last_report_ = now;
+  log_event(LogLevel::error, "store_still_unreachable",
+            {{"for", length(now - *down_since_)}, {"failures", std::to_string(failures_)},
+             {"error", fmt::format("{}: no answer for {}", step, length(now - since))}});
 }
 
-void StoreHealth::succeeded(Clock::time_point now) {
+StoreHealth::Clock::time_point StoreHealth::next_look(Clock::time_point since) const {
+  return down_since_ ? std::max(since + stall_after_, last_report_ + kRepeatEvery) : since + stall_after_;
+}
+
+void StoreHealth::succeeded(const std::string& step, Clock::time_point now) {
   if (!down_since_) return;
+  failing_.erase(step);
+  if (!failing_.empty() && now - last_failure_ < kSettled) return;
+  failing_.clear();
   log_event(LogLevel::info, "store_back", {{"outage", length(now - *down_since_)}});
   down_since_.reset();
   calm_since_ = now;

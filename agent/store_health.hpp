@@ -2,8 +2,14 @@
 // What the agent knows of its store's health, and the log lines an outage
 // makes: one `store_unreachable` when it begins (with the reason), a
 // `store_still_unreachable` at most every 30 s while it lasts, and one
-// `store_back` with its length when a call succeeds again. A call that has
-// not answered for stall_after() counts as the start of an outage too.
+// `store_back` with its length when it ends. A call that has not answered
+// for stall_after() counts as the start of an outage too.
+//
+// A store that answers some calls and fails others (a full disk: reads
+// answer, writes fail) is still down: the outage ends once every step that
+// failed in it has succeeded since, or once a call succeeds with no failure
+// for kSettled (a step that failed once and is not made again). Each
+// success used to end it, and a full disk logged two lines a second.
 //
 // It also says whose runs this agent may rescue: leases expire on the
 // store's clock while nobody can renew them, so an agent that just got the
@@ -14,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace jobctl::agent {
@@ -35,10 +42,13 @@ class StoreHealth {
 
   // A store call failed because the store could not be reached.
   void failed(const std::string& step, const std::string& reason, Clock::time_point now);
-  // A store call returned.
-  void succeeded(Clock::time_point now);
+  // A store call of `step` returned.
+  void succeeded(const std::string& step, Clock::time_point now);
   // A store call has been running since `since` and has not returned.
   void waiting(const char* step, Clock::time_point since, Clock::time_point now);
+  // When waiting() has something to say about that call: its stall, or,
+  // in an outage, the next store_still_unreachable.
+  Clock::time_point next_look(Clock::time_point since) const;
   // The store's clock moved `step_us` more than this host's steady clock
   // between two heartbeats.
   void clock_stepped(int64_t step_us, Clock::time_point now);
@@ -58,6 +68,8 @@ class StoreHealth {
   Clock::duration stall_after_;
   std::optional<Clock::time_point> down_since_;
   Clock::time_point last_report_{};
+  Clock::time_point last_failure_{};
+  std::set<std::string> failing_;  // steps that failed in this outage, not since succeeded
   long failures_ = 0;
 };
 

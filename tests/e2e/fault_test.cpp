@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -105,6 +106,36 @@ TEST_CASE("fault: while the store is frozen the agent's loop keeps its timing, t
   CHECK(job_json["status"] == "dead");
   CHECK(job_json["run"]["error"].get<std::string>().find("timed out") != std::string::npos);
   CHECK(json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out).size() == 1);
+}
+
+TEST_CASE("fault: a leading agent sleeps while its scheduler's call waits for a frozen store") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  auto agent = agent_on(store.dsn(), dir, "agent", {"--lease", "6s"}, "60s");
+  test::eventually([&] { return logged(*agent, "scheduler_leading"); }, "the agent to lead");
+  // Its CPU time (user + system, in clock ticks) from /proc.
+  auto cpu_ticks = [&] {
+    const std::string stat = test::read_file("/proc/" + std::to_string(agent->pid()) + "/stat");
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long ticks = 0;
+    for (int i = 3; fields >> field; ++i)
+      if (i == 14 || i == 15) ticks += std::stol(field);
+    return ticks;
+  };
+  store.freeze();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a scheduler tick past, its call waiting
+  const long before = cpu_ticks();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const long used = cpu_ticks() - before;
+  store.thaw();
+  // It spun at one whole core (4 s: 400 ticks at 100 Hz) while the tick's
+  // time had passed and its call still waited. Half a core is far above an
+  // idle loop's, even under a sanitizer.
+  CHECK_MESSAGE(used < sysconf(_SC_CLK_TCK) * 2, "CPU ticks used in 4 s: " << used);
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
 }
 
 TEST_CASE("fault: a drain with the store frozen stops waiting at --drain-timeout, and counts what was sent unanswered") {
