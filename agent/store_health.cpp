@@ -32,31 +32,24 @@ void StoreHealth::begin_outage(const std::string& step, const std::string& reaso
 
 void StoreHealth::failed(const std::string& step, const std::string& reason, Clock::time_point now) {
   ++failures_;
-  if (!down_since_) {
-    begin_outage(step, reason, now);
-    return;
-  }
+  if (!down_since_) begin_outage(step, reason, now);
+  else still_failing(step, reason, now);
+}
+
+void StoreHealth::waiting(const char* step, Clock::time_point since, Clock::time_point now) {
+  if (now - since < stall_after_) return;
+  const std::string reason = "no answer for " + length(now - since);
+  if (!down_since_) begin_outage(step, reason, since);
+  else still_failing(step, fmt::format("{}: {}", step, reason), now);
+}
+
+void StoreHealth::still_failing(const std::string& step, const std::string& reason, Clock::time_point now) {
   failing_.insert(step);
   last_failure_ = now;
   if (now - last_report_ < kRepeatEvery) return;
   last_report_ = now;
   log_event(LogLevel::error, "store_still_unreachable",
             {{"for", length(now - *down_since_)}, {"failures", std::to_string(failures_)}, {"error", reason}});
-}
-
-void StoreHealth::waiting(const char* step, Clock::time_point since, Clock::time_point now) {
-  if (now - since < stall_after_) return;
-  if (!down_since_) {
-    begin_outage(step, "no answer for " + length(now - since), since);
-    return;
-  }
-  failing_.insert(step);
-  last_failure_ = now;
-  if (now - last_report_ < kRepeatEvery) return;
-  last_report_ = now;
-  log_event(LogLevel::error, "store_still_unreachable",
-            {{"for", length(now - *down_since_)}, {"failures", std::to_string(failures_)},
-             {"error", fmt::format("{}: no answer for {}", step, length(now - since))}});
 }
 
 StoreHealth::Clock::time_point StoreHealth::next_look(Clock::time_point since) const {

@@ -63,6 +63,8 @@ class StoreHealth {
 
  private:
   void begin_outage(const std::string& step, const std::string& reason, Clock::time_point now);
+  // In an outage: `step` failed again; said at most each kRepeatEvery.
+  void still_failing(const std::string& step, const std::string& reason, Clock::time_point now);
 
   Clock::time_point calm_since_;
   Clock::duration stall_after_;
