@@ -10,6 +10,7 @@
 #include "agent/agent.hpp"
 #include "agent/job_user.hpp"
 #include "agent/secrets.hpp"
+#include "common/config/dsn.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/host.hpp"
@@ -101,13 +102,19 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "Minimum level logged")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
   jobctl::util::check_option_values(app);
+  // Parsed from a copy: the arguments themselves are for ps to show, the
+  // password of --db's DSN taken out (jobs run as other users can read them).
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<char*> arg_pointers;
+  for (auto& a : args) arg_pointers.push_back(a.data());
+  jobctl::config::hide_dsn_passwords(argc, argv);
   try {
-    app.parse(argc, argv);
+    app.parse(argc, arg_pointers.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : static_cast<int>(jobctl::ExitCode::usage);
   }
   try {
-    jobctl::util::require_utf8_arguments(argc, argv, "--db");  // --name, --label and --queues are stored
+    jobctl::util::require_utf8_arguments(argc, arg_pointers.data(), "--db");  // --name, --label and --queues are stored
     if (!db.empty()) opts.db = db;
     opts.queues = split_queues(queues);
     labels.push_back("host=" + jobctl::util::host_name());

@@ -13,6 +13,7 @@
 #include "cli/complete.hpp"
 #include "cli/context.hpp"
 #include "cli/standard_streams.hpp"
+#include "common/config/dsn.hpp"
 #include "common/util/error.hpp"
 #include "common/model/names.hpp"
 #include "common/util/host.hpp"
@@ -220,10 +221,15 @@ int run(int argc, char** argv) {
   guard_standard_streams();
   Context ctx;
   ctx.argv.assign(argv, argv + argc);
+  // Parsed from a copy: the arguments themselves are for ps to show, the
+  // password of --db's DSN taken out (a long jobctl serve, a wait in CI).
+  std::vector<char*> arg_pointers;
+  for (auto& a : ctx.argv) arg_pointers.push_back(a.data());
+  config::hide_dsn_passwords(argc, argv);
   auto app = build_app(ctx, Groups::named);
   try {
-    util::require_utf8_arguments(argc, argv, "--db");  // what a command is given may be stored
-    app->parse(argc, argv);
+    util::require_utf8_arguments(argc, arg_pointers.data(), "--db");  // what a command is given may be stored
+    app->parse(argc, arg_pointers.data());
     return with_output_checked(ctx.exit_code);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return with_output_checked(app->exit(e));  // --help, --version

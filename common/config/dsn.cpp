@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -258,6 +259,28 @@ std::string redacted(const Dsn& dsn) {
   for (auto p = parameters.rbegin(); p != parameters.rend(); ++p)
     if (is_secret(*p) && p->end > p->value_begin) out.replace(p->value_begin, p->end - p->value_begin, "***");
   return hide_user_info_passwords(out);
+}
+
+void hide_dsn_passwords(int argc, char** argv) {
+  auto hide = [](char* value) {
+    const size_t length = std::strlen(value);
+    std::string shown;
+    try {
+      const Dsn dsn = parse_dsn(value);
+      if (dsn.backend == Backend::sqlite) return;  // a path: no secret, and its own spelling
+      shown = redacted(dsn);
+    } catch (const Error&) {
+      shown = std::string(length, '*');  // malformed: nothing of it can be told apart
+    }
+    if (shown == value) return;
+    shown.resize(length, ' ');
+    std::memcpy(value, shown.data(), length);
+  };
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) return;
+    if (std::strcmp(argv[i], "--db") == 0 && i + 1 < argc) hide(argv[++i]);
+    else if (std::strncmp(argv[i], "--db=", 5) == 0) hide(argv[i] + 5);
+  }
 }
 
 }  // namespace jobctl::config

@@ -50,6 +50,12 @@ Dsn parse_dsn(const std::string& text);
 
 // The DSN with any password replaced by "***", safe for logs and errors.
 std::string redacted(const Dsn& dsn);
+// Rewrites, in place, the value of each --db in a program's arguments
+// (`--db DSN` or `--db=DSN`) to its redacted form, padded with blanks or
+// cut to its length: the kernel shows a process's arguments to every user
+// of the host (ps, /proc/PID/cmdline), jobs run as other users included.
+// Call it on argv itself, after copying what is to be parsed.
+void hide_dsn_passwords(int argc, char** argv);
 // `text` (libpq's message about the PostgreSQL DSN `dsn`, which may quote
 // it) with each secret the DSN holds replaced by "***".
 std::string without_secrets(const std::string& dsn, const std::string& text);

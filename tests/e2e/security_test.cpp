@@ -42,6 +42,30 @@ TEST_CASE("security: a job finds the agent's secrets in no environment it can re
   CHECK(agent->wait() == 0);
 }
 
+TEST_CASE("security: the password of --db's DSN is not in the arguments that ps shows, the agent's or jobctl's") {
+  if (test::test_backend() != config::Backend::postgres) return;  // a SQLite path holds no password
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string password = "pw-51c7e0a9d3";
+  const std::string dsn = db.dsn() + " password=" + password;
+  test::Process agent({JOBAGENT_BIN, "--db=" + dsn, "--poll-interval", "100ms", "--no-export-db"},
+                      {"XDG_RUNTIME_DIR=" + dir.path()}, dir, "agent");
+  // Every user of the host reads these: a job run as another user, too.
+  auto id = submit(db, dir, {"--", "sh", "-ec",
+                             "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; "
+                             "tr '\\0' ' ' < /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/cmdline; echo; sleep 600"});
+  test::Process waiting({JOBCTL_BIN, "--db", dsn, "wait", id}, {}, dir, "wait");
+  test::eventually([&] { return test::lines(run_jobctl(db, dir, {"logs", id}).out).size() == 2; }, "the job's two lines");
+  const std::string shown = run_jobctl(db, dir, {"logs", id}).out +
+                            test::read_file(fmt::format("/proc/{}/cmdline", waiting.pid()));
+  CHECK(shown.find(password) == std::string::npos);
+  CHECK_MESSAGE(shown.find("password=***") != std::string::npos, shown);
+  CHECK(run_jobctl(db, dir, {"cancel", id}).code == 0);
+  CHECK(waiting.wait() != 0);  // the job was cancelled: parsed from its copy, the DSN worked
+  agent.signal(SIGTERM);
+  CHECK(agent.wait() == 0);
+}
+
 TEST_CASE("security: a job runs as the user it names, when the agent allows it, and reaches none of the agent's") {
   if (geteuid() != 0) return;  // only root may switch users (CI runs as root)
   test::TempDir dir;

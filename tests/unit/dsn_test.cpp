@@ -269,3 +269,16 @@ TEST_CASE("dsn: a keyword, blanks and '=' at the start make a libpq key=value st
     CHECK(backend(file) == Backend::sqlite);
   }
 }
+
+TEST_CASE("config::hide_dsn_passwords overwrites --db's password in place, and leaves the rest as given") {
+  std::string url = "postgres://app:s3cret@db.example.com/jobs", kv = "host=db password=hunter2 dbname=jobs";
+  std::string path = "/var/lib/jobs.db", after = "postgres://app:other@db/x";
+  std::string prog = "jobagent", flag = "--db", eq = "--db=" + kv, dashes = "--", flag2 = "--db";
+  std::vector<char*> argv{prog.data(), flag.data(), url.data(), eq.data(), flag2.data(), path.data(),
+                          dashes.data(), after.data()};
+  jobctl::config::hide_dsn_passwords(static_cast<int>(argv.size()), argv.data());
+  CHECK(std::string(argv[2]) == "postgres://app:***@db.example.com/jobs   ");
+  CHECK(std::string(argv[3]) == "--db=host=db password=*** dbname=jobs    ");
+  CHECK(std::string(argv[5]) == "/var/lib/jobs.db");
+  CHECK(std::string(argv[7]) == "postgres://app:other@db/x");  // a job's command, after --
+}
