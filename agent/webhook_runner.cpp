@@ -191,8 +191,11 @@ std::optional<std::string> WebhookRunner::start(const store::ClaimedRun& run) {
   libcurl().curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t->response);
   libcurl().curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->headers);
   libcurl().curl_easy_setopt(easy, CURLOPT_USERAGENT, "jobagent/" JOBCTL_VERSION);
-  libcurl().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(t->timeout_us / 1000));
-  libcurl().curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(t->timeout_us, kConnectTimeoutUs) / 1000));
+  // Whole milliseconds, rounded up: 0 is libcurl's "no limit", and a
+  // --timeout under 1ms left the request running for ever (a tester).
+  auto ms = [](int64_t us) { return static_cast<long>((us + 999) / 1000); };
+  libcurl().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, ms(t->timeout_us));
+  libcurl().curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, ms(std::min(t->timeout_us, kConnectTimeoutUs)));
   libcurl().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, w.insecure ? 0L : 1L);
   libcurl().curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, w.insecure ? 0L : 2L);
   if (w.method == "HEAD") {

@@ -340,6 +340,8 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   const std::string dag = R"({"name": "d", "jobs": {"a": {"command": "true"}}})";
   check_problem(c.Post("/api/v1/dags?on_failure=sometimes", dag, "application/json"), 400, "sometimes");
   check_problem(c.Post("/api/v1/dags?cron=61%20*%20*%20*%20*", dag, "application/json"), 400, "minute");
+  // An unset variable in ?cron=$CRON: the DAG ran now.
+  check_problem(c.Post("/api/v1/dags?cron=", dag, "application/json"), 400, "?cron= is empty");
   check_problem(c.Post("/api/v1/dags", "{\"name\": ", "application/json"), 400, "not valid JSON");
   check_problem(c.Post("/api/v1/dags", R"({"name": "d", "jobs": {"a": {"command": "true", "depends_on": ["b"]}}})",
                        "application/json"),

@@ -245,6 +245,15 @@ TEST_CASE("webhook: connection refused and a timeout are retried, then dead when
                                   "--retry-delay", "10ms"});
   CHECK(run_jobctl(db, dir, {"wait", refused}).code == 1);
   CHECK(run_jobctl(db, dir, {"wait", timeout}).code == 1);
+  // Under a millisecond: libcurl read 0 ms as no limit, and the run stayed running.
+  HttpServer hangs([](const HttpRequest&) {
+    HttpResponse r = status(200);
+    r.delay = 60000ms;
+    return r;
+  });
+  auto tiny = submit(db, dir, {"--webhook", hangs.url("/hangs"), "--timeout", "500us", "--retries", "0"});
+  CHECK(run_jobctl(db, dir, {"wait", "--timeout", "60s", tiny}).code == 1);
+  CHECK(get(db, dir, tiny)["run"]["error"].get<std::string>().find("timed out") != std::string::npos);
 
   auto a = attempts_of(db, dir, refused);
   REQUIRE(a.size() == 2);
