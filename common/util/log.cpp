@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/util/utf8.hpp"
+
 namespace jobctl::util {
 namespace {
 
@@ -21,6 +23,20 @@ spdlog::level::level_enum to_spdlog(LogLevel l) {
 
 bool needs_quotes(const std::string& v) {
   return v.empty() || v.find_first_of(" \t\n\"=") != std::string::npos;
+}
+
+// Whether `v` holds what a terminal acts on or cannot show: a control
+// character (C0, DEL, C1) or bytes that are not UTF-8. Such a value is
+// quoted with everything past ASCII escaped: a client's request path
+// wrote ESC sequences into serve's access log, raw, for whoever ran tail -f
+// on it (a tester).
+bool unsafe_for_terminals(const std::string& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto c = static_cast<unsigned char>(v[i]);
+    if (c < 0x20 || c == 0x7F) return true;
+    if (c == 0xC2 && i + 1 < v.size() && static_cast<unsigned char>(v[i + 1]) <= 0x9F) return true;  // C1
+  }
+  return !is_utf8(v);
 }
 
 }  // namespace
@@ -52,7 +68,10 @@ void log_event(LogLevel level, const std::string& event, const LogFields& fields
     line = event;
     for (const auto& [k, v] : fields) {
       line += ' ' + k + '=';
-      line += needs_quotes(v) ? nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : v;
+      const bool unsafe = unsafe_for_terminals(v);
+      line += unsafe || needs_quotes(v)
+                  ? nlohmann::json(v).dump(-1, ' ', unsafe, nlohmann::json::error_handler_t::replace)
+                  : v;
     }
   }
   spdlog::log(lvl, "{}", line);

@@ -471,10 +471,17 @@ TEST_CASE("serve: SIGTERM stops it with exit 0, and the access log never holds a
   Server server(db, dir);
   CHECK(server.client(kReader).Get("/api/v1/jobs")->status == 200);
   CHECK(server.client("wrong-token-but-long-enough").Get("/api/v1/jobs")->status == 401);
+  // Terminal escapes in a path anyone may send: they reached the log raw.
+  CHECK(server.client("").Get("/api/v1/jobs/x%1b%5b2J%1b%5d0;pwned%07%c2%9b%ff")->status == 401);
   server.process->signal(SIGTERM);
   CHECK(server.process->wait() == 0);
   const std::string log = server.process->err();
   CHECK(log.find("path=/api/v1/jobs") != std::string::npos);
+  CHECK(log.find('\x1b') == std::string::npos);
+  CHECK(log.find('\x07') == std::string::npos);
+  CHECK(log.find("\xc2\x9b") == std::string::npos);
+  CHECK(log.find('\xff') == std::string::npos);
+  CHECK_MESSAGE(log.find(R"(path="/api/v1/jobs/x\u001b[2J\u001b]0;pwned\u0007\u009b\ufffd")") != std::string::npos, log);
   CHECK(log.find("token=reader") != std::string::npos);
   CHECK(log.find(kReader) == std::string::npos);
   CHECK(log.find("wrong-token") == std::string::npos);
