@@ -323,17 +323,21 @@ std::string skip_blocked(Dialect d) {
 
 std::string missed_occurrence(const char* r) {
   // The later occurrence is looked up through runs_occurrence, from this
-  // one on: a schedule's history before it is not read.
+  // one on: a schedule's history before it is not read. Under latest, a
+  // later occurrence the leader has not made yet counts too (next_fire_at
+  // is due): after an outage, a claim that came before the leader's first
+  // tick ran the oldest occurrence made ahead, 10 minutes late, and the
+  // newest was then skipped as overlap (a tester).
   return fmt::format(
       "({0}.occurrence IS NOT NULL AND {0}.origin = 'schedule' AND {0}.started_at IS NULL "
       "AND EXISTS (SELECT 1 FROM scheduler_lease l WHERE l.id = 1 AND {0}.available_at < NOW_US - l.misfire_after) "
       "AND EXISTS (SELECT 1 FROM jobs m WHERE m.id = {0}.job_id AND m.overlap = 'skip' AND (m.misfire = 'skip' "
       "OR (m.misfire = 'all' AND {0}.available_at < NOW_US - m.catchup_window_us) "
-      "OR (m.misfire = 'latest' AND EXISTS (SELECT 1 FROM runs n WHERE n.job_id = {0}.job_id "
+      "OR (m.misfire = 'latest' AND (m.next_fire_at <= NOW_US OR EXISTS (SELECT 1 FROM runs n WHERE n.job_id = {0}.job_id "
       "AND n.job_version = {0}.job_version AND n.occurrence > {0}.occurrence "
       "AND COALESCE(n.pinned_to, '') = COALESCE({0}.pinned_to, '') AND n.status <> 'skipped' "
       "AND n.origin = 'schedule' AND n.available_at <= NOW_US "
-      "AND (n.status IN ('pending', 'running') OR n.started_at IS NOT NULL))))))",
+      "AND (n.status IN ('pending', 'running') OR n.started_at IS NOT NULL)))))))",
       r);
 }
 
@@ -351,14 +355,17 @@ int Scheduler::enforce_overlap() {
       "error = 'missed: a later occurrence runs instead (misfire latest)' "
       "WHERE status = 'pending' AND occurrence IS NOT NULL AND origin = 'schedule' AND available_at <= NOW_US "
       "AND started_at IS NULL "
-      "AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = runs.job_id AND j.overlap = 'skip' AND j.misfire = 'latest') "
+      "AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = runs.job_id AND j.overlap = 'skip' AND j.misfire = 'latest' "
+      "AND j.paused = 0 AND j.deleted_at IS NULL) "
       "AND EXISTS (SELECT 1 FROM runs e WHERE e.job_id = runs.job_id AND e.status = 'pending' "
       "AND e.origin = 'schedule' AND e.occurrence > runs.occurrence AND e.available_at <= NOW_US "
       "AND COALESCE(e.pinned_to, '') = COALESCE(runs.pinned_to, '')) "
       "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = runs.job_id AND o.status = 'running' "
       "AND o.lease_expires_at > NOW_US AND COALESCE(o.pinned_to, '') = COALESCE(runs.pinned_to, ''))";
   // Missed occurrences (missed_occurrence), which no claim takes: those
-  // of a paused or deleted schedule are left to resume and restore.
+  // of a paused or deleted schedule are left to resume and restore, as
+  // above (superseded while paused, they read "a later occurrence runs
+  // instead" when none did).
   static const std::string kMissed = fmt::format(
       "UPDATE runs SET status = 'skipped', finished_at = NOW_US, error = CASE (SELECT j.misfire FROM jobs j "
       "WHERE j.id = runs.job_id) WHEN 'skip' THEN 'missed: no agent started it in time (misfire skip)' "
