@@ -1,6 +1,8 @@
 // SQLite driver for store::Connection: WAL mode, a busy timeout so several
 // agent processes can share one file, a statement cache, and the database
 // clock as a registered function.
+#include <sys/stat.h>
+
 #include <sqlite3.h>
 
 #include <chrono>
@@ -94,6 +96,7 @@ class SqliteConnection final : public Connection {
       throw Error(ExitCode::store, fmt::format("no store at '{}'", path),
                   fmt::format("check --db and JOBCTL_DB, or create it with `jobctl --db sqlite:{} init`", path));
     }
+    refuse_special_file(path);
     int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -120,12 +123,45 @@ class SqliteConnection final : public Connection {
       // submit that returned durable even across power loss. This is the
       // first read of the file, so a file that is not a database fails here,
       // and the destructor will not run to close the handle.
-      exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; "
+      exec_script("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; "
                   "PRAGMA journal_size_limit=67108864;");
+      // The journal mode is the file's own, kept by it: set only on a new
+      // file or a jobctl store. A --db naming another program's database
+      // was left in WAL mode by the command that refused it.
+      if (new_or_ours()) exec_script("PRAGMA journal_mode=WAL;");
     } catch (...) {
       sqlite3_close(db_);
       throw;
     }
+  }
+
+  // A directory, a device or a FIFO given as the store: SQLite said "disk
+  // I/O error" or "unable to open", and as root made /dev/null-journal.
+  static void refuse_special_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+    const char* what = S_ISDIR(st.st_mode)   ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device";
+    throw Error(ExitCode::usage, fmt::format("'{}' is {}, not an SQLite file", path, what),
+                "give --db (or JOBCTL_DB) the path of a file, such as DIR/jobs.db");
+  }
+
+  // Whether the file is new (nothing in it yet) or holds jobctl's schema.
+  bool new_or_ours() {
+    constexpr std::string_view kSql =
+        "SELECT NOT EXISTS (SELECT 1 FROM sqlite_master) OR "
+        "EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')";
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db_, kSql.data(), static_cast<int>(kSql.size()), &stmt, nullptr);
+    if (rc != SQLITE_OK) fail(rc, sqlite3_errmsg(db_), kSql);
+    rc = sqlite3_step(stmt);
+    const bool yes = rc == SQLITE_ROW && sqlite3_column_int(stmt, 0) == 1;
+    std::string msg = rc == SQLITE_ROW ? "" : sqlite3_errmsg(db_);
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_ROW) fail(rc, msg, kSql);
+    return yes;
   }
 
   ~SqliteConnection() override {

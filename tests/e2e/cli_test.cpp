@@ -1,5 +1,6 @@
 // jobctl as a user runs it: the real binary against a real store.
 #include <doctest/doctest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
@@ -249,6 +250,52 @@ TEST_CASE("cli: a SQLite path with no store is exit 5 and creates nothing, excep
   auto init = in({"init"});
   CHECK(init.wait() == 0);
   CHECK(in({"check", "--max-dlq", "0"}).wait() == 0);
+}
+
+TEST_CASE("cli: a --db naming another program's SQLite file or no file at all is refused, and left as it was") {
+  test::TempDir dir;
+  // Another program's database, in the default rollback journal mode.
+  const std::string theirs = dir.file("theirs.db");
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(theirs.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "CREATE TABLE foo (x); INSERT INTO foo VALUES (1);", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  // The file format's read and write versions (bytes 18 and 19): 1 in
+  // rollback mode, 2 once in WAL mode.
+  auto journal_bytes = [&] { return test::read_file(theirs).substr(18, 2); };
+  struct Ran {
+    int code;
+    std::string err;
+  };
+  auto run_jobctl_at = [&](const std::string& db, const test::TempDir& in, std::vector<std::string> args) {
+    args.insert(args.begin(), {JOBCTL_BIN, "--db", db});
+    test::Process p(args, {}, in, "jobctl");
+    const int code = p.wait();
+    return Ran{code, p.err()};
+  };
+  REQUIRE(journal_bytes() == std::string("\x01\x01"));
+  auto ls = run_jobctl_at("sqlite:" + theirs, dir, {"ls"});
+  CHECK(ls.code == 5);
+  CHECK(ls.err.find("no jobctl schema") != std::string::npos);
+  CHECK(run_jobctl_at("sqlite:" + theirs, dir, {"doctor"}).code == 1);  // its finding: no jobctl schema
+  auto agent = test::Process({JOBAGENT_BIN, "--db", "sqlite:" + theirs}, {}, dir, "agent");
+  CHECK(agent.wait() == 5);
+  CHECK(journal_bytes() == std::string("\x01\x01"));  // the refusal left it in WAL mode
+  CHECK_FALSE(std::filesystem::exists(theirs + "-wal"));
+
+  // Not a file: SQLite said "disk I/O error", and as root made /dev/null-journal.
+  const bool had_journal = std::filesystem::exists("/dev/null-journal");
+  for (const auto& [db, what] : std::vector<std::pair<std::string, std::string>>{
+           {dir.path(), "is a directory, not an SQLite file"}, {"/dev/null", "is a device, not an SQLite file"}}) {
+    for (const auto& args : std::vector<std::vector<std::string>>{{"ls"}, {"init"}}) {
+      auto p = run_jobctl_at("sqlite:" + db, dir, args);
+      CHECK(p.code == 2);
+      CHECK_MESSAGE(p.err.find(what) != std::string::npos, p.err);
+    }
+  }
+  CHECK(std::filesystem::exists("/dev/null-journal") == had_journal);
 }
 
 TEST_CASE("cli: unknown ids are exit 3, cancelling a finished job is exit 4") {

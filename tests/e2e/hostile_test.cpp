@@ -459,7 +459,7 @@ void stores(const Fixture& f, Cases& cases) {
       {"postgres://u:hunter2@127.0.0.1:1/none", 5},  // nothing listens on port 1
       {"sqlite:" + f.tmp + "/typo/jobs.db", 5},
       {f.tmp + "/typo.db", 5},
-      {"sqlite:" + f.a_dir, 5},
+      {"sqlite:" + f.a_dir, 2},  // a directory is no SQLite file: the path is the mistake
       {"sqlite:" + f.latin1, 5},  // a file that is not a database
   };
   for (size_t i = 0; i < dsns.size(); ++i) {
