@@ -124,6 +124,11 @@ std::optional<std::string> rerun(Connection& c, const std::string& actor, const 
 // rerun, refusing (invalid_state) a run that was run again already.
 std::string rerun_once(Connection& c, const std::string& actor, const std::string& run_id, const char* action);
 
+// Deletes those of `jobs` that are one-off jobs or notifications left
+// with no run (gc, dlq purge): a job goes with its last run. Returns how
+// many went.
+int64_t delete_jobs_left_without_runs(Connection& c, const std::set<std::string>& jobs);
+
 // Records an audit event for the job.
 void audit(Connection& c, const std::string& actor, const std::string& job_id, const char* action,
            const std::string& details = "{}");

@@ -152,12 +152,30 @@ int DeadLetter::replay_all(const DeadFilter& filter) {
 int DeadLetter::purge_dead(int64_t older_than_us) {
   Transaction tx(*conn_, TxMode::write);
   // A DAG node's runs stay: its DAG run's status and retry read them.
-  const char* doomed = "SELECT id FROM runs WHERE status = 'dead' AND replayed_at IS NULL AND finished_at < NOW_US - $1 "
-                       "AND dag_run_id IS NULL";
-  conn_->exec(fmt::format("DELETE FROM attempts WHERE run_id IN ({})", doomed), {older_than_us});
-  int64_t n = conn_->exec(fmt::format("DELETE FROM runs WHERE id IN ({})", doomed), {older_than_us});
+  // PostgreSQL: the runs are locked as they are chosen, so a replay under
+  // way (it locks the run it replays) is waited for, and the run, replayed
+  // by then, no longer qualifies. Two statements with the test in each
+  // deleted the runs a replay had just replayed, whose new runs then named
+  // a run that was gone (a tester). SQLite: one writer.
+  std::vector<std::string> runs;
+  std::set<std::string> jobs;
+  for (const auto& row : conn_->query("SELECT id, job_id FROM runs WHERE status = 'dead' AND replayed_at IS NULL "
+                                      "AND finished_at < NOW_US - $1 AND dag_run_id IS NULL" +
+                                          conn_->row_lock("FOR UPDATE"),
+                                      {older_than_us})) {
+    runs.push_back(row.text(0));
+    jobs.insert(row.text(1));
+  }
+  if (!runs.empty()) {
+    const auto ids = conn_->list(runs);
+    conn_->exec("DELETE FROM attempts WHERE " + conn_->in_list("run_id", 1), {ids});
+    conn_->exec("DELETE FROM runs WHERE " + conn_->in_list("id", 1), {ids});
+    // A one-off job goes with its last run, as under gc: left with none,
+    // `jobctl wait` waited for ever and `retry` had nothing to retry.
+    delete_jobs_left_without_runs(*conn_, jobs);
+  }
   tx.commit();
-  return static_cast<int>(n);
+  return static_cast<int>(runs.size());
 }
 
 std::string DeadLetter::retry_job(const std::string& job_id) {

@@ -35,6 +35,21 @@ constexpr const char* kDoneDagRuns =
 
 }  // namespace
 
+int64_t delete_jobs_left_without_runs(Connection& c, const std::set<std::string>& jobs) {
+  if (jobs.empty()) return 0;
+  // Their rows are locked first, so a run being added to one is waited for.
+  const auto ids = c.list({jobs.begin(), jobs.end()});
+  c.query("SELECT id FROM jobs WHERE " + c.in_list("id", 1) + c.row_lock("FOR UPDATE"), {ids});
+  auto gone = c.query("DELETE FROM jobs WHERE " + c.in_list("id", 1) +
+                          " AND kind IN ('job', 'notification') AND cron IS NULL AND NOT EXISTS "
+                          "(SELECT 1 FROM runs r WHERE r.job_id = jobs.id) RETURNING id",
+                      {ids});
+  std::vector<std::string> gone_ids;
+  for (const auto& row : gone) gone_ids.push_back(row.text(0));
+  if (!gone_ids.empty()) c.exec("DELETE FROM job_events WHERE " + c.in_list("job_id", 1), {c.list(gone_ids)});
+  return static_cast<int64_t>(gone_ids.size());
+}
+
 GcResult Admin::gc(int64_t older_than_us, int batch, int64_t max_batches) {
   GcResult total;
   if (older_than_us <= 0) throw usage_error("--older-than must be longer than 0s", "e.g. --older-than 30d");
@@ -63,20 +78,7 @@ GcResult Admin::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     auto ids = conn_->list(runs);
     total.attempts += conn_->exec("DELETE FROM attempts WHERE " + conn_->in_list("run_id", 1), {ids});
     total.runs += conn_->exec("DELETE FROM runs WHERE " + conn_->in_list("id", 1), {ids});
-    // One-off jobs (and notifications) left with no run go too; their rows
-    // are locked first, so a run being added to one is waited for.
-    conn_->query("SELECT id FROM jobs WHERE " + conn_->in_list("id", 1) + conn_->row_lock("FOR UPDATE"),
-                   {conn_->list({jobs.begin(), jobs.end()})});
-    auto gone = conn_->query("DELETE FROM jobs WHERE " + conn_->in_list("id", 1) +
-                                 " AND kind IN ('job', 'notification') AND cron IS NULL AND NOT EXISTS "
-                                 "(SELECT 1 FROM runs r WHERE r.job_id = jobs.id) RETURNING id",
-                             {conn_->list({jobs.begin(), jobs.end()})});
-    std::vector<std::string> gone_ids;
-    for (const auto& row : gone) gone_ids.push_back(row.text(0));
-    if (!gone_ids.empty())
-      conn_->exec("DELETE FROM job_events WHERE " + conn_->in_list("job_id", 1),
-                  {conn_->list(gone_ids)});
-    total.jobs += static_cast<int64_t>(gone_ids.size());
+    total.jobs += delete_jobs_left_without_runs(*conn_, jobs);
     tx.commit();
     ++total.batches;
     if (static_cast<int>(runs.size()) < batch) break;

@@ -158,7 +158,33 @@ TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts"
   CHECK(f.s->dead_letter().dead_runs({}).empty());
   CHECK_FALSE(f.s->jobs().get_run(a.run_id));
   CHECK(f.s->jobs().attempts(a.run_id).empty());
-  CHECK(f.s->jobs().get_job(a.job_id).has_value());  // the job itself stays
+  // A one-off job goes with its last run, as under gc: left with none,
+  // jobctl wait waited for ever and retry had nothing to retry.
+  CHECK_FALSE(f.s->jobs().get_job(a.job_id).has_value());
+}
+
+TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor its job") {
+  Fixture f;
+  auto a = f.dead_job();
+  auto b = f.dead_job();
+  int64_t until = f.s->now() + 2000;
+  while (f.s->now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // A replay of b that has locked and stamped it but not committed yet.
+  auto other = f.db.open();
+  store::Transaction replaying(other->connection(), store::TxMode::write);
+  other->connection().exec("UPDATE runs SET replayed_at = NOW_US WHERE id = $1", {b.run_id});
+  std::atomic<int> purged{-1};
+  std::thread purge([&] { purged = f.s->dead_letter().purge_dead(1000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the purge waits for the replay's lock
+  replaying.commit();
+  purge.join();
+  // PostgreSQL chose b in a snapshot from before the replay's commit, and
+  // deleted it once the lock came free: the replay's new run named a run
+  // that was gone.
+  CHECK(purged == 1);
+  CHECK_FALSE(f.s->jobs().get_run(a.run_id).has_value());
+  CHECK(f.s->jobs().get_run(b.run_id).has_value());
+  CHECK(f.s->jobs().get_job(b.job_id).has_value());
 }
 
 TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses others") {
