@@ -48,7 +48,10 @@ namespace {
 
 // The runs (alias `r`) a worker ($N names it) must not take: those of
 // paused and deleted jobs (after delete, a run that was running then and
-// came back for a retry), and of jobs whose --on labels the worker lacks.
+// came back for a retry), of jobs whose --on labels the worker lacks, and
+// the nodes of a paused DAG run (pause blocks those waiting; a retry, a
+// rescue or a run given back comes back pending, and started while the
+// DAG run was paused).
 // One primary key lookup per candidate run; the label test only for
 // targeted jobs. On PostgreSQL, OFFSET 0 keeps it that: NOT EXISTS is
 // otherwise made an anti join, and with a backlog of a million runs the
@@ -63,8 +66,9 @@ std::string job_held(Dialect d, int worker_param, const char* r = "r") {
           : fmt::format("EXISTS (SELECT 1 FROM json_each(p.target) t WHERE t.value NOT IN (SELECT x.value FROM "
                         "workers w, json_each(w.labels) x WHERE w.id = ${}))",
                         worker_param);
-  return fmt::format("(SELECT 1 FROM jobs p WHERE p.id = {}.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
-                     "(p.target IS NOT NULL AND {})){})",
+  return fmt::format("(SELECT 1 FROM jobs p WHERE p.id = {0}.job_id AND (p.paused = 1 OR p.deleted_at IS NOT NULL OR "
+                     "(p.target IS NOT NULL AND {1}) OR ({0}.dag_run_id IS NOT NULL AND EXISTS (SELECT 1 FROM dag_runs g "
+                     "WHERE g.id = {0}.dag_run_id AND g.paused = 1))){2})",
                      r, lacks_labels, d == Dialect::postgres ? " OFFSET 0" : "");
 }
 

@@ -314,9 +314,12 @@ bool Dags::set_dag_run_paused(const std::string& id, bool paused) {
     conn_->exec("UPDATE runs SET status = 'blocked' WHERE dag_run_id = $1 AND status = 'pending'", {run_id});
   } else {
     // Each keeps its due time (a retry's backoff still counts).
-    wake_queues(*conn_, conn_->query("UPDATE runs SET status = 'pending' WHERE dag_run_id = $1 "
-                                "AND status = 'blocked' AND waiting_on = 0 RETURNING queue",
-                                {run_id}));
+    conn_->exec("UPDATE runs SET status = 'pending' WHERE dag_run_id = $1 AND status = 'blocked' AND waiting_on = 0",
+                {run_id});
+    // With the nodes that came back pending while it was paused (a retry,
+    // a run given back), which no claim took meanwhile.
+    wake_queues(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'",
+                                     {run_id}));
   }
   tx.commit();
   return true;

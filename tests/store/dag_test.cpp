@@ -189,6 +189,27 @@ TEST_CASE("dag: a paused DAG run starts no node until resumed") {
   CHECK(names(f.claim()) == std::set<std::string>{"b", "c"});
 }
 
+TEST_CASE("dag: a paused DAG run starts no node that comes back to wait: a retry, a run given back") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  auto first = f.claim();
+  REQUIRE(names(first) == std::set<std::string>{"a", "e"});
+  CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, true));
+  // a fails with retries left; e's draining agent gives it back. Both
+  // came back pending and were claimed while the DAG run said paused.
+  auto retry = store::completion_of(first["a"], RunStatus::pending);
+  retry.outcome = model::AttemptOutcome::failed;
+  REQUIRE(f.s->agent().complete({retry}) == std::vector<bool>{true});
+  auto released = store::completion_of(first["e"], RunStatus::pending);
+  released.outcome = model::AttemptOutcome::released;
+  released.error = "released: the agent was draining";
+  f.s->agent().release({released});
+  CHECK(f.claim().empty());
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "paused");
+  CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, false));
+  CHECK(names(f.claim()) == std::set<std::string>{"a", "e"});
+}
+
 TEST_CASE("dag: two parents finishing at once on two agents release their child exactly once") {
   Fixture f;
   auto other = f.db.open();
