@@ -361,8 +361,12 @@ class SqliteConnection final : public Connection {
                               util::format_duration(std::chrono::duration_cast<util::Micros>(busy_timeout_))),
                   "another process holds a long write transaction; retry, or look for a stuck process "
                   "(JOBCTL_STORE_TIMEOUT sets how long to wait)");
+    if (primary == SQLITE_CORRUPT)
+      throw Error(ExitCode::store, fmt::format("SQLite database '{}': {}", path_, msg),
+                  "the file is damaged (jobctl doctor says where): restore it from a backup; "
+                  "sqlite3 FILE .recover may save what is left");
     if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR ||
-        primary == SQLITE_FULL || primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
+        primary == SQLITE_FULL || primary == SQLITE_NOTADB)
       throw Error(ExitCode::store, fmt::format("SQLite database '{}': {}", path_, msg));
     throw Error(ExitCode::internal, fmt::format("SQLite: {} (in: {})", msg, statement_summary(sql)));
   }

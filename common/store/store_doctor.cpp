@@ -5,18 +5,24 @@
 #include <fmt/format.h>
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "common/store/admin.hpp"
 #include "common/store/internal.hpp"
 #include "common/store/migrations.hpp"
+#include "common/util/error.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::store {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000;
+constexpr int64_t kLowDisk = int64_t{64} << 20;  // free space below which doctor fails the store
 
 Finding ok(std::string name, std::string detail) { return {std::move(name), Finding::Level::ok, std::move(detail), ""}; }
 Finding warn(std::string name, std::string detail, std::string hint) {
@@ -43,6 +49,14 @@ void clock_step_findings(Connection& c, std::vector<Finding>& out) {
 }
 
 void postgres_findings(Connection& c, std::vector<Finding>& out) {
+  // A standby, or a server set read-only: every command that writes fails.
+  auto ro = c.query("SELECT CASE WHEN pg_is_in_recovery() THEN 1 ELSE 0 END, "
+                    "CASE WHEN current_setting('transaction_read_only') = 'on' THEN 1 ELSE 0 END");
+  if (ro.at(0).i64(0) != 0 || ro.at(0).i64(1) != 0)
+    out.push_back(bad("writes", ro.at(0).i64(0) != 0 ? "the server is a standby (in recovery)" : "the session is read-only",
+                      "point --db at the primary; with several hosts in the DSN, add target_session_attrs=read-write"));
+  else
+    out.push_back(ok("writes", "the server takes writes"));
   for (const auto& row : c.query(
            "SELECT relname, n_live_tup, n_dead_tup, COALESCE(EXTRACT(EPOCH FROM now() - GREATEST(last_autovacuum, "
            "last_vacuum))::bigint, -1) FROM pg_stat_user_tables WHERE schemaname = current_schema() "
@@ -86,6 +100,28 @@ void postgres_findings(Connection& c, std::vector<Finding>& out) {
     out.push_back(ok("indexes", "all valid"));
 }
 
+constexpr const char* kDamagedHint = "restore from a backup; sqlite3 FILE .recover may save what is left";
+
+// Whether this user may write the file and its directory (SQLite makes the
+// -wal and -shm files there), and the room left on its file system: a
+// store that refuses every write passed every check (a tester).
+void writes_findings(const std::string& path, std::vector<Finding>& out) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (access(path.c_str(), W_OK) != 0 || access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
+    out.push_back(bad("writes", fmt::format("this user ({}) cannot write {} or its directory", geteuid(), path),
+                      "fix the file's and the directory's permissions, or run as their owner"));
+  else
+    out.push_back(ok("writes", "the file and its directory are writable"));
+  struct statvfs fs {};
+  if (statvfs(path.c_str(), &fs) != 0) return;
+  const int64_t room = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+  if (room < kLowDisk)
+    out.push_back(bad("disk", fmt::format("{} free on the file system that holds it", mib(room)),
+                      "free space: every write fails once it is full (\"database or disk is full\")"));
+  else
+    out.push_back(ok("disk", fmt::format("{} free", mib(room))));
+}
+
 void sqlite_findings(Connection& c, std::vector<Finding>& out) {
   std::string path;
   for (const auto& row : c.query("PRAGMA database_list"))
@@ -102,19 +138,32 @@ void sqlite_findings(Connection& c, std::vector<Finding>& out) {
                        "sqlite3 FILE 'PRAGMA wal_checkpoint(TRUNCATE)'"));
   else
     out.push_back(ok("WAL", mib(wal)));
-  auto check = c.query("PRAGMA integrity_check");
-  std::string first = check.empty() ? "?" : check[0].text(0);
+  writes_findings(path, out);
+  // A damaged file answers with what it found, and may then fail the
+  // check itself (SQLITE_CORRUPT): doctor failed with the error alone.
+  std::string first;
+  try {
+    auto check = c.query("PRAGMA integrity_check");
+    first = check.empty() ? "?" : check[0].text(0);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::store) throw;
+    first = e.what();
+  }
+  // Its text is lines, the first naming the database ("*** in database main ***").
+  std::string shown;
+  for (const auto& line : util::split(first, '\n'))
+    if (!line.empty() && !line.starts_with("***")) {
+      shown = line;
+      break;
+    }
   if (first == "ok")
     out.push_back(ok("integrity", "ok"));
   else
-    out.push_back(bad("integrity", first, "restore from a backup; sqlite3 FILE .recover may save what is left"));
+    out.push_back(bad("integrity", shown.empty() ? first : shown, kDamagedHint));
 }
 
-}  // namespace
-
-std::vector<Finding> Admin::doctor() {
-  std::vector<Finding> out;
-  int version = store::schema_version(*conn_);
+void all_findings(Connection& c, std::vector<Finding>& out) {
+  int version = store::schema_version(c);
   if (version == 0)
     out.push_back(bad("schema", "no jobctl schema in this store", "run `jobctl init`"));
   else if (version == kSchemaVersion)
@@ -126,7 +175,7 @@ std::vector<Finding> Admin::doctor() {
     out.push_back(bad("schema", fmt::format("version {}, newer than this build ({})", version, kSchemaVersion),
                       "upgrade jobctl and jobagent"));
   int64_t before = util::now_micros();
-  int64_t store = now_us(*conn_);
+  int64_t store = now_us(c);
   int64_t after = util::now_micros();
   int64_t skew = store - (before + after) / 2;
   std::string detail = fmt::format("the store's clock is {:+.3f} s from this host's", static_cast<double>(skew) / 1e6);
@@ -136,14 +185,30 @@ std::vector<Finding> Admin::doctor() {
                        "(chrony, systemd-timesyncd) on both"));
   else
     out.push_back(ok("clock", detail));
-  if (version >= 10) clock_step_findings(*conn_, out);
-  auto stale = version == 0 ? std::vector<Row>{} : conn_->query(
+  if (version >= 10) clock_step_findings(c, out);
+  auto stale = version == 0 ? std::vector<Row>{} : c.query(
       "SELECT count(*) FROM workers WHERE state <> 'gone' AND heartbeat_at + lease_us < NOW_US");
   if (int64_t n = stale.empty() ? 0 : stale.at(0).i64(0); n > 0)
     out.push_back(warn("agents", fmt::format("{} agents stopped heartbeating but are not marked gone yet", n),
                        "a live agent marks them gone and rescues their runs within a lease: is any agent running?"));
-  if (conn_->dialect() == Dialect::postgres) postgres_findings(*conn_, out);
-  else sqlite_findings(*conn_, out);
+  if (c.dialect() == Dialect::postgres) postgres_findings(c, out);
+  else sqlite_findings(c, out);
+}
+
+}  // namespace
+
+std::vector<Finding> Admin::doctor() {
+  std::vector<Finding> out;
+  try {
+    all_findings(*conn_, out);
+  } catch (const Error& e) {
+    // A file damaged past reading its schema: that is the finding.
+    const std::string what = e.what();
+    if (conn_->dialect() != Dialect::sqlite || e.code() != ExitCode::store ||
+        (what.find("malformed") == std::string::npos && what.find("not a database") == std::string::npos))
+      throw;
+    out.push_back(bad("integrity", what, kDamagedHint));
+  }
   return out;
 }
 

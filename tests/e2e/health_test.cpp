@@ -1,5 +1,6 @@
 // jobctl stats and check from the command line, against a real agent.
 #include <doctest/doctest.h>
+#include <sqlite3.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -229,6 +230,67 @@ TEST_CASE("doctor: exit 0 on a healthy store, 1 with the fix when the schema is 
   CHECK(behind.out.find(fmt::format("version {}, this build needs {}", store::kSchemaVersion - 1,
                                     store::kSchemaVersion)) != std::string::npos);
   CHECK(behind.out.find("run `jobctl init` to upgrade it") != std::string::npos);
+}
+
+TEST_CASE("doctor: a store that refuses writes, or a damaged file, is a finding and exit 1, not an error") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto finding = [](const std::string& out, const std::string& check) {
+    for (const auto& f : json::parse(out))
+      if (f["check"] == check) return f;
+    return json();
+  };
+  if (test::test_backend() == config::Backend::postgres) {
+    // As a standby, or a session made read-only, refuses every write.
+    test::Process r({JOBCTL_BIN, "--db", db.dsn() + " options='-c default_transaction_read_only=on'", "doctor", "-o",
+                     "json"},
+                    {}, dir, "read-only");
+    CHECK_MESSAGE(r.wait() == 1, r.err());
+    auto writes = finding(r.out(), "writes");
+    CHECK(writes["status"] == "fail");
+    CHECK(writes["detail"] == "the session is read-only");
+    return;
+  }
+  const std::string file = db.dsn().substr(std::string("sqlite:").size());
+  if (geteuid() == 0 && std::filesystem::exists("/usr/bin/setpriv")) {
+    // Readable, not writable, by another user: every submit failed, and doctor said ok.
+    const std::string shared = "/tmp/jobctl-doctor-" + std::to_string(getpid());
+    std::filesystem::create_directory(shared);
+    std::filesystem::permissions(shared, std::filesystem::perms::all);
+    std::filesystem::copy_file(file, shared + "/jobs.db");
+    auto r = test::Process({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", JOBCTL_BIN, "--db",
+                            "sqlite:" + shared + "/jobs.db", "doctor", "-o", "json"},
+                           {}, dir, "nobody");
+    const int code = r.wait();
+    const std::string out = r.out();
+    std::filesystem::permissions(shared, std::filesystem::perms::owner_all);
+    std::filesystem::remove_all(shared);
+    CHECK_MESSAGE(code == 1, r.err());
+    CHECK(finding(out, "writes")["status"] == "fail");
+  }
+  // Damaged: doctor failed with SQLite's error alone (exit 5).
+  std::string batch;
+  for (int i = 0; i < 2000; ++i) batch += fmt::format("{{\"name\": \"job-{}\", \"command\": \"true\"}}\n", i);
+  std::ofstream(dir.file("batch.jsonl")) << batch;
+  REQUIRE(run_jobctl(db, dir, {"submit", "--file", dir.file("batch.jsonl")}).code == 0);
+  {
+    sqlite3* h = nullptr;
+    REQUIRE(sqlite3_open(file.c_str(), &h) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(h);
+  }
+  const auto size = std::filesystem::file_size(file);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f << std::string(16384, '\x55');
+  }
+  auto r = run_jobctl(db, dir, {"doctor", "-o", "json"});
+  CHECK_MESSAGE(r.code == 1, r.err);
+  auto integrity = finding(r.out, "integrity");
+  CHECK(integrity["status"] == "fail");
+  CHECK(integrity["hint"].get<std::string>().find("restore from a backup") != std::string::npos);
+  CHECK(integrity["detail"].get<std::string>().find('\n') == std::string::npos);
 }
 
 TEST_CASE("top: one frame with --once, a refusal without a terminal, and a clean terminal after q") {
