@@ -82,7 +82,20 @@ class InterruptToCancel {
   int first() const { return first_interrupt; }
   // Around the cancel: a signal meanwhile detaches (the cancel may wait
   // for a store that does not answer), saying whether it went through.
-  void cancelling() { cancel_state = kCancelling; }
+  // True when a signal came that the loop has not acted on: the cancel is
+  // under way from now. The signals wait meanwhile: one that came between
+  // the test and the change was counted and ignored, and the cancel then
+  // waited out a frozen store.
+  bool start_cancelling() {
+    sigset_t ours, was;
+    sigemptyset(&ours);
+    for (int sig : kSignals) sigaddset(&ours, sig);
+    pthread_sigmask(SIG_BLOCK, &ours, &was);
+    const bool now = pending();
+    if (now) cancel_state = kCancelling;
+    pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    return now;
+  }
   void cancelled() { cancel_state = kCancelled; }
 
  private:
@@ -160,11 +173,10 @@ void register_run(CLI::App& app, Context& ctx) {
     options.job_id = job_id;
     options.interrupted = [&] { return interrupt.pending(); };
     options.go_on = [&] {
-      if (!interrupt.pending()) return true;
+      if (!interrupt.start_cancelling()) return true;
       cancelled = true;
       std::fprintf(stderr, "jobctl: %s: cancelling job %s (%s again to stop waiting for it)\n",
                    signal_name(interrupt.first()), job_id.c_str(), interrupt.first() == SIGINT ? "Ctrl-C" : "a signal");
-      interrupt.cancelling();
       try {
         ops::cancel_job(ctx.store(), job_id);
       } catch (const Error& e) {

@@ -18,12 +18,17 @@ bool PatientLook::operator()(const std::function<void(store::Store&)>& look) {
       auto& store = ctx_.store();
       auto due = backoff_.deadline();
       if (due) due = std::max(*due, Clock::now() + std::chrono::seconds(1));
+      // What the command does next is not the wait's, however the look ends.
+      struct Bounded {
+        store::Connection& c;
+        ~Bounded() {
+          c.answer_by(std::nullopt);
+          c.give_up_when(nullptr);
+        }
+      } bounded{store.connection()};
       store.connection().answer_by(due);
       store.connection().give_up_when(interrupted_);
       look(store);
-      // What the command does next is not the wait's.
-      store.connection().answer_by(std::nullopt);
-      store.connection().give_up_when(nullptr);
       answered_ = true;
       return true;
     } catch (const Error& e) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -17,8 +18,21 @@ void start_server(const std::vector<std::string>& argv, const config::Dsn&, cons
   const auto directory = util::program_directory();
   // Without /proc (a chroot, say), the one on PATH.
   const std::string path = directory.empty() ? "jobctl-serve" : (directory / "jobctl-serve").string();
+  // --db goes over in the environment, which only this user reads: in
+  // the arguments, ps showed its password until jobctl-serve hid it again.
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--db" && i + 1 < argv.size()) {
+      setenv("JOBCTL_DB", argv[++i].c_str(), 1);
+      continue;
+    }
+    if (a.starts_with("--db=")) {
+      setenv("JOBCTL_DB", a.c_str() + 5, 1);
+      continue;
+    }
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
   args.push_back(nullptr);
   execvp(path.c_str(), args.data());
   const int error = errno;

@@ -42,6 +42,9 @@ std::vector<pid_t> members(const JobGroups& jobs) {
     if (paren == std::string::npos ||
         std::sscanf(line.c_str() + paren + 1, " %c %d %d %d", &state, &ppid, &group, &session) != 4)
       continue;
+    // Never this process, nor its own group (an agent started from the
+    // shell that ran the dead one, whose group id came round again).
+    if (pid == getpid() || group == getpgrp()) continue;
     if (state != 'Z' && session == jobs.session &&
         std::find(jobs.groups.begin(), jobs.groups.end(), group) != jobs.groups.end())
       out.push_back(static_cast<pid_t>(pid));

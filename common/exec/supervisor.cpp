@@ -292,6 +292,7 @@ class Supervising {
         // until its end, and the slots of jobs long over would look busy.
         answer();
         reap();
+        record_jobs();  // as they start: a long run of requests would hold it back
       }
       record_jobs();
     }
@@ -347,8 +348,11 @@ class Supervising {
     jobs_changed_ = false;
     const std::string text =
         job_groups_text(agent_, getpid(), JobGroups{session_, std::vector<pid_t>(jobs_.begin(), jobs_.end())});
-    if (pwrite(record_, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()))
-      (void)!ftruncate(record_, static_cast<off_t>(text.size()));
+    // Truncated only when shorter than before: each truncate is an inode
+    // update (and on ext4, a journal entry) the next start would pay.
+    if (pwrite(record_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) return;
+    if (text.size() < recorded_size_ && ftruncate(record_, static_cast<off_t>(text.size())) != 0) return;
+    recorded_size_ = text.size();
   }
 
   // The start itself is the starters' (spawn_pool.hpp); answer() sends
@@ -436,6 +440,7 @@ class Supervising {
   std::map<pid_t, EarlyExit> early_exits_;
   std::vector<Fd> held_;  // lock files
   int record_ = -1;       // the first of them, where record_jobs() writes
+  size_t recorded_size_ = SIZE_MAX;  // the length of its text (unknown at first: truncated)
   bool jobs_changed_ = false;
   const pid_t agent_ = getppid();
   const pid_t session_ = getsid(0);

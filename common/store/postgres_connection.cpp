@@ -619,12 +619,11 @@ class PostgresConnection final : public Connection {
   bool wait_socket(short events, Clock::time_point deadline) {
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return false;
+      if (left <= 0 || (give_up_when_ && give_up_when_())) return false;
       pollfd p{libpq().PQsocket(conn_), events, 0};
       int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)) + 1);
       if (n > 0) return true;
       if (n < 0 && errno != EINTR) return true;  // let libpq report it
-      if (give_up_when_ && give_up_when_()) return false;
     }
   }
 

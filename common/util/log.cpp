@@ -62,8 +62,14 @@ void log_event(LogLevel level, const std::string& event, const LogFields& fields
                   std::chrono::system_clock::now().time_since_epoch()).count() / 1000.0;
     j["level"] = spdlog::level::to_string_view(lvl).data();
     j["event"] = event;
-    for (const auto& [k, v] : fields) j[k] = v;
-    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    bool unsafe = false;
+    for (const auto& [k, v] : fields) {
+      j[k] = v;
+      unsafe = unsafe || unsafe_for_terminals(v);
+    }
+    // JSON escapes C0 alone: DEL and C1 controls are escaped with the rest
+    // past ASCII, as in text.
+    line = j.dump(-1, ' ', unsafe, nlohmann::json::error_handler_t::replace);
   } else {
     line = event;
     for (const auto& [k, v] : fields) {

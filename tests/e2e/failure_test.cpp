@@ -234,8 +234,18 @@ TEST_CASE("failure: kill -9 of the agent and its supervisor: the restart ends wh
   REQUIRE(std::system(("pgrep -P " + std::to_string(first->pid()) + " > " + children).c_str()) == 0);
   const auto supervisors = test::lines(test::read_file(children));
   REQUIRE(supervisors.size() == 1);
+  const pid_t supervisor = std::stoi(supervisors[0]);
+  // The supervisor has written the job's group to the lock file.
+  test::eventually([&] {
+    for (const auto& lock : std::filesystem::directory_iterator(dir.file("jobagent")))
+      if (test::read_file(lock.path()).find(" groups " + std::to_string(pids[0])) != std::string::npos) return true;
+    return false;
+  }, "the job's group to be recorded");
+  // Stopped first: woken by the agent's death, it would end the jobs
+  // before its own SIGKILL came.
+  kill(supervisor, SIGSTOP);
   first->signal(SIGKILL);
-  kill(std::stoi(supervisors[0]), SIGKILL);
+  kill(supervisor, SIGKILL);
   first->wait();
   // The job's own process dies with its supervisor; what it started does not.
   test::eventually([&] { return ended(pids[0]); }, "the job's process to die with its supervisor");
