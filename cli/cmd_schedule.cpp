@@ -24,6 +24,17 @@
 namespace jobctl::cli {
 namespace {
 
+// A schedule's zone, to show its times in; UTC on a host that does not
+// know it (older tzdata, or none), which failed the whole table with exit 2.
+std::shared_ptr<const util::TimeZone> zone_shown(const std::string& name) {
+  try {
+    return util::TimeZone::locate(name);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::usage) throw;
+    return util::TimeZone::locate("UTC");
+  }
+}
+
 // The schedule's next fire time after now, from its expression: the leader
 // may have made its run already (next_fire_at is past the horizon).
 std::string next_text(const model::Job& job, int64_t now) {
@@ -31,7 +42,7 @@ std::string next_text(const model::Job& job, int64_t now) {
   auto next = ops::next_fire(job, now);
   // Ended: its expression goes on, its bounds do not.
   if (!next) return cron::next_of_expression(job, now) ? "ended" : "never";
-  auto zone = util::TimeZone::locate(job.spec.schedule->tz);
+  auto zone = zone_shown(job.spec.schedule->tz);
   return util::format_local(*next, *zone) + " (" + util::format_age(*next, now) + ")";
 }
 
@@ -39,7 +50,7 @@ std::string next_text(const model::Job& job, int64_t now) {
 // 10 runs"; "-" when it has none.
 std::string bounds_text(const model::Job& job) {
   const auto& sc = *job.spec.schedule;
-  auto zone = util::TimeZone::locate(sc.tz);
+  auto zone = zone_shown(sc.tz);
   std::vector<std::string> parts;
   if (sc.starts_at_us) parts.push_back("from " + util::format_local(*sc.starts_at_us, *zone));
   if (sc.ends_at_us) parts.push_back("until " + util::format_local(*sc.ends_at_us, *zone));
@@ -139,7 +150,7 @@ void register_schedules_ls(CLI::App& app, Context& ctx) {
 // A scheduled DAG's occurrences are DAG runs, as a table.
 void print_dag_occurrences(Context& ctx, const model::Job& schedule, int limit) {
   auto runs = ctx.store().dags().list_dag_runs(limit, schedule.dag_id);
-  auto zone = util::TimeZone::locate(schedule.spec.schedule->tz);
+  auto zone = zone_shown(schedule.spec.schedule->tz);
   std::vector<TableRow> rows;
   for (const auto& v : runs)
     rows.push_back({v.id, v.occurrence ? util::format_local(*v.occurrence, *zone) : "(forced trigger)", v.status,
@@ -167,7 +178,7 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
       return;
     }
     auto runs = ctx.store().schedules().schedule_runs(r.job.job.id, f->limit);
-    auto zone = util::TimeZone::locate(r.job.job.spec.schedule->tz);
+    auto zone = zone_shown(r.job.job.spec.schedule->tz);
     std::vector<TableRow> rows;
     for (const auto& run : runs) {
       std::string duration = "-";

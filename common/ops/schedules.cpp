@@ -5,6 +5,7 @@
 #include "common/ops/ids.hpp"
 #include "common/store/dags.hpp"
 #include "common/store/schedules.hpp"
+#include "common/util/error.hpp"
 #include "common/util/time.hpp"
 
 namespace jobctl::ops {
@@ -27,7 +28,15 @@ nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, in
 
 std::optional<int64_t> next_fire(const model::Job& job, int64_t now) {
   if (job.paused || !job.next_fire_at) return std::nullopt;
-  return cron::next_occurrence(job, now);
+  try {
+    return cron::next_occurrence(job, now);
+  } catch (const Error& e) {
+    // A zone this host's tzdata lacks (older, or without tzdata-legacy):
+    // the leader's own reckoning, rather than failing the whole list, as
+    // the caller's mistake (exit 2, 400), for one schedule.
+    if (e.code() != ExitCode::usage) throw;
+    return job.next_fire_at;
+  }
 }
 
 nlohmann::json schedules_json(store::Store& store) {

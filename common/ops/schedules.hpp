@@ -18,7 +18,8 @@ namespace jobctl::ops {
 nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, int limit);
 
 // The schedule's next occurrence after `now`, from its expression (the
-// leader may have made its run already); empty when paused or never.
+// leader may have made its run already); empty when paused or never. In a
+// time zone this host does not know, the leader's next_fire_at.
 std::optional<int64_t> next_fire(const model::Job& job, int64_t now);
 
 // Every schedule: the job with its latest run, as `get -o json`, and

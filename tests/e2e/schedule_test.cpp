@@ -81,6 +81,22 @@ TEST_CASE("cron next: prints fire times across a DST gap, and refuses a bad expr
   CHECK(count(*store, "SELECT count(*) FROM jobs") == 0);  // nothing written
 }
 
+TEST_CASE("schedule: schedules ls lists every schedule on a host that lacks one's time zone") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto berlin = submit(db, dir, {"--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--", "true"});
+  auto local = submit(db, dir, {"--cron", "0 3 * * *", "--", "true"});
+  // A host with older tzdata, or none: the whole list failed, as a usage error (exit 2).
+  auto r = run_jobctl(db, dir, {"schedules", "ls", "-o", "json"}, "", {"TZDIR=/nonexistent"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  auto all = nlohmann::json::parse(r.out);
+  REQUIRE(all.size() == 2);
+  for (const auto& s : all) CHECK_FALSE(s["next_fire"].is_null());  // Berlin's: the leader's reckoning
+  CHECK(run_jobctl(db, dir, {"schedules", "ls", "-o", "table"}, "", {"TZDIR=/nonexistent"}).code == 0);
+  CHECK(run_jobctl(db, dir, {"schedule", "runs", berlin, "-o", "table"}, "", {"TZDIR=/nonexistent"}).code == 0);
+  CHECK(run_jobctl(db, dir, {"schedule", "runs", local, "-o", "table"}, "", {"TZDIR=/nonexistent"}).code == 0);
+}
+
 TEST_CASE("schedule: a per-second schedule runs each occurrence once with its scheduled time and key") {
   test::TempDir dir;
   test::TestDb db(dir);
