@@ -15,7 +15,11 @@ namespace {
 // run is the dead one.
 std::string dead_run_id(store::Store& store, const std::string& id) {
   auto r = resolve_id(store, id);
-  if (!r.run || r.run->status != model::RunStatus::dead || r.run->replayed_at)
+  if (r.run && r.run->status == model::RunStatus::dead && r.run->replayed_at)
+    // "(its run is dead)" said the opposite of "not in the queue" (a tester).
+    throw Error(ExitCode::invalid_state, fmt::format("{} was replayed already: nothing was replayed", id),
+                "see its new run with `jobctl runs` on its job");
+  if (!r.run || r.run->status != model::RunStatus::dead)
     throw Error(ExitCode::invalid_state,
                 fmt::format("{} is not in the dead-letter queue{}", id,
                             r.run ? fmt::format(" (its run is {})", model::to_string(r.run->status)) : ""),
