@@ -121,7 +121,8 @@ void register_replay(CLI::App& dlq, Context& ctx) {
 
 void register_purge(CLI::App& dlq, Context& ctx) {
   auto older = std::make_shared<std::string>();
-  auto* cmd = dlq.add_subcommand("purge", "Delete dead runs (and their attempts) older than a duration");
+  auto* cmd = dlq.add_subcommand(
+      "purge", "Delete dead runs (and their attempts) older than a duration; a one-off job left with no run goes too");
   cmd->add_option("--older-than", *older, "Age, e.g. 7d")->required();
   cmd->callback([older, &ctx] {
     auto j = ops::purge_json(ctx.store(), util::parse_duration(*older, "--older-than").count());
