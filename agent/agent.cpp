@@ -363,6 +363,7 @@ void Agent::heartbeat() {
     std::vector<store::LeaseState> leases;
     int64_t store_now = 0;
     Clock::time_point at;
+    bool replaced = false;
   };
   auto beat = std::make_shared<Beat>();
   if (!busy("heartbeat")) reported_during_beat_.clear();  // else that one is still on its way
@@ -374,14 +375,29 @@ void Agent::heartbeat() {
         beat->leases = s.agent().heartbeat(id, state, lease);
         beat->store_now = s.now();
         beat->at = Clock::now();
+        beat->replaced = s.connection().file_replaced();
       },
       // Rescue follows the heartbeat that would have noticed a clock step.
       [this, beat] {
+        if (beat->replaced) say_store_replaced(beat->at);
         reconcile(beat->leases);
         watch_clock(beat->store_now, beat->at);
         rescue_if_safe(Clock::now());
       },
       [this] { ++metrics_.heartbeat_failures; });
+}
+
+// The SQLite file this agent has open was deleted or replaced (an operator
+// "resetting" the store): it went on writing results to a file nobody
+// reads, and jobs submitted to the new one waited for ever, without a word
+// (a tester). Said each 30 s; a restart opens the file the path names now.
+void Agent::say_store_replaced(Clock::time_point now) {
+  if (store_replaced_said_ != Clock::time_point{} && now - store_replaced_said_ < kSayAgainAfter) return;
+  store_replaced_said_ = now;
+  log_event(LogLevel::error, "store_replaced",
+            {{"db", config::redacted(dsn_)},
+             {"error", "the SQLite file this agent opened was deleted or replaced: what it records is lost"},
+             {"hint", "restart the agent to open the file the path names now"}});
 }
 
 // What the store says this agent leases and what it runs, compared both

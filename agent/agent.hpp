@@ -186,6 +186,8 @@ class Agent {
   Clock::time_point next_heartbeat_{};
   Clock::time_point next_claim_{};        // when a due run or the poll fallback wants a claim
   Clock::time_point last_cancel_check_{};
+  Clock::time_point store_replaced_said_{};  // when store_replaced was last logged
+  void say_store_replaced(Clock::time_point now);
   Clock::time_point store_backoff_until_{};
   bool claim_wanted_ = true;
   bool looked_again_ = false;  // the last claim was the quick second look at a run due (start_claimed)

@@ -198,6 +198,10 @@ class Connection {
   // and whenever a signal interrupts the wait: jobctl run's Ctrl-C acts at
   // once while the store does not answer.
   virtual void give_up_when(std::function<bool()> stop) { (void)stop; }
+  // SQLite: whether the file this connection has open was deleted or
+  // replaced since (its path names another file now, or none): what is
+  // written goes where nobody will read it. PostgreSQL: never.
+  virtual bool file_replaced() { return false; }
 };
 
 // Commits on commit(); rolls back when destroyed without one (an exception

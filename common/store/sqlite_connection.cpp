@@ -135,6 +135,11 @@ class SqliteConnection final : public Connection {
     }
   }
 
+  bool file_replaced() override {
+    int moved = 0;
+    return sqlite3_file_control(db_, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0;
+  }
+
   // A directory, a device or a FIFO given as the store: SQLite said "disk
   // I/O error" or "unable to open", and as root made /dev/null-journal.
   static void refuse_special_file(const std::string& path) {

@@ -383,6 +383,22 @@ TEST_CASE("agent: a job's process dies with its supervisor when both are kill -9
   CHECK(died);
 }
 
+TEST_CASE("agent: says so when its SQLite file is deleted or replaced under it") {
+  if (test::test_backend() != config::Backend::sqlite) return;  // a file of its own
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, {"--lease", "3s", "--poll-interval", "100ms"});
+  REQUIRE(run_jobctl(db, dir, {"wait", submit(db, dir, {"--", "true"})}).code == 0);
+  // An operator "resets" the store: the agent wrote on to the deleted
+  // file, and jobs submitted to a new one waited for ever, without a word.
+  const std::string file = db.dsn().substr(std::string("sqlite:").size());
+  for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
+  test::eventually([&] { return agent->err().find("store_replaced") != std::string::npos; },
+                   "the agent to say its store was replaced");
+  agent->signal(SIGTERM);
+  CHECK(agent->wait() == 0);
+}
+
 TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrades it") {
   test::TempDir dir;
   SUBCASE("older: jobctl init upgrades it, then the agent runs jobs") {
