@@ -12,10 +12,12 @@
 //
 // The lock file's text: "AGENT_PID SUPERVISOR_PID\n" then
 // "session SID groups PGID PGID …\n". A process is taken for a job's only if
-// it is in one of those groups and in the supervisor's session: a group id
-// is in use while any member lives, so it names another group only after the
-// pid space wrapped while the agent was down, and then only a group in the
-// same session (the agent's service, or the terminal it ran from).
+// it is in one of those groups and in the supervisor's session, which the
+// supervisor leads (setsid) and only its jobs share: a group or session id
+// is in use while any member lives, so it names others only after the pid
+// space wrapped while the agent was down, and then only if a process given
+// the supervisor's pid led a session of its own in which another took a
+// job's group id.
 #include <sys/types.h>
 
 #include <string>

@@ -449,6 +449,12 @@ class Supervising {
 [[noreturn]] void supervise(int sock, milliseconds kill_grace) {
   prctl(PR_SET_NAME, "jobagent-sup", 0, 0, 0);
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  // A session of S's own, which its jobs inherit: the next incarnation
+  // kills only in it (job_groups.hpp), and no job shares a terminal with
+  // the agent. S, forked, leads no group, so this cannot fail; its session
+  // would otherwise be the agent's, which is 0 where its leader is outside
+  // the pid namespace or the process never left the kernel's first one.
+  setsid();
   // Nothing of the agent's but stdio: its socket becomes descriptor 3.
   if (sock != 3 && dup3(sock, 3, O_CLOEXEC) < 0) _exit(static_cast<int>(ExitCode::internal));
   close_from(4);
