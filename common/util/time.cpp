@@ -39,7 +39,7 @@ std::string format_age(int64_t micros, int64_t now) {
 
 std::optional<DateTime> parse_datetime(const std::string& text, const char* flag) {
   static const std::regex kTime(
-      R"(^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?(Z|[+-]\d{2}:\d{2})?$)");
+      R"(^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?([Zz]|[+-]\d{2}:\d{2})?$)");
   std::smatch m;
   if (!std::regex_match(text, m, kTime)) return std::nullopt;
   DateTime t;
@@ -55,11 +55,13 @@ std::optional<DateTime> parse_datetime(const std::string& text, const char* flag
     throw usage_error(fmt::format("invalid time '{}' for {}: {:04}-{:02} has {} days", text, flag, t.year, t.month,
                                   days_in_month(t.year, t.month)),
                       "check the date; a time is never moved to the next month");
-  if (m[7].matched) t.micros = std::stoll(m[7].str() + std::string(6 - static_cast<size_t>(m[7].length()), '0'));
+  // RFC 3339 sets no limit on the fraction (Go and JavaScript print
+  // nanoseconds); what is finer than a microsecond is dropped.
+  if (m[7].matched) t.micros = std::stoll((m[7].str() + "00000").substr(0, 6));
   if (m[8].matched) {
     const std::string z = m[8].str();
     t.offset_s = 0;
-    if (z != "Z") {
+    if (z != "Z" && z != "z") {
       const int hours = std::stoi(z.substr(1, 2)), minutes = std::stoi(z.substr(4, 2));
       if (hours > 23 || minutes > 59)
         throw usage_error(fmt::format("invalid time '{}' for {}: the offset {} is out of range", text, flag, z),

@@ -21,6 +21,15 @@ TEST_CASE("time: RFC 3339 with an offset is absolute") {
   CHECK(parse_time_arg("2h", "--since", 10 * 3600 * kSec) == 8 * 3600 * kSec);
 }
 
+TEST_CASE("time: RFC 3339's lower-case t and z and a nanosecond fraction (Go, JavaScript) are read") {
+  CHECK(parse_at("2030-01-01t00:00:00z", "", "--at") == k2030);
+  CHECK(parse_time_arg("2030-01-01t01:00:00+01:00", "--since", 0) == k2030);
+  // Finer than a microsecond is dropped, never rounded into the next one.
+  CHECK(parse_at("2030-01-01T00:00:00.123456789Z", "", "--at") == k2030 + 123'456);
+  CHECK(parse_at("2030-01-01T00:00:00.000000999Z", "", "--at") == k2030);
+  CHECK_THROWS_AS(parse_at("2030-01-01T00:00:00.1234567890Z", "", "--at"), jobctl::Error);
+}
+
 TEST_CASE("time: a local time is read in the --tz zone, across DST") {
   CHECK(parse_at("2030-01-01 01:00", "Europe/Berlin", "--at") == k2030);              // CET, +1
   CHECK(parse_at("2030-07-01 02:00", "Europe/Berlin", "--at") ==
