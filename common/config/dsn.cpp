@@ -234,7 +234,17 @@ Dsn parse_dsn(const std::string& text) {
   if (is_postgres_uri(text)) return checked_postgres(text);
   if (starts_with(text, "sqlite:")) {
     std::string path = text.substr(7);
-    if (starts_with(path, "//")) path = path.substr(2);  // sqlite:///abs/path
+    if (starts_with(path, "//")) {  // sqlite:///abs/path, or sqlite://localhost/abs/path as a file: URI
+      path = path.substr(2);
+      if (starts_with(path, "localhost/")) path = path.substr(9);
+      if (!path.empty() && !starts_with(path, "/"))
+        throw usage_error(fmt::format("invalid DSN '{}': sqlite:// names a host before the path, and an SQLite "
+                                      "file can only be opened on this one",
+                                      text),
+                          fmt::format("write sqlite:{} for a path relative to the current directory, or "
+                                      "sqlite:///ABSOLUTE/PATH",
+                                      path));
+    }
     if (path.empty()) throw usage_error(fmt::format("invalid DSN '{}': no file path after sqlite:", text));
     return {Backend::sqlite, path};
   }

@@ -43,6 +43,13 @@ TEST_CASE("dsn: malformed DSNs are usage errors") {
   for (const char* bad : {"", "sqlite:", "mysql://h/db"}) refusal(bad);
 }
 
+TEST_CASE("dsn: sqlite://HOST/x.db is refused, not opened as the relative path HOST/x.db") {
+  CHECK(refusal("sqlite://db1/jobs.db").find("names a host") != std::string::npos);
+  refusal("sqlite://");
+  CHECK(parse_dsn("sqlite://localhost/var/jobs.db").target == "/var/jobs.db");
+  CHECK(parse_dsn("sqlite:db1/jobs.db").target == "db1/jobs.db");
+}
+
 TEST_CASE("dsn: a PostgreSQL DSN libpq cannot read is a usage error, not an unreachable server") {
   for (const char* bad : {"postgres://u@h:notaport/db", "postgresql://%zz@127.0.0.1/x", "host=127.0.0.1 port=abc",
                           "postgres://[::1/db", "postgres://h/db?bogus=1", "host=h connect_timeout=soon",
