@@ -41,13 +41,16 @@ void register_init(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("init", "Create or upgrade the store's schema (idempotent)");
   cmd->callback([&ctx] {
     auto& s = ctx.store(Context::Schema::create);
-    int applied = s.admin().migrate();
+    // A new SQLite file got its schema as it was opened.
+    const bool created = s.created_with() > 0 || s.admin().schema_version() == 0;
+    int applied = s.created_with() + s.admin().migrate();
     int version = s.admin().schema_version();
     if (ctx.format() == OutputFormat::json) {
       print_json({{"schema_version", version}, {"applied", applied}});
       return;
     }
-    if (applied == 0) std::printf("schema is up to date (version %d)\n", version);
+    if (created) std::printf("schema created (version %d)\n", version);
+    else if (applied == 0) std::printf("schema is up to date (version %d)\n", version);
     else std::printf("schema upgraded to version %d (%d migration%s applied)\n", version, applied, applied == 1 ? "" : "s");
   });
   register_grant(app, ctx);

@@ -23,7 +23,7 @@ std::unique_ptr<Store> Store::open(const config::Dsn& dsn, Create create) {
   // PostgreSQL is shared, so changing it stays an explicit `jobctl init`.
   if (dsn.backend == config::Backend::sqlite && create == Create::yes &&
       store->connection().query("SELECT count(*) FROM sqlite_master").at(0).i64(0) == 0)
-    store::migrate(store->connection());
+    store->created_with_ = store::migrate(store->connection());
   return store;
 }
 

@@ -50,6 +50,8 @@ class Store {
   // missing or older than this build, or "upgrade" when it is newer.
   void require_schema();
   int64_t now();  // the database clock
+  // The migrations open() applied to a new SQLite file (0 otherwise).
+  int created_with() const { return created_with_; }
   // Who the changes this Store makes are recorded as (jobctl: --actor,
   // JOBCTL_ACTOR or user@host). Default "unknown".
   void set_actor(std::string actor) { actor_ = std::move(actor); }
@@ -67,6 +69,7 @@ class Store {
  private:
   std::unique_ptr<Connection> conn_;
   std::string actor_ = "unknown";
+  int created_with_ = 0;
 };
 
 }  // namespace jobctl::store

@@ -247,8 +247,12 @@ TEST_CASE("cli: a SQLite path with no store is exit 5 and creates nothing, excep
   auto agent = test::Process({JOBAGENT_BIN, "--db", "sqlite:" + typo}, {}, dir, "agent");
   CHECK(agent.wait() == 5);
   CHECK_FALSE(std::filesystem::exists(dir.file("typo")));
-  auto init = in({"init"});
+  auto init = in({"init", "-o", "table"});
   CHECK(init.wait() == 0);
+  CHECK_MESSAGE(init.out().rfind("schema created (version ", 0) == 0, init.out());  // was "up to date"
+  auto again = in({"init", "-o", "table"});
+  CHECK(again.wait() == 0);
+  CHECK_MESSAGE(test::lines(again.out()).back().rfind("schema is up to date (version ", 0) == 0, again.out());
   CHECK(in({"check", "--max-dlq", "0"}).wait() == 0);
 }
 
