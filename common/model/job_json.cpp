@@ -118,6 +118,13 @@ void validate(const JobSpec& s) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
       throw usage_error(fmt::format("invalid environment variable name '{}'", k), "write it as NAME=VALUE");
     refuse_nul(v, fmt::format("environment variable '{}'", k));
+    // Taken for a secret, it would reach the command as the literal text.
+    if (v.find("{{secret:") != std::string::npos)
+      throw usage_error(fmt::format("environment variable '{}' holds a {{{{secret:NAME}}}} reference: secrets are "
+                                    "resolved only in webhook jobs (the URL, --header, --data), never given to a "
+                                    "command",
+                                    k),
+                        "a command reads what it needs itself, e.g. from a file only its user may read");
   }
   if (s.timeout_us < 0) throw usage_error("the timeout must not be negative");
   if (s.max_concurrent && (*s.max_concurrent < 1 || *s.max_concurrent > kMaxConcurrentLimit))

@@ -88,6 +88,14 @@ void validate(const Webhook& w) {
   secret_references(w.url, "--webhook");
   if (!is_token(w.method))
     throw usage_error(fmt::format("invalid --method '{}'", util::show_bytes(w.method)), "e.g. --method POST, PUT, GET");
+  // Methods are case-sensitive: a server answers "post" with 405 or 501.
+  std::string upper;
+  for (char c : w.method) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
+    if (upper == known && w.method != known)
+      throw usage_error(fmt::format("invalid --method '{}': HTTP methods are case-sensitive, and servers know {}",
+                                    w.method, known),
+                        fmt::format("write --method {}", known));
   for (const auto& [name, value] : w.headers) {
     if (!is_token(name)) throw usage_error(fmt::format("invalid --header name '{}'", name), "write it as 'Name: value'");
     std::string lower;

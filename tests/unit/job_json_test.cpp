@@ -135,10 +135,18 @@ TEST_CASE("job json: webhook refusals name the problem") {
   CHECK(refused(R"({"webhook":{"url":"http://x/","verb":"GET"}})") == "unknown field 'webhook.verb'");
   CHECK(refused(R"({"webhook":"file:///etc/passwd"})").find("must start with http:// or https://") != std::string::npos);
   CHECK(refused(R"({"webhook":{"url":"http://x/","method":"GE T"}})") == "invalid field 'webhook.method' 'GE T'");
+  // A server answers "post" with 405 or 501; a method of its own passes.
+  CHECK(refused(R"({"webhook":{"url":"http://x/","method":"post"}})").find("HTTP methods are case-sensitive") !=
+        std::string::npos);
+  CHECK(refused(R"({"webhook":{"url":"http://x/","method":"Patch"}})").find("servers know PATCH") != std::string::npos);
+  CHECK(refused(R"({"webhook":{"url":"http://x/","method":"purge"}})") == "accepted");
   CHECK(refused(R"({"webhook":{"url":"http://x/","data":"{{secret:A"}})").find("unclosed secret reference") !=
         std::string::npos);
   CHECK(refused(R"({"command":"true","notify":"ftp://x"})").find("invalid field 'notify' URL") != std::string::npos);
   CHECK(refused(R"({"command":"true","notify_on":"sometimes"})").find("unknown event 'sometimes'") != std::string::npos);
+  // A command is never given a secret: the reference would reach it as text.
+  CHECK(refused(R"({"command":"true","env":{"TOKEN":"Bearer {{secret:T}}"}})")
+            .find("environment variable 'TOKEN' holds a {{secret:NAME}} reference") != std::string::npos);
 }
 
 TEST_CASE("notify: one notification per state change, the most specific event asked for") {
