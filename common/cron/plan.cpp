@@ -4,6 +4,10 @@
 
 #include <algorithm>
 
+#include "common/util/duration.hpp"
+#include "common/util/error.hpp"
+#include "common/util/time.hpp"
+
 namespace jobctl::cron {
 namespace {
 
@@ -72,10 +76,41 @@ Plan plan_occurrences(const PlanInput& in) {
   return plan;
 }
 
+namespace {
+
+// Occurrences looked at for the shortest gap between two: enough to see
+// an hour's end in a */7 minute field, a weekend in a weekdays-only day
+// field, or the 1st and 15th of a month.
+constexpr int kJitterGaps = 32;
+
+// A jitter at least the gap between two occurrences would start a later
+// one before an earlier one: the overlap policy and catch-up would see
+// them out of order.
+void check_jitter(const model::ScheduleSpec& s, const Expr& expr, const util::TimeZone& zone) {
+  if (s.jitter_us <= 0) return;
+  const int64_t anchor = anchor_of(s, util::now_micros());
+  std::optional<int64_t> t = expr.next(anchor - 1, zone, anchor);
+  for (int i = 0; t && i < kJitterGaps; ++i) {
+    const auto n = expr.next(*t, zone, anchor);
+    if (!n || (s.ends_at_us && *n > *s.ends_at_us)) return;
+    if (*n - *t <= s.jitter_us)
+      throw usage_error(fmt::format("--jitter {} is not shorter than the {} between two of the schedule's "
+                                    "occurrences ({} and {})",
+                                    util::format_duration(util::Micros(s.jitter_us)),
+                                    util::format_duration(util::Micros(*n - *t)), util::format_time(*t),
+                                    util::format_time(*n)),
+                        "give a --jitter shorter than that, so each occurrence starts before the next one's time");
+    t = n;
+  }
+}
+
+}  // namespace
+
 void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key) {
-  Expr::parse(s.cron, hash_key);
-  util::TimeZone::locate(s.tz);
+  const auto expr = Expr::parse(s.cron, hash_key);
+  const auto zone = util::TimeZone::locate(s.tz);
   model::validate(s);
+  check_jitter(s, expr, *zone);
 }
 
 std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job.id : job.spec.name; }

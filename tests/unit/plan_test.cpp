@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "common/cron/plan.hpp"
+#include "common/util/error.hpp"
 
 using namespace jobctl;
 
@@ -144,4 +145,24 @@ TEST_CASE("plan: --max-runs fires only what remains, counting a missed occurrenc
   auto plenty = bounded(model::Misfire::latest, minute(31), std::nullopt, 10);
   CHECK(plenty.fire.size() == 2);
   CHECK(plenty.next_fire_at == minute(33));
+}
+
+TEST_CASE("plan: a --jitter not shorter than the gap between two occurrences is refused") {
+  auto with_jitter = [](const char* cron_text, int64_t jitter_us) {
+    model::ScheduleSpec s;
+    s.cron = cron_text;
+    s.tz = "UTC";
+    s.jitter_us = jitter_us;
+    return s;
+  };
+  CHECK_NOTHROW(cron::validate_schedule(with_jitter("*/5 * * * *", 4 * kMinute), ""));
+  CHECK_THROWS_WITH_AS(cron::validate_schedule(with_jitter("*/5 * * * *", 5 * kMinute), ""),
+                       doctest::Contains("--jitter 5m is not shorter than the 5m between two"), Error);
+  // 5m looks short beside */7's seven minutes, but :56 to :00 is four.
+  CHECK_THROWS_WITH_AS(cron::validate_schedule(with_jitter("*/7 * * * *", 5 * kMinute), ""),
+                       doctest::Contains("the 4m between"), Error);
+  // Weekdays at 09:00: a day, not the weekend's three.
+  CHECK_THROWS_AS(cron::validate_schedule(with_jitter("0 9 * * 1-5", 25 * 60 * kMinute), ""), Error);
+  CHECK_NOTHROW(cron::validate_schedule(with_jitter("0 9 * * 1-5", 23 * 60 * kMinute), ""));
+  CHECK_THROWS_AS(cron::validate_schedule(with_jitter("@daily", 36500LL * 24 * 60 * kMinute), ""), Error);
 }
