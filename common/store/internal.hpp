@@ -112,6 +112,11 @@ std::string start_dag_run(Connection& c, const std::string& dag_id, std::optiona
                           std::optional<int64_t> at);
 // The DAG run of `id` (a DAG run id, or a DAG id: its newest run).
 std::string resolve_dag_run(Connection& c, const std::string& id);
+// A scheduled DAG's schedule is deleted: the DAG runs its leader made
+// ahead, none of whose nodes is due yet, are cancelled. Returns how many.
+int64_t cancel_dag_runs_ahead(Connection& c, const std::string& dag_id);
+// It is restored: those still ahead wait again, as they were.
+void restore_dag_runs_ahead(Connection& c, const std::string& dag_id);
 
 // Each queue's retry defaults.
 std::map<std::string, model::RetryOverrides> queue_defaults(Connection& c, const std::set<std::string>& queues);

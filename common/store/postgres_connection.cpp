@@ -301,10 +301,13 @@ class PostgresConnection final : public Connection {
 
   // The claim's limits rely on each statement seeing what committed before
   // it (see store/claim.cpp): never a server default of REPEATABLE READ.
-  void begin(TxMode) override {
+  void begin(TxMode mode) override {
     lost_ = false;
     ahead_.clear();
-    ahead_.push_back({"BEGIN ISOLATION LEVEL READ COMMITTED", {}});
+    // A read sees one snapshot for all its statements, as SQLite's does.
+    ahead_.push_back({mode == TxMode::read ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                                           : "BEGIN ISOLATION LEVEL READ COMMITTED",
+                      {}});
     in_transaction_ = true;
     begun_ = false;
   }

@@ -243,6 +243,48 @@ constexpr const char* kDagRunSelect =
     "SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, r.paused, r.cancelled_at, "
     "(SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id) FROM dag_runs r JOIN dags d ON d.id = r.dag_id ";
 
+constexpr const char* kCancelledByDelete = "cancelled: its schedule was deleted";
+
+// The DAG runs of `dag_id` made ahead for an occurrence, none of whose
+// nodes' runs is due yet or `other` than `status`.
+std::vector<std::string> dag_runs_ahead(Connection& c, const std::string& dag_id, const std::string& status,
+                                        const std::string& other) {
+  std::vector<std::string> ids;
+  for (const auto& row : c.query(fmt::format("SELECT d.id FROM dag_runs d WHERE d.dag_id = $1 AND d.occurrence IS NOT "
+                                             "NULL AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.dag_run_id = d.id AND "
+                                             "(r.available_at <= NOW_US OR {} OR {}))",
+                                             status, other),
+                                 {dag_id}))
+    ids.push_back(row.text(0));
+  return ids;
+}
+
+}  // namespace
+
+int64_t cancel_dag_runs_ahead(Connection& c, const std::string& dag_id) {
+  const auto ids = dag_runs_ahead(c, dag_id, "r.status NOT IN ('pending', 'blocked')", "FALSE");
+  if (ids.empty()) return 0;
+  const auto list = c.list(ids);
+  c.exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE " + c.in_list("id", 1), {list});
+  c.exec(fmt::format("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = '{}' WHERE {}",
+                     kCancelledByDelete, c.in_list("dag_run_id", 1)),
+         {list});
+  return static_cast<int64_t>(ids.size());
+}
+
+void restore_dag_runs_ahead(Connection& c, const std::string& dag_id) {
+  const auto ids =
+      dag_runs_ahead(c, dag_id, "r.status <> 'cancelled'", fmt::format("r.error <> '{}'", kCancelledByDelete));
+  if (ids.empty()) return;
+  const auto list = c.list(ids);
+  c.exec("UPDATE dag_runs SET cancelled_at = NULL WHERE " + c.in_list("id", 1), {list});
+  c.exec("UPDATE runs SET status = CASE WHEN waiting_on = 0 THEN 'pending' ELSE 'blocked' END, finished_at = NULL, "
+         "error = '' WHERE " + c.in_list("dag_run_id", 1),
+         {list});
+}
+
+namespace {
+
 // The summary of a DAG run (without its nodes) from a kDagRunSelect row.
 DagRunView dag_run_from_row(Connection& c, const Row& row) {
   DagRunView v;
@@ -261,6 +303,9 @@ DagRunView dag_run_from_row(Connection& c, const Row& row) {
 }  // namespace
 
 DagRunView Dags::get_dag_run(const std::string& id) {
+  // One snapshot: the counts, the status and the nodes of one moment (a
+  // node ending between two reads showed counts its nodes did not add to).
+  Transaction tx(*conn_, TxMode::read);
   const std::string run_id = resolve_dag_run(*conn_, id);
   DagRunView v = dag_run_from_row(*conn_, conn_->query(std::string(kDagRunSelect) + "WHERE r.id = $1", {run_id}).at(0));
   std::map<std::string, std::vector<std::string>> parents;
@@ -279,6 +324,7 @@ DagRunView Dags::get_dag_run(const std::string& id) {
 }
 
 std::vector<DagRunView> Dags::list_dag_runs(int limit, const std::string& dag_id) {
+  Transaction tx(*conn_, TxMode::read);  // each run's status of the same moment as its counts
   std::vector<DagRunView> out;
   for (const auto& row : conn_->query(std::string(kDagRunSelect) + "WHERE ($2 = '' OR r.dag_id = $2) ORDER BY r.id DESC LIMIT $1",
                                       {int64_t{limit}, dag_id}))

@@ -286,6 +286,8 @@ Jobs::Deleted Jobs::delete_job(const std::string& job_id, CancelRunning cancel_r
       "UPDATE runs SET finished_at = NOW_US, status = 'skipped', error = '" + std::string(kSkippedByDelete) + "' "
       "WHERE job_id = $1 AND status IN ('pending', 'blocked') AND occurrence IS NOT NULL AND available_at > NOW_US",
       {job_id}));
+  // A scheduled DAG's occurrences are DAG runs of its own.
+  if (job.kind == "dag") deleted.skipped += static_cast<int>(cancel_dag_runs_ahead(*conn_, job.dag_id));
   const int64_t cancelled =
       conn_->exec("UPDATE runs SET finished_at = NOW_US, status = 'cancelled', error = 'cancelled: the job was deleted' "
                   "WHERE job_id = $1 AND status IN ('pending', 'blocked')",
@@ -312,6 +314,7 @@ void Jobs::restore_job(const std::string& job_id) {
   conn_->exec(std::string("UPDATE runs SET status = 'pending', finished_at = NULL, error = '' WHERE job_id = $1 "
                           "AND status = 'skipped' AND available_at > NOW_US AND error = '") + kSkippedByDelete + "'",
               {job_id});
+  if (job.kind == "dag") restore_dag_runs_ahead(*conn_, job.dag_id);
   restart_schedule(*conn_, job_id, false);
   audit(*conn_, actor_, job_id, "restore");
   tx.commit();

@@ -17,6 +17,7 @@
 #include "common/store/scheduler.hpp"
 #include "common/store/schedules.hpp"
 #include "common/util/error.hpp"
+#include "tests/support/faults.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -104,6 +105,31 @@ TEST_CASE("dag: a node starts only once all its parents succeeded, and gets thei
   CHECK(v.finished_at.has_value());
   // A DAG id names its newest run.
   CHECK(f.s->dags().get_dag_run(r.dag_id).id == r.dag_run_id);
+}
+
+TEST_CASE("dag: a DAG run's status, counts and nodes are read in one snapshot") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  auto first = f.claim();  // a and e run
+  auto conn = std::make_unique<test::FaultyConnection>(f.db.connect());
+  auto* faulty = conn.get();
+  store::Store reader(std::move(conn));
+  // a ends between the counts and the nodes: the nodes showed b and c
+  // pending while the counts said running 2, blocked 3.
+  faulty->after_next("GROUP BY r.status", [&] { f.finish(first["a"], RunStatus::succeeded); });
+  auto v = reader.dags().get_dag_run(r.dag_run_id);
+  std::map<std::string, int64_t> of_nodes;
+  for (const auto& n : v.nodes) ++of_nodes[std::string(model::to_string(n.run.status))];
+  CHECK(of_nodes == v.counts);
+  CHECK(v.counts == std::map<std::string, int64_t>{{"running", 2}, {"blocked", 3}});
+  // The list: e ends between a run's row and its counts.
+  faulty->after_next("JOIN dags d ON d.id = r.dag_id", [&] { f.finish(first["e"], RunStatus::succeeded); });
+  auto listed = reader.dags().list_dag_runs(10);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].counts == std::map<std::string, int64_t>{{"succeeded", 1}, {"running", 1}, {"pending", 2},
+                                                            {"blocked", 1}});
+  CHECK(reader.dags().get_dag_run(r.dag_run_id).counts ==
+        std::map<std::string, int64_t>{{"succeeded", 2}, {"pending", 2}, {"blocked", 1}});
 }
 
 TEST_CASE("dag: on-failure stop cancels every node not started, continue only the dead node's descendants") {
@@ -322,6 +348,46 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
                                 {r.dag_id}).at(0).i64(0) == static_cast<int64_t>(runs.size()) * 5);
   // Nodes are not jobs of `ls`.
   CHECK(f.s->jobs().list_jobs({}).empty());
+}
+
+TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a restore in time brings them back") {
+  Fixture f;
+  store::DagSubmit d;
+  d.document = kDiamond;
+  d.definition = dag::parse(kDiamond);
+  d.schedule = model::ScheduleSpec{};
+  d.schedule->cron = "* * * * * *";
+  auto r = f.s->dags().submit_dag(d);
+  auto epoch = f.s->scheduler().lead(f.worker, kLease);
+  REQUIRE(epoch);
+  store::SchedulerSettings settings;
+  settings.horizon_us = 60'000'000;
+  f.s->scheduler().materialise(f.worker, *epoch, settings);
+  // The DAG runs well ahead (their occurrence 10 s away or more), by state.
+  auto ahead = [&](const char* where) {
+    return f.s->connection()
+        .query(fmt::format("SELECT count(*) FROM dag_runs d WHERE d.dag_id = $1 AND d.occurrence > NOW_US + 10000000 "
+                           "AND {}",
+                           where),
+               {r.dag_id})
+        .at(0)
+        .i64(0);
+  };
+  const int64_t made = ahead("TRUE");
+  REQUIRE(made >= 40);
+  auto deleted = f.s->jobs().delete_job(r.schedule_job_id, store::CancelRunning::no);
+  CHECK(deleted.skipped >= made);  // was 0: each ran at its time
+  CHECK(ahead("d.cancelled_at IS NOT NULL") == made);
+  CHECK(ahead("EXISTS (SELECT 1 FROM runs x WHERE x.dag_run_id = d.id AND x.status <> 'cancelled')") == 0);
+  auto newest = f.s->connection().query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {r.dag_id}).at(0).text(0);
+  CHECK(f.s->dags().get_dag_run(newest).status == "cancelled");
+  f.s->jobs().restore_job(r.schedule_job_id);
+  CHECK(ahead("d.cancelled_at IS NULL") == made);
+  CHECK(f.statuses(newest) == std::map<std::string, RunStatus>{{"a", RunStatus::pending},
+                                                                {"b", RunStatus::blocked},
+                                                                {"c", RunStatus::blocked},
+                                                                {"d", RunStatus::blocked},
+                                                                {"e", RunStatus::pending}});
 }
 
 TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends on it") {
