@@ -9,27 +9,37 @@
 namespace jobctl::agent {
 namespace {
 
-bool unreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
-std::string percent_encoded(std::string_view v, const char* digits, bool plus_for_space) {
-  std::string out;
-  for (unsigned char c : v) {
-    if (unreserved(c)) {
-      out += static_cast<char>(c);
-    } else if (c == ' ' && plus_for_space) {
-      out += '+';
-    } else {
-      out += '%';
-      out += digits[c >> 4];
-      out += digits[c & 15];
+// percent_form_end from the value's byte `i` on. A '%' of the value may be
+// itself or %25, so both are tried (a value holds few).
+size_t percent_match(std::string_view text, size_t at, std::string_view value, size_t i) {
+  for (; i < value.size(); ++i) {
+    if (at >= text.size()) return std::string_view::npos;
+    const char c = value[i];
+    if (text[at] == '%' && at + 2 < text.size()) {
+      const int hi = hex_digit(text[at + 1]), lo = hex_digit(text[at + 2]);
+      if (hi >= 0 && lo >= 0 && static_cast<char>(hi * 16 + lo) == c) {
+        if (c != '%') {
+          at += 3;
+          continue;
+        }
+        if (size_t end = percent_match(text, at + 3, value, i + 1); end != std::string_view::npos) return end;
+      }
     }
+    if (text[at] == c || (c == ' ' && text[at] == '+')) {
+      ++at;
+      continue;
+    }
+    return std::string_view::npos;
   }
-  return out;
+  return at;
 }
-
 
 // As a JSON string's content: as nlohmann::json writes it, with / escaped
 // too (`slash`, as some encoders do), or with everything beyond ASCII as
@@ -68,7 +78,6 @@ std::string base64_core(std::string_view v, size_t shift, const char* alphabet) 
 
 std::vector<std::string> secret_forms(std::string_view value) {
   if (value.empty()) return {};
-  static constexpr char kUpper[] = "0123456789ABCDEF", kLower[] = "0123456789abcdef";
   static constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   static constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::vector<std::string> forms{std::string(value)};
@@ -76,10 +85,6 @@ std::vector<std::string> secret_forms(std::string_view value) {
     if (form.size() < kMinEncodedForm || std::find(forms.begin(), forms.end(), form) != forms.end()) return;
     forms.push_back(std::move(form));
   };
-  add(percent_encoded(value, kUpper, false));
-  add(percent_encoded(value, kLower, false));
-  add(percent_encoded(value, kUpper, true));
-  add(percent_encoded(value, kLower, true));
   add(json_escaped(value, false, false));
   add(json_escaped(value, true, false));
   add(json_escaped(value, false, true));
@@ -90,6 +95,14 @@ std::vector<std::string> secret_forms(std::string_view value) {
   add(util::hex(value, util::HexCase::lower));
   add(util::hex(value, util::HexCase::upper));
   return forms;
+}
+
+size_t percent_form_end(std::string_view text, size_t at, std::string_view value) {
+  if (value.empty()) return std::string_view::npos;
+  const size_t end = percent_match(text, at, value, 0);
+  if (end == std::string_view::npos) return end;
+  // As long as the value only when every byte is itself: as sent.
+  return end - at == value.size() || end - at >= kMinEncodedForm ? end : std::string_view::npos;
 }
 
 }  // namespace jobctl::agent

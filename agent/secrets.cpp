@@ -22,9 +22,10 @@ namespace {
 
 constexpr std::string_view kEnvPrefix = "JOBAGENT_SECRET_";
 
-// A file of secrets may be read by its owner, and by its group when that
-// is this process's own and the owner is this process's user or root
-// (root:jobagent 0640); written by its owner only.
+// A file of secrets is owned by this process's user or root: another owner
+// (a --run-as user, whose jobs could then read or rewrite it) may change
+// it and its mode. It may be read by its owner, and by its group when that
+// is this process's own (root:jobagent 0640); written by its owner only.
 void check_mode(const struct stat& st, const std::string& path, const char* what) {
   const unsigned mode = st.st_mode & 0777;
   if ((mode & 007) != 0)
@@ -37,11 +38,11 @@ void check_mode(const struct stat& st, const std::string& path, const char* what
     throw usage_error(fmt::format("{} '{}' is readable by group {}, which is not the agent's (group {}): refused",
                                   what, path, st.st_gid, getegid()),
                       fmt::format("chmod 600 '{}', or chgrp it to the agent's group", path));
-  if ((mode & 040) != 0 && st.st_uid != geteuid() && st.st_uid != 0)
-    throw usage_error(fmt::format("{} '{}' is readable by its group and owned by user {}, neither the agent's nor "
-                                  "root: refused",
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    throw usage_error(fmt::format("{} '{}' is owned by user {}, neither the agent's nor root: refused (that user, "
+                                  "and any job run as them, may read and change it)",
                                   what, path, st.st_uid),
-                      fmt::format("chown root '{}', or chmod 600 it", path));
+                      fmt::format("chown root '{}' (or the agent's user)", path));
 }
 
 // The file's content, its mode checked on the file opened (not on a path
@@ -176,7 +177,8 @@ Secrets::Resolved Secrets::resolve(std::string_view text, Values& used) const {
 
 namespace {
 
-// Every form of every value, with its name, longest first.
+// Every form of every value but the percent-encoded ones (the value as
+// sent among them), with its name, longest first.
 std::vector<std::pair<std::string, std::string>> forms_by_length(const Secrets::Values& values) {
   std::vector<std::pair<std::string, std::string>> forms;
   for (const auto& [name, value] : values)
@@ -190,23 +192,39 @@ std::vector<std::pair<std::string, std::string>> forms_by_length(const Secrets::
 
 size_t Secrets::longest(const Values& values) {
   const auto forms = forms_by_length(values);
-  return forms.empty() ? 0 : forms.front().second.size();
+  size_t longest = forms.empty() ? 0 : forms.front().second.size();
+  for (const auto& [name, value] : values) longest = std::max(longest, longest_percent_form(value));
+  return longest;
 }
 
 std::string Secrets::redact(std::string text, const Values& values, Cut cut) {
-  const auto forms = forms_by_length(values);
   size_t first_mark = std::string::npos;
-  for (const auto& [name, form] : forms) {
-    std::string mark = "[secret:" + name + "]";
-    for (size_t at = text.find(form); at != std::string::npos; at = text.find(form, at + mark.size())) {
-      text.replace(at, form.size(), mark);
-      first_mark = std::min(first_mark, at);
+  auto mark_at = [&](size_t at, size_t length, const std::string& name) {
+    const std::string mark = "[secret:" + name + "]";
+    text.replace(at, length, mark);
+    first_mark = std::min(first_mark, at);
+    return at + mark.size();
+  };
+  // As sent or percent-encoded, longest value first (so a value inside
+  // another cannot leave part of it behind); then the other forms.
+  std::vector<std::pair<std::string, std::string>> by_length(values.begin(), values.end());
+  std::stable_sort(by_length.begin(), by_length.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  for (const auto& [name, value] : by_length) {
+    if (value.empty()) continue;
+    // Where it can start: its first byte, or an encoded byte.
+    const std::string starts = value[0] == ' ' ? std::string{' ', '%', '+'} : std::string{value[0], '%'};
+    for (size_t at = text.find_first_of(starts); at != std::string::npos; at = text.find_first_of(starts, at)) {
+      const size_t end = percent_form_end(text, at, value);
+      at = end == std::string::npos ? at + 1 : mark_at(at, end - at, name);
     }
   }
+  for (const auto& [name, form] : forms_by_length(values))
+    for (size_t at = text.find(form); at != std::string::npos;) at = text.find(form, mark_at(at, form.size(), name));
   if (cut == Cut::yes) {
     // What precedes the first full form, up to the longest form's length
     // less one, may be the end of a form the cut went through.
-    const size_t longest = forms.empty() ? 0 : forms.front().second.size();
+    const size_t longest = Secrets::longest(values);
     size_t drop = std::min({longest > 0 ? longest - 1 : 0, first_mark, text.size()});
     text.erase(0, drop);
   }

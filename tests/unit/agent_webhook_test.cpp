@@ -72,10 +72,11 @@ TEST_CASE("secrets: redaction replaces the longest value first and drops what a 
   Secrets::Values v{{"PW", "hunter2"}, {"PW_FULL", "user:hunter2"}};
   CHECK(Secrets::redact("login user:hunter2 then hunter2", v) == "login [secret:PW_FULL] then [secret:PW]");
   // A tail that starts inside a value: "er2 …" could be the end of a form
-  // of one. Up to the longest form less one byte goes (hex of user:hunter2,
-  // 24 bytes, here), never past the first full value.
-  CHECK(Secrets::redact("er2 then the rest of a text that is long enough", v, Secrets::Cut::yes) ==
-        "text that is long enough");
+  // of one. Up to the longest form less one byte goes (user:hunter2 with
+  // every byte percent-encoded, 36 bytes, here), never past the first full
+  // value.
+  CHECK(Secrets::redact("er2 then all the rest of a text is long enough to keep this end", v, Secrets::Cut::yes) ==
+        "long enough to keep this end");
   CHECK(Secrets::redact("er2 x hunter2", {{"PW", "hunter2"}}, Secrets::Cut::yes) == "[secret:PW]");
   CHECK(Secrets::redact("nothing here", {}, Secrets::Cut::yes) == "nothing here");
 }
@@ -87,6 +88,9 @@ TEST_CASE("secrets: redaction finds a value URL-encoded, JSON-escaped, in base64
   const std::vector<std::string> echoes = {
       "password=p%40ss%20w%2Frd%2B%22q%22",                           // percent-encoded, upper case
       "password=p%40ss+w%2frd%2b%22q%22",                             // a form's encoding, lower case
+      "password=p%40ss%20w/rd%2B%22q%22",                             // Python's quote: / left as it is
+      "password=p@ss%20w/rd+%22q%22",                                 // JavaScript's encodeURI
+      "password=%70%40%73%73%20%77%2F%72%64%2B%22%71%22",            // every byte encoded
       R"({"got": "p@ss w\/rd+\"q\""})",                                  // JSON, / escaped too
       R"({"got": "p@ss w/rd+\"q\""})",                                   // JSON
       "Authorization: Basic " + base64("user:" + pw),                  // inside a longer base64 text
@@ -111,7 +115,12 @@ TEST_CASE("secrets: redaction finds a value URL-encoded, JSON-escaped, in base64
   // Beyond ASCII, as Python's json writes it.
   CHECK(Secrets::redact(R"({"pw": "p\u00e4ssw\u00f6rd-1"})", {{"PW", "pässwörd-1"}}) == R"({"pw": "[secret:PW]"})");
   // A short value is redacted as sent only: its encodings are too short to tell from chance.
-  CHECK(Secrets::redact("abc YWJj 616263", {{"S", "abc"}}) == "[secret:S] YWJj 616263");
+  CHECK(Secrets::redact("abc YWJj 616263 %61bc", {{"S", "abc"}}) == "[secret:S] YWJj 616263 %61bc");
+  // A '%' of the value, as itself or encoded.
+  for (const char* echo : {"50%off-now", "50%25off-now", "50%25off%2Dnow"})
+    CHECK(Secrets::redact(std::string("a=") + echo + "&b", {{"S", "50%off-now"}}) == "a=[secret:S]&b");
+  // A tail cut may go through a form as long as every byte encoded.
+  CHECK(Secrets::longest({{"S", "abcdefgh"}}) == 24);
 }
 
 TEST_CASE("secrets: the file is read with comments, and refused when another user may read it") {
@@ -137,6 +146,12 @@ TEST_CASE("secrets: the file is read with comments, and refused when another use
     REQUIRE(chown(path.c_str(), 1, getegid()) == 0);
     CHECK_THROWS_WITH_AS(Secrets::load({}, path), doctest::Contains("owned by user 1, neither the agent's nor root"),
                          Error);
+    // Unreadable by its group too: its owner (a --run-as user, say) and
+    // their jobs still read it.
+    chmod(path.c_str(), 0600);
+    CHECK_THROWS_WITH_AS(Secrets::load({}, path), doctest::Contains("owned by user 1, neither the agent's nor root"),
+                         Error);
+    REQUIRE(chown(path.c_str(), 0, getegid()) == 0);
   }
   write_file(path, "not a line with a name\n", 0600);
   CHECK_THROWS_WITH_AS(Secrets::load({}, path), doctest::Contains("line 1: expected NAME=value"), Error);
