@@ -177,23 +177,31 @@ Secrets::Resolved Secrets::resolve(std::string_view text, Values& used) const {
 
 namespace {
 
-// Every form of every value but the percent-encoded ones (the value as
-// sent among them), with its name, longest first.
-std::vector<std::pair<std::string, std::string>> forms_by_length(const Secrets::Values& values) {
-  std::vector<std::pair<std::string, std::string>> forms;
-  for (const auto& [name, value] : values)
-    for (auto& form : secret_forms(value)) forms.emplace_back(name, std::move(form));
-  std::stable_sort(forms.begin(), forms.end(),
-                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+// Each value with its name, longest first: a value inside another is
+// replaced only after the other, whatever form either takes.
+std::vector<std::pair<std::string, std::string>> by_length(const Secrets::Values& values) {
+  std::vector<std::pair<std::string, std::string>> out(values.begin(), values.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  return out;
+}
+
+// The encoded forms of `value` but the percent-encoded ones (and the value
+// as sent, which percent_form_end matches), longest first.
+std::vector<std::string> other_forms(const std::string& value) {
+  auto forms = secret_forms(value);
+  if (!forms.empty()) forms.erase(forms.begin());
+  std::stable_sort(forms.begin(), forms.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
   return forms;
 }
 
 }  // namespace
 
 size_t Secrets::longest(const Values& values) {
-  const auto forms = forms_by_length(values);
-  size_t longest = forms.empty() ? 0 : forms.front().second.size();
-  for (const auto& [name, value] : values) longest = std::max(longest, longest_percent_form(value));
+  size_t longest = 0;
+  for (const auto& [name, value] : values) {
+    longest = std::max(longest, longest_percent_form(value));
+    for (const auto& form : secret_forms(value)) longest = std::max(longest, form.size());
+  }
   return longest;
 }
 
@@ -205,22 +213,18 @@ std::string Secrets::redact(std::string text, const Values& values, Cut cut) {
     first_mark = std::min(first_mark, at);
     return at + mark.size();
   };
-  // As sent or percent-encoded, longest value first (so a value inside
-  // another cannot leave part of it behind); then the other forms.
-  std::vector<std::pair<std::string, std::string>> by_length(values.begin(), values.end());
-  std::stable_sort(by_length.begin(), by_length.end(),
-                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  for (const auto& [name, value] : by_length) {
+  for (const auto& [name, value] : by_length(values)) {
     if (value.empty()) continue;
-    // Where it can start: its first byte, or an encoded byte.
+    // As sent or percent-encoded, from where it can start: its first
+    // byte, or an encoded byte.
     const std::string starts = value[0] == ' ' ? std::string{' ', '%', '+'} : std::string{value[0], '%'};
     for (size_t at = text.find_first_of(starts); at != std::string::npos; at = text.find_first_of(starts, at)) {
       const size_t end = percent_form_end(text, at, value);
       at = end == std::string::npos ? at + 1 : mark_at(at, end - at, name);
     }
+    for (const auto& form : other_forms(value))
+      for (size_t at = text.find(form); at != std::string::npos;) at = text.find(form, mark_at(at, form.size(), name));
   }
-  for (const auto& [name, form] : forms_by_length(values))
-    for (size_t at = text.find(form); at != std::string::npos;) at = text.find(form, mark_at(at, form.size(), name));
   if (cut == Cut::yes) {
     // What precedes the first full form, up to the longest form's length
     // less one, may be the end of a form the cut went through.

@@ -71,6 +71,10 @@ TEST_CASE("secrets: references resolve, a missing one is named") {
 TEST_CASE("secrets: redaction replaces the longest value first and drops what a cut may have left") {
   Secrets::Values v{{"PW", "hunter2"}, {"PW_FULL", "user:hunter2"}};
   CHECK(Secrets::redact("login user:hunter2 then hunter2", v) == "login [secret:PW_FULL] then [secret:PW]");
+  // Whatever form the longer one takes: the shorter, as sent, went first
+  // and left the rest of the longer one's JSON form (\/ for /) readable.
+  CHECK(Secrets::redact(R"({"url": "https:\/\/bob:s3cr3t@api\/"})",
+                        {{"PW", "s3cr3t"}, {"URL", "https://bob:s3cr3t@api/"}}) == R"({"url": "[secret:URL]"})");
   // A tail that starts inside a value: "er2 …" could be the end of a form
   // of one. Up to the longest form less one byte goes (user:hunter2 with
   // every byte percent-encoded, 36 bytes, here), never past the first full
