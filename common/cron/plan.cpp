@@ -78,39 +78,45 @@ Plan plan_occurrences(const PlanInput& in) {
 
 namespace {
 
-// Occurrences looked at for the shortest gap between two: enough to see
-// an hour's end in a */7 minute field, a weekend in a weekdays-only day
-// field, or the 1st and 15th of a month.
-constexpr int kJitterGaps = 32;
+// How far the shortest gap between two occurrences is looked for: a year
+// and a bit from now, so both DST changes are in it whatever the date, or
+// this many occurrences (a minute schedule's week), whichever comes first.
+constexpr int64_t kJitterSpanUs = 400LL * 86400 * 1000000;
+constexpr int kJitterOccurrences = 10'000;
 
-// A jitter at least the gap between two occurrences would start a later
+// A jitter longer than the gap between two occurrences would start a later
 // one before an earlier one: the overlap policy and catch-up would see
-// them out of order.
-void check_jitter(const model::ScheduleSpec& s, const Expr& expr, const util::TimeZone& zone) {
+// them out of order. (The delay is in [0, jitter): as long as the gap is
+// fine.)
+void check_jitter(const model::ScheduleSpec& s, std::string_view hash_key, const Expr& expr,
+                  const util::TimeZone& zone) {
   if (s.jitter_us <= 0) return;
+  // An unnamed job's H is hashed from its id, which it has not got yet:
+  // looked at once it has (an update of its timing).
+  if (hash_key.empty() && s.cron.find('H') != std::string::npos) return;
   const int64_t anchor = anchor_of(s, util::now_micros());
   std::optional<int64_t> t = expr.next(anchor - 1, zone, anchor);
-  for (int i = 0; t && i < kJitterGaps; ++i) {
+  for (int i = 0; t && i < kJitterOccurrences && *t - anchor < kJitterSpanUs; ++i) {
     const auto n = expr.next(*t, zone, anchor);
     if (!n || (s.ends_at_us && *n > *s.ends_at_us)) return;
-    if (*n - *t <= s.jitter_us)
-      throw usage_error(fmt::format("--jitter {} is not shorter than the {} between two of the schedule's "
-                                    "occurrences ({} and {})",
+    if (*n - *t < s.jitter_us)
+      throw usage_error(fmt::format("--jitter {} is longer than the {} between two of the schedule's occurrences "
+                                    "({} and {})",
                                     util::format_duration(util::Micros(s.jitter_us)),
                                     util::format_duration(util::Micros(*n - *t)), util::format_time(*t),
                                     util::format_time(*n)),
-                        "give a --jitter shorter than that, so each occurrence starts before the next one's time");
+                        "give a --jitter no longer than that, so each occurrence starts before the next one's time");
     t = n;
   }
 }
 
 }  // namespace
 
-void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key) {
+void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key, JitterCheck jitter) {
   const auto expr = Expr::parse(s.cron, hash_key);
   const auto zone = util::TimeZone::locate(s.tz);
   model::validate(s);
-  check_jitter(s, expr, *zone);
+  if (jitter == JitterCheck::yes) check_jitter(s, hash_key, expr, *zone);
 }
 
 std::string hash_key(const model::Job& job) { return job.spec.name.empty() ? job.id : job.spec.name; }

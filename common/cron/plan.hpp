@@ -56,8 +56,13 @@ inline constexpr int kCatchUpPerTick = 10;
 Plan plan_occurrences(const PlanInput& in);
 
 // Checks what the store cannot: the expression parses (`hash_key` seeds
-// H), the zone exists, the numbers make sense. Throws usage Error.
-void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key);
+// H), the zone exists, the numbers make sense, and, unless `jitter` is
+// no, the jitter is no longer than the shortest gap between two
+// occurrences (an update that leaves the timing as it was does not look
+// again). Throws usage Error.
+enum class JitterCheck { yes, no };
+void validate_schedule(const model::ScheduleSpec& s, std::string_view hash_key,
+                       JitterCheck jitter = JitterCheck::yes);
 
 // What H in a schedule's expression hashes: the job's name, or its id when
 // it has none.

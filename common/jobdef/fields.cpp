@@ -320,8 +320,8 @@ const Field kFields[] = {
        d.has_schedule_field = true;
      },
      .flag = "--jitter",
-     .help = "Start each occurrence up to this much later, spreading a herd (e.g. 30s); shorter than the gap "
-             "between two occurrences",
+     .help = "Start each occurrence up to this much later, spreading a herd (e.g. 30s); no longer than the "
+             "gap between two occurrences",
      .needs = "--cron"},
     {.key = "starts_at",
      .where = kTiming | kUpdate,

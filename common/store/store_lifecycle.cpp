@@ -137,7 +137,11 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
   }
   model::validate(s);
   model::validate(s.retry);
-  if (s.schedule) cron::validate_schedule(*s.schedule, cron::hash_key(next));
+  // The jitter is looked at again only with the timing it is bounded by:
+  // any other change of a job saved before the bound passes.
+  const bool timing = su.cron || su.tz || su.jitter_us || su.starts_at || su.ends_at || u.name;  // a name seeds H
+  if (s.schedule)
+    cron::validate_schedule(*s.schedule, cron::hash_key(next), timing ? cron::JitterCheck::yes : cron::JitterCheck::no);
   return next;
 }
 

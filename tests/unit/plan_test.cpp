@@ -147,22 +147,29 @@ TEST_CASE("plan: --max-runs fires only what remains, counting a missed occurrenc
   CHECK(plenty.next_fire_at == minute(33));
 }
 
-TEST_CASE("plan: a --jitter not shorter than the gap between two occurrences is refused") {
-  auto with_jitter = [](const char* cron_text, int64_t jitter_us) {
+TEST_CASE("plan: a --jitter longer than the gap between two occurrences is refused") {
+  auto with_jitter = [](const char* cron_text, int64_t jitter_us, const char* tz = "UTC") {
     model::ScheduleSpec s;
     s.cron = cron_text;
-    s.tz = "UTC";
+    s.tz = tz;
     s.jitter_us = jitter_us;
     return s;
   };
-  CHECK_NOTHROW(cron::validate_schedule(with_jitter("*/5 * * * *", 4 * kMinute), ""));
-  CHECK_THROWS_WITH_AS(cron::validate_schedule(with_jitter("*/5 * * * *", 5 * kMinute), ""),
-                       doctest::Contains("--jitter 5m is not shorter than the 5m between two"), Error);
+  // The delay is in [0, jitter): a jitter as long as the gap is fine.
+  CHECK_NOTHROW(cron::validate_schedule(with_jitter("*/5 * * * *", 5 * kMinute), ""));
+  CHECK_THROWS_WITH_AS(cron::validate_schedule(with_jitter("*/5 * * * *", 6 * kMinute), ""),
+                       doctest::Contains("--jitter 6m is longer than the 5m between two"), Error);
   // 5m looks short beside */7's seven minutes, but :56 to :00 is four.
   CHECK_THROWS_WITH_AS(cron::validate_schedule(with_jitter("*/7 * * * *", 5 * kMinute), ""),
                        doctest::Contains("the 4m between"), Error);
   // Weekdays at 09:00: a day, not the weekend's three.
   CHECK_THROWS_AS(cron::validate_schedule(with_jitter("0 9 * * 1-5", 25 * 60 * kMinute), ""), Error);
-  CHECK_NOTHROW(cron::validate_schedule(with_jitter("0 9 * * 1-5", 23 * 60 * kMinute), ""));
+  CHECK_NOTHROW(cron::validate_schedule(with_jitter("0 9 * * 1-5", 24 * 60 * kMinute), ""));
   CHECK_THROWS_AS(cron::validate_schedule(with_jitter("@daily", 36500LL * 24 * 60 * kMinute), ""), Error);
+  // A day in Berlin is 23 hours once a year, whatever today's date.
+  CHECK_THROWS_WITH_AS(cron::validate_schedule(with_jitter("0 9 * * *", 23 * 60 * kMinute + kMinute, "Europe/Berlin"), ""),
+                       doctest::Contains("the 23h between"), Error);
+  CHECK_NOTHROW(cron::validate_schedule(with_jitter("0 9 * * *", 23 * 60 * kMinute, "Europe/Berlin"), ""));
+  // Not looked at when the caller says the timing did not change.
+  CHECK_NOTHROW(cron::validate_schedule(with_jitter("*/5 * * * *", 6 * kMinute), "", cron::JitterCheck::no));
 }
