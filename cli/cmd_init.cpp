@@ -41,9 +41,12 @@ void register_init(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("init", "Create or upgrade the store's schema (idempotent)");
   cmd->callback([&ctx] {
     auto& s = ctx.store(Context::Schema::create);
-    // A new SQLite file got its schema as it was opened.
-    const bool created = s.created_with() > 0 || s.admin().schema_version() == 0;
-    int applied = s.created_with() + s.admin().migrate();
+    // A new SQLite file got its schema as it was opened; an empty schema
+    // gets it here, unless a concurrent init made it first.
+    const bool empty = s.admin().schema_version() == 0;
+    const int migrated = s.admin().migrate();
+    const bool created = s.created_with() > 0 || (empty && migrated > 0);
+    int applied = s.created_with() + migrated;
     int version = s.admin().schema_version();
     if (ctx.format() == OutputFormat::json) {
       print_json({{"schema_version", version}, {"applied", applied}});

@@ -266,7 +266,10 @@ int64_t cancel_dag_runs_ahead(Connection& c, const std::string& dag_id) {
   if (ids.empty()) return 0;
   const auto list = c.list(ids);
   c.exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE " + c.in_list("id", 1), {list});
-  c.exec(fmt::format("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = '{}' WHERE {}",
+  // Tested again: a node that became due since (PostgreSQL's NOW_US is the
+  // transaction's start) and was claimed runs on, its DAG run cancelling.
+  c.exec(fmt::format("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = '{}' WHERE {} AND status "
+                     "IN ('pending', 'blocked')",
                      kCancelledByDelete, c.in_list("dag_run_id", 1)),
          {list});
   return static_cast<int64_t>(ids.size());
@@ -278,8 +281,11 @@ void restore_dag_runs_ahead(Connection& c, const std::string& dag_id) {
   if (ids.empty()) return;
   const auto list = c.list(ids);
   c.exec("UPDATE dag_runs SET cancelled_at = NULL WHERE " + c.in_list("id", 1), {list});
-  c.exec("UPDATE runs SET status = CASE WHEN waiting_on = 0 THEN 'pending' ELSE 'blocked' END, finished_at = NULL, "
-         "error = '' WHERE " + c.in_list("dag_run_id", 1),
+  // As kNodeRunInsert made them: a node waits on its parents, or on a
+  // paused DAG run.
+  c.exec("UPDATE runs SET status = CASE WHEN waiting_on = 0 AND (SELECT d.paused FROM dag_runs d WHERE d.id = "
+         "runs.dag_run_id) = 0 THEN 'pending' ELSE 'blocked' END, finished_at = NULL, error = '' WHERE " +
+             c.in_list("dag_run_id", 1),
          {list});
 }
 

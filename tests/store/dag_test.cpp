@@ -375,19 +375,27 @@ TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a 
   };
   const int64_t made = ahead("TRUE");
   REQUIRE(made >= 40);
+  auto newest = f.s->connection().query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {r.dag_id}).at(0).text(0);
+  REQUIRE(f.s->dags().set_dag_run_paused(newest, true));
   auto deleted = f.s->jobs().delete_job(r.schedule_job_id, store::CancelRunning::no);
   CHECK(deleted.skipped >= made);  // was 0: each ran at its time
   CHECK(ahead("d.cancelled_at IS NOT NULL") == made);
   CHECK(ahead("EXISTS (SELECT 1 FROM runs x WHERE x.dag_run_id = d.id AND x.status <> 'cancelled')") == 0);
-  auto newest = f.s->connection().query("SELECT max(id) FROM dag_runs WHERE dag_id = $1", {r.dag_id}).at(0).text(0);
   CHECK(f.s->dags().get_dag_run(newest).status == "cancelled");
   f.s->jobs().restore_job(r.schedule_job_id);
   CHECK(ahead("d.cancelled_at IS NULL") == made);
-  CHECK(f.statuses(newest) == std::map<std::string, RunStatus>{{"a", RunStatus::pending},
+  const auto second = f.s->connection()
+                          .query("SELECT max(id) FROM dag_runs WHERE dag_id = $1 AND id < $2", {r.dag_id, newest})
+                          .at(0)
+                          .text(0);
+  CHECK(f.statuses(second) == std::map<std::string, RunStatus>{{"a", RunStatus::pending},
                                                                 {"b", RunStatus::blocked},
                                                                 {"c", RunStatus::blocked},
                                                                 {"d", RunStatus::blocked},
                                                                 {"e", RunStatus::pending}});
+  // The one paused before the delete is paused still: its roots wait too.
+  CHECK(f.s->dags().get_dag_run(newest).status == "paused");
+  CHECK(f.statuses(newest)["a"] == RunStatus::blocked);
 }
 
 TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends on it") {
