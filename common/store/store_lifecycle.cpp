@@ -63,13 +63,9 @@ json definition(const model::Job& job) {
   return out;
 }
 
-// An environment value as the audit trail shows it: a secret reference as
-// written, anything else only as "(set)", so a token rotated with --env
-// does not stay readable in the history.
-json audited_env_value(const json& v) {
-  if (v.is_null() || (v.is_string() && v.get<std::string>().starts_with("{{secret:"))) return v;
-  return "(set)";
-}
+// An environment value as the audit trail shows it: only as "(set)", so a
+// token rotated with --env does not stay readable in the history.
+json audited_env_value(const json& v) { return v.is_null() ? v : json("(set)"); }
 
 json changes_between(const json& before, const json& after) {
   json out = json::object();

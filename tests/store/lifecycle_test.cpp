@@ -343,7 +343,7 @@ TEST_CASE("lifecycle: every change appears once in the history, newest first, wi
   s->jobs().set_paused(job, true);
   s->jobs().set_paused(job, false);
   store::JobUpdate u;
-  u.set_env = {{"TOKEN_REF", "{{secret:API}}"}};
+  u.set_env = {{"REGION", "eu-west-1"}};
   u.retry.max_retries = 9;
   s->jobs().update_job(job, u);
   s->jobs().cancel(job);
@@ -373,7 +373,7 @@ TEST_CASE("lifecycle: every change appears once in the history, newest first, wi
   auto update = std::find_if(events.begin(), events.end(), [](const auto& e) { return e.action == "update"; });
   CHECK(update->version == 2);
   CHECK(update->details.find("\"retry.retries\":{\"from\":3,\"to\":9}") != std::string::npos);
-  CHECK(update->details.find("{{secret:API}}") != std::string::npos);  // the reference, as stored
+  CHECK(update->details.find("\"env.REGION\":{\"from\":null,\"to\":\"(set)\"}") != std::string::npos);
   CHECK(events.front().version == 2);
   CHECK(actions(*s, sched) == std::vector<std::string>{"backfill", "trigger", "create"});
   CHECK(s->jobs().history(job, 2).size() == 2);
@@ -389,7 +389,7 @@ TEST_CASE("lifecycle: the history shows that an environment value changed, never
   spec.env = {{"API_TOKEN", "old-secret-value"}};
   auto job = s->jobs().submit({spec})[0].job_id;
   store::JobUpdate u;
-  u.set_env = {{"API_TOKEN", "new-secret-value"}, {"REF", "{{secret:API}}"}};
+  u.set_env = {{"API_TOKEN", "new-secret-value"}, {"REGION", "eu-west-1"}};
   s->jobs().update_job(job, u);
   store::JobUpdate drop;
   drop.unset_env = {"API_TOKEN"};
@@ -399,7 +399,8 @@ TEST_CASE("lifecycle: the history shows that an environment value changed, never
   }
   auto events = s->jobs().history(job, 10);
   CHECK(events[1].details.find("\"env.API_TOKEN\":{\"from\":\"(set)\",\"to\":\"(set)\"}") != std::string::npos);
-  CHECK(events[1].details.find("\"env.REF\":{\"from\":null,\"to\":\"{{secret:API}}\"}") != std::string::npos);
+  CHECK(events[1].details.find("\"env.REGION\":{\"from\":null,\"to\":\"(set)\"}") != std::string::npos);
+  CHECK(events[1].details.find("eu-west-1") == std::string::npos);
   CHECK(events[0].details.find("\"env.API_TOKEN\":{\"from\":\"(set)\",\"to\":null}") != std::string::npos);
 }
 
