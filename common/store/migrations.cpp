@@ -578,6 +578,18 @@ Error missing_schema(Connection& conn) {
                    fmt::format("jobctl's tables are in schema public, not in schema {}", schema),
                    "run `jobctl init` to move them there, or add schema=public to --db");
   }
+  // A --db that names another program's database: init is not the fix.
+  const int64_t theirs =
+      conn.dialect() == Dialect::postgres
+          ? conn.query("SELECT count(*) FROM pg_tables WHERE schemaname = $1", {search_path_schema(conn)}).at(0).i64(0)
+          : conn.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                .at(0)
+                .i64(0);
+  if (theirs > 0)
+    return Error(ExitCode::store,
+                 fmt::format("the database has no jobctl schema, and holds {} table{} of another program's", theirs,
+                             theirs == 1 ? "" : "s"),
+                 "check that --db names the jobctl store; `jobctl init` would add jobctl's tables beside them");
   return Error(ExitCode::store, "the database has no jobctl schema", "run `jobctl init` (with the same --db)");
 }
 

@@ -34,7 +34,9 @@ std::string search_path_schema(Connection& conn);
 
 // Why schema_version() found no store, as the Error to throw (exit 5): a
 // store in public made before jobctl had a schema of its own, a schema
-// this role may not use, or none at all (run `jobctl init`).
+// this role may not use, another program's database (its tables there:
+// check --db, since init would add jobctl's beside them), or none at all
+// (run `jobctl init`).
 Error missing_schema(Connection& conn);
 
 }  // namespace jobctl::store

@@ -164,16 +164,25 @@ void sqlite_findings(Connection& c, std::vector<Finding>& out) {
 
 void all_findings(Connection& c, std::vector<Finding>& out) {
   int version = store::schema_version(c);
-  if (version == 0)
-    out.push_back(bad("schema", "no jobctl schema in this store", "run `jobctl init`"));
-  else if (version == kSchemaVersion)
+  if (version == 0) {
+    // Why: another program's database is not fixed by init.
+    auto why = [&c] {
+      try {
+        return missing_schema(c);
+      } catch (const Error& e) {  // a search_path that names no schema
+        return e;
+      }
+    }();
+    out.push_back(bad("schema", why.what(), why.hint()));
+  } else if (version == kSchemaVersion) {
     out.push_back(ok("schema", fmt::format("version {}", version)));
-  else if (version < kSchemaVersion)
+  } else if (version < kSchemaVersion) {
     out.push_back(bad("schema", fmt::format("version {}, this build needs {}", version, kSchemaVersion),
                       "run `jobctl init` to upgrade it"));
-  else
+  } else {
     out.push_back(bad("schema", fmt::format("version {}, newer than this build ({})", version, kSchemaVersion),
                       "upgrade jobctl and jobagent"));
+  }
   int64_t before = util::now_micros();
   int64_t store = now_us(c);
   int64_t after = util::now_micros();

@@ -283,7 +283,13 @@ TEST_CASE("cli: a --db naming another program's SQLite file or no file at all is
   auto ls = run_jobctl_at("sqlite:" + theirs, dir, {"ls"});
   CHECK(ls.code == 5);
   CHECK(ls.err.find("no jobctl schema") != std::string::npos);
-  CHECK(run_jobctl_at("sqlite:" + theirs, dir, {"doctor"}).code == 1);  // its finding: no jobctl schema
+  // Not "run `jobctl init`": that adds jobctl's tables to their file.
+  CHECK_MESSAGE(ls.err.find("holds 1 table of another program's") != std::string::npos, ls.err);
+  CHECK(ls.err.find("check that --db names the jobctl store") != std::string::npos);
+  CHECK(ls.err.find("run `jobctl init`") == std::string::npos);
+  test::Process doctor({JOBCTL_BIN, "--db", "sqlite:" + theirs, "doctor", "-o", "json"}, {}, dir, "doctor");
+  CHECK(doctor.wait() == 1);
+  CHECK_MESSAGE(doctor.out().find("check that --db names the jobctl store") != std::string::npos, doctor.out());
   auto agent = test::Process({JOBAGENT_BIN, "--db", "sqlite:" + theirs}, {}, dir, "agent");
   CHECK(agent.wait() == 5);
   CHECK(journal_bytes() == std::string("\x01\x01"));  // the refusal left it in WAL mode

@@ -103,6 +103,12 @@ TEST_CASE("postgres: jobctl lives in schema jobctl beside an application's own j
   CHECK(missing.code == 5);
   CHECK(missing.err.find("no jobctl schema") != std::string::npos);
   CHECK(db.count("SELECT count(*) FROM pg_namespace WHERE nspname = 'nowhere'") == 0);
+  // An application's schema: init is not the fix there.
+  db.sql("CREATE SCHEMA app; CREATE TABLE app.users (id int);");
+  auto theirs = run_on(db.dsn("schema=app"), dir, {"ls"});
+  CHECK(theirs.code == 5);
+  CHECK_MESSAGE(theirs.err.find("holds 1 table of another program's") != std::string::npos, theirs.err);
+  CHECK(theirs.err.find("check that --db names the jobctl store") != std::string::npos);
 }
 
 TEST_CASE("postgres: a store made in public before jobctl had its own schema is moved there by init") {
