@@ -5,17 +5,6 @@
 #include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
-namespace {
-
-// Display width of UTF-8 text: count code points, not bytes.
-size_t width_of(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xC0) != 0x80) ++n;
-  return n;
-}
-
-}  // namespace
 
 void print_table(const TableRow& header, const std::vector<TableRow>& given) {
   // What a job holds (its name, a message) is shown, never obeyed: escape
@@ -28,14 +17,14 @@ void print_table(const TableRow& header, const std::vector<TableRow>& given) {
     rows.push_back(std::move(shown));
   }
   std::vector<size_t> widths(header.size());
-  for (size_t i = 0; i < header.size(); ++i) widths[i] = width_of(header[i]);
+  for (size_t i = 0; i < header.size(); ++i) widths[i] = util::display_width(header[i]);
   for (const auto& r : rows)
-    for (size_t i = 0; i < r.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], width_of(r[i]));
+    for (size_t i = 0; i < r.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], util::display_width(r[i]));
   auto print_row = [&](const TableRow& r) {
     std::string line;
     for (size_t i = 0; i < r.size(); ++i) {
       line += r[i];
-      if (i + 1 < r.size()) line += std::string(widths[i] - width_of(r[i]) + 2, ' ');
+      if (i + 1 < r.size()) line += std::string(widths[i] - util::display_width(r[i]) + 2, ' ');
     }
     // An empty last column leaves no padding behind.
     line.erase(line.find_last_not_of(' ') + 1);
@@ -59,15 +48,8 @@ void print_json(const nlohmann::json& j) {
 std::string cell(const std::string& text, size_t width) {
   std::string flat;
   for (char c : text) flat += (c == '\n' || c == '\t') ? ' ' : c;
-  if (width_of(flat) <= width) return flat;
-  std::string out;
-  size_t n = 0;
-  for (size_t i = 0; i < flat.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(flat[i]);
-    if ((c & 0xC0) != 0x80 && ++n > width - 1) break;
-    out += flat[i];
-  }
-  return out + "…";
+  if (util::display_width(flat) <= width) return flat;
+  return flat.substr(0, util::prefix_within(flat, width > 0 ? width - 1 : 0)) + "…";
 }
 
 }  // namespace jobctl::cli

@@ -20,6 +20,15 @@ std::string show_bytes(std::string_view text);
 // cannot break it over lines, redraw the terminal or retitle it.
 std::string one_line(std::string_view text);
 
+// The columns `text` takes on a terminal: an East Asian wide or fullwidth
+// character (CJK, Hangul, most emoji) two, a combining mark or a
+// zero-width character none, any other character (or a byte that is not
+// UTF-8) one.
+size_t display_width(std::string_view text);
+// The longest start of `text` that takes at most `columns`, in bytes (never
+// inside a character, nor between one and its combining marks).
+size_t prefix_within(std::string_view text, size_t columns);
+
 // How many bytes at the end of `text` begin a UTF-8 character that is not
 // whole yet (0 to 3): output read as it comes may stop inside one.
 size_t incomplete_utf8_tail(std::string_view text);

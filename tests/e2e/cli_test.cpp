@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/util/utf8.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -508,6 +509,22 @@ TEST_CASE("cli: ls filters by status and queue") {
   auto table = run_jobctl(db, dir, {"ls", "-o", "table"});
   CHECK(table.out.rfind("ID", 0) == 0);
   CHECK(test::lines(table.out).size() == 3);
+}
+
+TEST_CASE("cli: a table lines up its columns under a CJK or emoji name") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  for (const char* name : {"\xE6\x97\xA5\xE6\x9C\xAC", "\xF0\x9F\x9A\x80-deploy", "plain"})
+    REQUIRE(run_jobctl(db, dir, {"submit", "--name", name, "--", "true"}).code == 0);
+  auto lines = test::lines(run_jobctl(db, dir, {"ls", "-o", "table"}).out);
+  REQUIRE(lines.size() == 4);
+  // STATUS starts at one terminal column on every line: a wide character
+  // was counted as one column, and the rows after it fell out of line.
+  const size_t column = util::display_width(lines[0].substr(0, lines[0].find("STATUS")));
+  for (size_t i = 1; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    CHECK(util::display_width(lines[i].substr(0, lines[i].find("pending"))) == column);
+  }
 }
 
 TEST_CASE("cli: queue set and queue ls show and apply retry defaults") {

@@ -61,3 +61,20 @@ TEST_CASE("utf8: the start of a character not yet whole is found at the end of t
   CHECK(incomplete_utf8_tail("caf\xC3") == 1);
   CHECK(incomplete_utf8_tail("a\x82\x82\x82") == 0);  // no lead byte within reach: not ours to hold
 }
+
+TEST_CASE("utf8: display width counts a CJK character or an emoji as two columns and a combining mark as none") {
+  using jobctl::util::display_width;
+  using jobctl::util::prefix_within;
+  CHECK(display_width("nightly") == 7);
+  CHECK(display_width("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E") == 6);   // 日本語
+  CHECK(display_width("\xEB\xB0\xB1\xEC\x97\x85") == 4);               // 백업, Hangul
+  CHECK(display_width("caf" "e\xCC\x81") == 4);                        // e and a combining acute
+  CHECK(display_width("\xF0\x9F\x9A\x80 go") == 5);                    // 🚀 go
+  CHECK(display_width("\xEF\xBC\xA1") == 2);                           // a fullwidth A
+  CHECK(display_width("\xC3\xA9t\xC3\xA9") == 3);                      // été: one column each
+  CHECK(display_width("a\xFF") == 2);                                  // a stray byte: one
+  // Cut at a column count, never inside a wide character or before its mark.
+  CHECK(prefix_within("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", 3) == 3);  // 日 (2 columns), not half of 本
+  CHECK(prefix_within("e\xCC\x81x", 1) == 3);                          // é whole, with its mark
+  CHECK(prefix_within("abc", 5) == 3);
+}
