@@ -373,7 +373,7 @@ TEST_CASE("agent: a job's process dies with its supervisor when both are kill -9
   agent->wait();
   const bool died = [&] {
     try {
-      test::eventually([&] { return kill(job, 0) != 0; }, "the job's process to die with its supervisor");
+      test::eventually([&] { return test::process_ended(job); }, "the job's process to die with its supervisor");
       return true;
     } catch (...) {
       kill(job, SIGKILL);  // not left behind by a failing test

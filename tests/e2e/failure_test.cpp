@@ -23,15 +23,6 @@ namespace {
 
 const std::vector<std::string> kFast{"--poll-interval", "100ms"};
 
-// Ended: no such process, or a zombie (it runs no more; reaping it is its
-// parent's business).
-bool ended(int pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  std::string stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
-  auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-}
-
 // A test that failed may leave a job's sleeps behind: end those (and only
 // processes that are still a sleep), not what reuses their pids later.
 struct SleepsReaper {
@@ -47,7 +38,8 @@ struct SleepsReaper {
   }
   ~SleepsReaper() {
     for (int pid : pids)
-      if (!ended(pid) && test::read_file("/proc/" + std::to_string(pid) + "/cmdline").rfind("sleep", 0) == 0)
+      if (!test::process_ended(pid) &&
+          test::read_file("/proc/" + std::to_string(pid) + "/cmdline").rfind("sleep", 0) == 0)
         kill(pid, SIGKILL);
   }
 };
@@ -248,14 +240,14 @@ TEST_CASE("failure: kill -9 of the agent and its supervisor: the restart ends wh
   kill(supervisor, SIGKILL);
   first->wait();
   // The job's own process dies with its supervisor; what it started does not.
-  test::eventually([&] { return ended(pids[0]); }, "the job's process to die with its supervisor");
-  REQUIRE_FALSE(ended(pids[1]));
-  REQUIRE_FALSE(ended(pids[2]));
+  test::eventually([&] { return test::process_ended(pids[0]); }, "the job's process to die with its supervisor");
+  REQUIRE_FALSE(test::process_ended(pids[1]));
+  REQUIRE_FALSE(test::process_ended(pids[2]));
 
   auto second = test::start_agent(db, dir, flags);
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
-  CHECK(ended(pids[1]));
-  CHECK(ended(pids[2]));
+  CHECK(test::process_ended(pids[1]));
+  CHECK(test::process_ended(pids[2]));
   CHECK(test::read_file(dir.file("beside")).empty());
   auto attempts = json::parse(run_jobctl(db, dir, {"runs", id, "-o", "json"}).out);
   REQUIRE(attempts.size() == 2);
@@ -281,11 +273,11 @@ TEST_CASE("failure: kill -9 of the agent ends every process of its jobs, and its
                                                dir.path())});
   SleepsReaper reaper;
   const std::vector<int> pids = reaper.read(dir, {"job.pid", "child.pid", "cat.pid", "pipe.pid", "setsid.pid"});
-  for (int pid : pids) REQUIRE_FALSE(ended(pid));
+  for (int pid : pids) REQUIRE_FALSE(test::process_ended(pid));
 
   first->signal(SIGKILL);
   first->wait();
-  test::eventually([&] { return std::all_of(pids.begin(), pids.end(), ended); },
+  test::eventually([&] { return std::all_of(pids.begin(), pids.end(), test::process_ended); },
                    "every process of the job to end with its agent");
 
   auto second = test::start_agent(db, dir, flags);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -255,6 +256,13 @@ std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+bool process_ended(int pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
 
 int connect_loopback(int port) {

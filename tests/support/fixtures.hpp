@@ -141,6 +141,10 @@ std::string prepared_plan(store::Connection& c, const std::string& statement, co
 size_t occurrences(std::string_view text, std::string_view needle);
 
 std::string read_file(const std::string& path);
+// Whether process `pid` has ended: no such process, or a zombie (it runs no
+// more; reaping it is its parent's business, and a pid namespace's init
+// that is not one, as under unshare, never does).
+bool process_ended(int pid);
 std::string trim(const std::string& s);
 // A TCP connection to 127.0.0.1:port (REQUIRE fails the test without one);
 // the caller closes it.

@@ -51,13 +51,6 @@ exec::SpawnRequest shell(const std::string& script, const std::string& cwd = "",
   return exec::SpawnRequest{{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, cwd, in, user};
 }
 
-bool ended(int pid) {
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  std::string stat = test::read_file("/proc/" + std::to_string(pid) + "/stat");
-  auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-}
-
 using Report = exec::Supervisor::Report;
 
 // Reads reports into `got` until it holds `n`, waiting for all but `leave`
@@ -190,8 +183,8 @@ TEST_CASE("exec::Supervisor ends every process it started, and what they left, w
   }
   int supervisor = sup->pid();
   sup.reset();
-  CHECK(ended(supervisor));
-  for (int pid : pids) CHECK(ended(pid));
+  CHECK(test::process_ended(supervisor));
+  for (int pid : pids) CHECK(test::process_ended(pid));
 }
 
 TEST_CASE("exec::Supervisor ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: those are for the agent's drain") {
@@ -201,8 +194,8 @@ TEST_CASE("exec::Supervisor ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT: those a
   auto again = sup.spawn(shell("echo still serving"));  // throws if S died
   CHECK(read_all(again.stdout_fd) == "still serving\n");
   close(again.stderr_fd);
-  CHECK_FALSE(ended(sup.pid()));
-  CHECK_FALSE(ended(sp.pid));  // and its jobs run on
+  CHECK_FALSE(test::process_ended(sup.pid()));
+  CHECK_FALSE(test::process_ended(sp.pid));  // and its jobs run on
   close(sp.stdout_fd);
   close(sp.stderr_fd);
 }
@@ -456,7 +449,7 @@ TEST_CASE("exec::Supervisor keeps its jobs' process groups in the lock file whil
   auto ended_now = exec::end_job_groups(read_groups());
   CHECK(ended_now.killed == 2);
   CHECK(ended_now.left == 0);
-  CHECK(ended(std::stoi(child)));
+  CHECK(test::process_ended(std::stoi(child)));
   test::eventually([&] { return read_groups().groups.empty(); }, "the group to be dropped once its job is reaped");
   CHECK(exec::end_job_groups(read_groups()).killed == 0);
 }
