@@ -13,11 +13,6 @@ Reply submit_dag(Call& c) {
   std::optional<std::string> tz;
   if (c.request.has_param("tz")) tz = c.query("tz");
   const std::string on_failure = c.request.has_param("on_failure") ? c.query("on_failure") : "stop";
-  // Empty is not "no schedule": an unset variable in ?cron=$CRON ran the
-  // DAG now, where jobctl dag submit --cron '' is refused.
-  if (c.request.has_param("cron") && c.query("cron").empty())
-    throw usage_error("?cron= is empty; give an expression, or leave the parameter out to run the DAG now",
-                      "for example ?cron=0%203%20*%20*%20*");
   // The query's mistakes are 400, as is a document that is not JSON; what
   // a well-formed one asks is the body's (422).
   ops::check_dag_options(on_failure, c.query("cron"), tz);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -164,6 +165,28 @@ void refuse_non_text(const httplib::Request& req) {
   for (size_t i = 1; i < req.matches.size(); ++i) check(req.matches[i].str(), "the path");
 }
 
+// A query parameter the route does not take, one given twice or one left
+// empty: refused, not ignored. A typo listed everything (?stauts=dead) or
+// left a run running (DELETE …?cancel_runing=true), an unset variable
+// (?queue=$QUEUE) listed every queue, and the second of two went unread.
+void refuse_unknown_parameters(const httplib::Request& req, const Route& route) {
+  std::string takes;
+  for (const auto& p : route.parameters)
+    if (p.in == "query") takes += (takes.empty() ? "" : ", ") + p.name;
+  for (const auto& [name, value] : req.params) {
+    const auto known = std::find_if(route.parameters.begin(), route.parameters.end(),
+                                    [&](const Parameter& p) { return p.in == "query" && p.name == name; });
+    if (known == route.parameters.end())
+      throw usage_error(fmt::format("{} {} takes no query parameter '{}'", route.method, route.path,
+                                    util::show_bytes(name)),
+                        takes.empty() ? "it takes none: leave the query out" : "it takes " + takes);
+    if (const size_t n = req.params.count(name); n > 1)
+      throw usage_error(fmt::format("query parameter '{}' is given {} times", name, n), "give it once");
+    if (value.empty())
+      throw usage_error(fmt::format("?{}= is empty", name), "give it a value, or leave the parameter out");
+  }
+}
+
 httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, const config::Dsn& dsn,
                                     GroupCommit& submissions) {
   return [&route, &tokens, &dsn, &submissions](const httplib::Request& req, httplib::Response& res) {
@@ -181,6 +204,7 @@ httplib::Server::Handler handler_of(const Route& route, const Tokens& tokens, co
     }
     try {
       refuse_non_text(req);
+      refuse_unknown_parameters(req, route);
       auto& store = thread_store(dsn);
       store.set_actor(token.name);
       Call call{req, dsn, store, token, submissions};

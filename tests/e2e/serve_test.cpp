@@ -1453,6 +1453,20 @@ TEST_CASE("serve: a query or path that is not text, a bad cursor, or a bad repla
     check_problem(c.Get(path), 400, "not UTF-8 text, or holds a NUL byte");
   }
   check_problem(c.Get("/api/v1/jobs?before=zzz"), 400, "the cursor before='zzz' is not a job id");
+  // A typo, an unset variable or a second value was ignored: ?stauts=dead
+  // listed every job, and a delete's misspelt cancel_running deleted the
+  // job and left its run running.
+  const std::string id = test::submit(db, dir, {"--", "true"});
+  check_problem(c.Get("/api/v1/jobs?stauts=dead"), 400, "GET /jobs takes no query parameter 'stauts'");
+  check_problem(c.Post("/api/v1/jobs/" + id + "/delete?cancel_runing=true"), 400,
+                "POST /jobs/{id}/delete takes no query parameter 'cancel_runing'");
+  check_problem(c.Get("/api/v1/jobs?queue="), 400, "?queue= is empty");
+  check_problem(c.Get("/api/v1/jobs?queue=a&queue=b"), 400, "query parameter 'queue' is given 2 times");
+  check_problem(c.Get("/api/v1/workers?limit=5"), 400, "GET /workers takes no query parameter 'limit'");
+  CHECK(cli_json(db, dir, {"ls", "--deleted"}).empty());  // nothing was done
+  auto listed = c.Get("/api/v1/jobs?queue=default&limit=5");
+  REQUIRE(listed);
+  CHECK(listed->status == 200);
   check_problem(c.Post("/api/v1/dead-letter/replay", R"({"all": 1})", "application/json"), 422,
                 "\"all\" must be true or false");
   // A status cpp-httplib answers by itself has its own title.
