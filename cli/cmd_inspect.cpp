@@ -247,7 +247,7 @@ void register_logs(CLI::App& app, Context& ctx) {
       options.show_stdout = f->stream != "stderr";
       options.show_stderr = f->stream != "stdout";
       std::vector<FollowedEnd> ends;
-      auto result = follow_runs(ctx, runs_to_follow(ctx, f->id), options, ends);
+      auto result = follow_runs(ctx, f->id, options, ends);
       if (result == FollowResult::timed_out) {
         std::fprintf(stderr, "jobctl: timed out following %s\n", f->id.c_str());
         ctx.exit_code = static_cast<int>(ExitCode::timeout);

@@ -190,7 +190,7 @@ void register_run(CLI::App& app, Context& ctx) {
       return true;
     };
     std::vector<FollowedEnd> ends;
-    follow_runs(ctx, runs_to_follow(ctx, job_id), options, ends);
+    follow_runs(ctx, job_id, options, ends);
     if (cancelled) {
       ctx.exit_code = 128 + interrupt.first();
       return;

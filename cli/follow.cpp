@@ -91,10 +91,10 @@ FollowedEnd end_of(const Following& f) {
 
 }  // namespace
 
-FollowResult follow_runs(Context& ctx, const std::vector<Followed>& runs, const FollowOptions& options,
+FollowResult follow_runs(Context& ctx, const std::string& id, const FollowOptions& options,
                          std::vector<FollowedEnd>& ends) {
   std::vector<std::unique_ptr<Following>> following;
-  for (const auto& r : runs) following.push_back(std::make_unique<Following>(r));
+  bool listed = false;
   // Output is shipped every 500 ms at most: reading more often only costs.
   Backoff backoff(options.timeout, std::chrono::milliseconds(50), std::chrono::milliseconds(250));
   PatientLook look(ctx, backoff, options.interrupted);
@@ -106,6 +106,12 @@ FollowResult follow_runs(Context& ctx, const std::vector<Followed>& runs, const 
     // A look that fails half way is made again: what was printed is not
     // printed twice (each run's output goes on from where it is).
     const bool looked = look([&](store::Store& s) {
+      // Which runs: the first look's, so that a signal stops it too.
+      if (!listed) {
+        for (const auto& r : ops::runs_to_follow(s, id))
+          following.push_back(std::make_unique<Following>(Followed{r.run_id, r.agent.empty() ? "" : "[" + r.agent + "] "}));
+        listed = true;
+      }
       all_done = true;
       std::vector<model::Run> waiting;
       for (auto& f : following) {
@@ -152,13 +158,6 @@ int report_ends(const std::vector<FollowedEnd>& ends) {
     code = static_cast<int>(ExitCode::job_failed);
   }
   return code;
-}
-
-std::vector<Followed> runs_to_follow(Context& ctx, const std::string& id) {
-  std::vector<Followed> out;
-  for (const auto& r : ops::runs_to_follow(ctx.store(), id))
-    out.push_back(Followed{r.run_id, r.agent.empty() ? "" : "[" + r.agent + "] "});
-  return out;
 }
 
 }  // namespace jobctl::cli

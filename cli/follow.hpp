@@ -41,18 +41,17 @@ struct FollowOptions {
 
 enum class FollowResult { finished, timed_out, stopped };
 
-// Follows `runs` until each is final (finished), the timeout passes
-// (timed_out) or go_on() says no (stopped); `ends` has each run as last read.
-FollowResult follow_runs(Context& ctx, const std::vector<Followed>& runs, const FollowOptions& options,
+// Follows the runs of `id` (a job or run id: the run named, the job's
+// latest, or each agent's of a fan-out job, its lines prefixed "[agent] ")
+// until each is final (finished), the timeout passes (timed_out) or go_on()
+// says no (stopped); `ends` has each run as last read. Which runs is the
+// first read of the store, and waits as the others do.
+FollowResult follow_runs(Context& ctx, const std::string& id, const FollowOptions& options,
                          std::vector<FollowedEnd>& ends);
 
 // A line on stderr for each run that did not succeed ("jobctl: run R
 // failed: exited with code 3"), and the exit status of `logs --follow`:
 // 0 when every run succeeded, else 1.
 int report_ends(const std::vector<FollowedEnd>& ends);
-
-// The runs `logs --follow` and `run` follow for a job or run id: the run
-// named, the job's latest, or each agent's of a fan-out job (prefixed).
-std::vector<Followed> runs_to_follow(Context& ctx, const std::string& id);
 
 }  // namespace jobctl::cli
