@@ -18,3 +18,12 @@ foreach(long
     set_tests_properties("${name} [${backend}]" PROPERTIES COST ${cost})
   endforeach()
 endforeach()
+
+# The hostile inputs are thousands of commands: under the sanitizers about
+# 440 s alone and over 900 s (scripts/test's timeout for a hang) with three
+# more tests beside them on two cores, as in a local run of .ci/run. They
+# get twice that.
+foreach(backend sqlite postgres)
+  set_tests_properties("hostile: every bad input gets its documented exit status, one error line, and writes nothing [${backend}]"
+    PROPERTIES TIMEOUT 1800)
+endforeach()
