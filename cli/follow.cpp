@@ -108,8 +108,10 @@ FollowResult follow_runs(Context& ctx, const std::string& id, const FollowOption
     const bool looked = look([&](store::Store& s) {
       // Which runs: the first look's, so that a signal stops it too.
       if (!listed) {
-        for (const auto& r : ops::runs_to_follow(s, id))
-          following.push_back(std::make_unique<Following>(Followed{r.run_id, r.agent.empty() ? "" : "[" + r.agent + "] "}));
+        for (const auto& r : ops::runs_to_follow(s, id)) {
+          const std::string prefix = r.agent.empty() ? "" : "[" + r.agent + "] ";
+          following.push_back(std::make_unique<Following>(Followed{r.run_id, prefix}));
+        }
         listed = true;
       }
       all_done = true;

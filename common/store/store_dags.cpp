@@ -245,15 +245,14 @@ constexpr const char* kDagRunSelect =
 
 constexpr const char* kCancelledByDelete = "cancelled: its schedule was deleted";
 
-// The DAG runs of `dag_id` made ahead for an occurrence, none of whose
-// nodes' runs is due yet or `other` than `status`.
-std::vector<std::string> dag_runs_ahead(Connection& c, const std::string& dag_id, const std::string& status,
-                                        const std::string& other) {
+// The DAG runs of `dag_id` made ahead for an occurrence: none of their
+// nodes' runs is due yet, nor `unlike` (an SQL test on runs r).
+std::vector<std::string> dag_runs_ahead(Connection& c, const std::string& dag_id, const std::string& unlike) {
   std::vector<std::string> ids;
   for (const auto& row : c.query(fmt::format("SELECT d.id FROM dag_runs d WHERE d.dag_id = $1 AND d.occurrence IS NOT "
                                              "NULL AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.dag_run_id = d.id AND "
-                                             "(r.available_at <= NOW_US OR {} OR {}))",
-                                             status, other),
+                                             "(r.available_at <= NOW_US OR {}))",
+                                             unlike),
                                  {dag_id}))
     ids.push_back(row.text(0));
   return ids;
@@ -262,7 +261,7 @@ std::vector<std::string> dag_runs_ahead(Connection& c, const std::string& dag_id
 }  // namespace
 
 int64_t cancel_dag_runs_ahead(Connection& c, const std::string& dag_id) {
-  const auto ids = dag_runs_ahead(c, dag_id, "r.status NOT IN ('pending', 'blocked')", "FALSE");
+  const auto ids = dag_runs_ahead(c, dag_id, "r.status NOT IN ('pending', 'blocked')");
   if (ids.empty()) return 0;
   const auto list = c.list(ids);
   c.exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE " + c.in_list("id", 1), {list});
@@ -277,7 +276,7 @@ int64_t cancel_dag_runs_ahead(Connection& c, const std::string& dag_id) {
 
 void restore_dag_runs_ahead(Connection& c, const std::string& dag_id) {
   const auto ids =
-      dag_runs_ahead(c, dag_id, "r.status <> 'cancelled'", fmt::format("r.error <> '{}'", kCancelledByDelete));
+      dag_runs_ahead(c, dag_id, fmt::format("r.status <> 'cancelled' OR r.error <> '{}'", kCancelledByDelete));
   if (ids.empty()) return;
   const auto list = c.list(ids);
   c.exec("UPDATE dag_runs SET cancelled_at = NULL WHERE " + c.in_list("id", 1), {list});

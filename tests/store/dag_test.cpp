@@ -49,6 +49,16 @@ struct Fixture {
     return s->dags().submit_dag(d);
   }
 
+  // The diamond as a scheduled DAG on `cron`.
+  store::DagSubmitResult submit_scheduled(const char* cron) {
+    store::DagSubmit d;
+    d.document = kDiamond;
+    d.definition = dag::parse(kDiamond);
+    d.schedule = model::ScheduleSpec{};
+    d.schedule->cron = cron;
+    return s->dags().submit_dag(d);
+  }
+
   // Claims what is due; returns it by node name.
   std::map<std::string, store::ClaimedRun> claim() {
     std::map<std::string, store::ClaimedRun> out;
@@ -324,12 +334,7 @@ TEST_CASE("dag: releasing a node's children and reading its parents' results loo
 
 TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
   Fixture f;
-  store::DagSubmit d;
-  d.document = kDiamond;
-  d.definition = dag::parse(kDiamond);
-  d.schedule = model::ScheduleSpec{};
-  d.schedule->cron = "* * * * * *";
-  auto r = f.s->dags().submit_dag(d);
+  auto r = f.submit_scheduled("* * * * * *");
   CHECK(r.dag_run_id.empty());
   REQUIRE_FALSE(r.schedule_job_id.empty());
   auto epoch = f.s->scheduler().lead(f.worker, kLease);
@@ -352,12 +357,7 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
 
 TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a restore in time brings them back") {
   Fixture f;
-  store::DagSubmit d;
-  d.document = kDiamond;
-  d.definition = dag::parse(kDiamond);
-  d.schedule = model::ScheduleSpec{};
-  d.schedule->cron = "* * * * * *";
-  auto r = f.s->dags().submit_dag(d);
+  auto r = f.submit_scheduled("* * * * * *");
   auto epoch = f.s->scheduler().lead(f.worker, kLease);
   REQUIRE(epoch);
   store::SchedulerSettings settings;
@@ -436,12 +436,7 @@ TEST_CASE("dag: a node is run again only with its DAG run, and its history stays
 
 TEST_CASE("dag: triggering or backfilling a scheduled DAG makes DAG runs, never a run of its own") {
   Fixture f;
-  store::DagSubmit d;
-  d.document = kDiamond;
-  d.definition = dag::parse(kDiamond);
-  d.schedule = model::ScheduleSpec{};
-  d.schedule->cron = "0 3 * * *";
-  auto r = f.s->dags().submit_dag(d);
+  auto r = f.submit_scheduled("0 3 * * *");
   auto triggered = f.s->schedules().trigger(r.schedule_job_id, false);
   CHECK(f.s->dags().get_dag_run(triggered).nodes.size() == 5);
   auto from = 1'700'000'000'000'000;  // 2023-11-14
