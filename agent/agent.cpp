@@ -132,7 +132,7 @@ int Agent::run() {
     wait_for_events(now);
   }
   shut_down();
-  return 0;
+  return exit_code_;
 }
 
 // While draining: true once nothing runs and every result is recorded,
@@ -158,16 +158,7 @@ void Agent::handle_signals() {
     if (sig == SIGHUP) reload_secrets();
     if (sig != SIGTERM && sig != SIGINT) continue;  // SIGCHLD: reaped below
     if (phase_ == Phase::running) {
-      phase_ = Phase::draining;
-      drain_deadline_ = Clock::now() + opts_.drain_timeout;
-      runner_.unqueue(Ending::drain);  // not started yet: given back, not started to be waited for
-      log_event(LogLevel::info, "draining",
-                {{"running", std::to_string(running())},
-                 {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
-      store_step("drain", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::draining); },
-                 {});
-      systemd_.stopping(fmt::format("draining: {} running", running()));
-      next_lead_ = Clock::now();  // resign the scheduler lease at once
+      begin_drain();
     } else {
       // A second signal: stop now, giving every run back.
       log_event(LogLevel::warn, "stopping", {{"running", std::to_string(running())}});
@@ -175,6 +166,19 @@ void Agent::handle_signals() {
       phase_ = Phase::stopping;
     }
   }
+}
+
+void Agent::begin_drain() {
+  phase_ = Phase::draining;
+  drain_deadline_ = Clock::now() + opts_.drain_timeout;
+  runner_.unqueue(Ending::drain);  // not started yet: given back, not started to be waited for
+  log_event(LogLevel::info, "draining",
+            {{"running", std::to_string(running())},
+             {"drain_timeout", util::format_duration(duration_cast<microseconds>(opts_.drain_timeout))}});
+  store_step("drain", [id = worker_id_](store::Store& s) { s.agent().set_worker_state(id, model::WorkerState::draining); },
+             {});
+  systemd_.stopping(fmt::format("draining: {} running", running()));
+  next_lead_ = Clock::now();  // resign the scheduler lease at once
 }
 
 void Agent::collect_finished() {
@@ -379,7 +383,7 @@ void Agent::heartbeat() {
       },
       // Rescue follows the heartbeat that would have noticed a clock step.
       [this, beat] {
-        if (beat->replaced) say_store_replaced(beat->at);
+        if (beat->replaced) leave_replaced_store();
         reconcile(beat->leases);
         watch_clock(beat->store_now, beat->at);
         rescue_if_safe(Clock::now());
@@ -388,16 +392,21 @@ void Agent::heartbeat() {
 }
 
 // The SQLite file this agent has open was deleted or replaced (an operator
-// "resetting" the store): it went on writing results to a file nobody
-// reads, and jobs submitted to the new one waited for ever, without a word
-// (a tester). Said each 30 s; a restart opens the file the path names now.
-void Agent::say_store_replaced(Clock::time_point now) {
-  if (store_replaced_said_ != Clock::time_point{} && now - store_replaced_said_ < kSayAgainAfter) return;
-  store_replaced_said_ = now;
+// "resetting" the store, or restoring a copy): it went on claiming from a
+// file nobody reads, and jobs submitted to the new one waited for ever
+// (testers). It drains as on SIGTERM, its running jobs let finish, and
+// exits with 5: a service manager (Restart=on-failure) starts it again on
+// the file the path names now, whose leases and worker rows then decide
+// what runs, as after any restart.
+void Agent::leave_replaced_store() {
+  if (exit_code_ != 0) return;  // said once
+  exit_code_ = static_cast<int>(ExitCode::store);
   log_event(LogLevel::error, "store_replaced",
             {{"db", config::redacted(dsn_)},
-             {"error", "the SQLite file this agent opened was deleted or replaced: what it records is lost"},
-             {"hint", "restart the agent to open the file the path names now"}});
+             {"error", "the SQLite file this agent opened was deleted or replaced: what it records there is lost"},
+             {"hint", "the agent drains and exits with status 5; start it again (systemd's Restart=on-failure "
+                      "does) to open the file the path names now"}});
+  if (phase_ == Phase::running) begin_drain();
 }
 
 // What the store says this agent leases and what it runs, compared both

@@ -46,14 +46,16 @@ class Agent {
   explicit Agent(Options opts);
   ~Agent();
 
-  // Runs until drained (first SIGTERM/SIGINT) or stopped (second one).
-  // Returns the process exit code.
+  // Runs until drained (first SIGTERM/SIGINT, or its SQLite file
+  // replaced) or stopped (second signal). Returns the process exit code:
+  // 0, or 5 (ExitCode::store) after a drain for a replaced file.
   int run();
 
  private:
   enum class Phase { running, draining, stopping };
 
   void handle_signals();
+  void begin_drain();
   void collect_finished();
   void flush_reports();
   void ship_output_if_due(Clock::time_point now);
@@ -186,8 +188,8 @@ class Agent {
   Clock::time_point next_heartbeat_{};
   Clock::time_point next_claim_{};        // when a due run or the poll fallback wants a claim
   Clock::time_point last_cancel_check_{};
-  Clock::time_point store_replaced_said_{};  // when store_replaced was last logged
-  void say_store_replaced(Clock::time_point now);
+  void leave_replaced_store();
+  int exit_code_ = 0;
   Clock::time_point store_backoff_until_{};
   bool claim_wanted_ = true;
   bool looked_again_ = false;  // the last claim was the quick second look at a run due (start_claimed)

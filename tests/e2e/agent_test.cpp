@@ -383,20 +383,27 @@ TEST_CASE("agent: a job's process dies with its supervisor when both are kill -9
   CHECK(died);
 }
 
-TEST_CASE("agent: says so when its SQLite file is deleted or replaced under it") {
+TEST_CASE("agent: drains and exits 5 when its SQLite file is deleted or replaced under it") {
   if (test::test_backend() != config::Backend::sqlite) return;  // a file of its own
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, {"--lease", "3s", "--poll-interval", "100ms"});
+  const std::vector<std::string> flags{"--lease", "3s", "--poll-interval", "100ms"};
+  auto agent = test::start_agent(db, dir, flags);
   REQUIRE(run_jobctl(db, dir, {"wait", submit(db, dir, {"--", "true"})}).code == 0);
-  // An operator "resets" the store: the agent wrote on to the deleted
-  // file, and jobs submitted to a new one waited for ever, without a word.
+  // An operator "resets" the store: the agent claimed on from the deleted
+  // file, and jobs submitted to a new one waited for ever.
   const std::string file = db.dsn().substr(std::string("sqlite:").size());
   for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
-  test::eventually([&] { return agent->err().find("store_replaced") != std::string::npos; },
-                   "the agent to say its store was replaced");
-  agent->signal(SIGTERM);
-  CHECK(agent->wait() == 0);
+  REQUIRE(run_jobctl(db, dir, {"init"}).code == 0);
+  const std::string job = submit(db, dir, {"--", "true"});
+  CHECK(agent->wait() == 5);  // by itself, no signal
+  CHECK(agent->err().find("store_replaced") != std::string::npos);
+  CHECK(agent->err().find("draining") != std::string::npos);
+  // Started again, as Restart=on-failure would, it runs the new file's job.
+  auto again = test::start_agent(db, dir, flags, "again");
+  CHECK(run_jobctl(db, dir, {"wait", job, "--timeout", "60s"}).code == 0);
+  again->signal(SIGTERM);
+  CHECK(again->wait() == 0);
 }
 
 TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrades it") {
