@@ -115,6 +115,7 @@ void GroupCommit::commit(const std::vector<Pending*>& group) {
 }
 
 void GroupCommit::write(const std::vector<Pending*>& group) {
+  store::forget_if_replaced(store_);
   if (!store_) {
     auto s = store::Store::open(dsn_, store::Create::no);
     s->require_schema();

@@ -157,6 +157,7 @@ bool look(LogStream& s, httplib::DataSink& sink) {
   std::string chunk;
   bool ended = true;
   try {
+    store::forget_if_replaced(s.store);
     if (!s.store) s.store = store::Store::open(s.dsn, store::Create::no);
     for (auto& f : s.runs) {
       // One run: each event's id is where a client that has it stands.

@@ -34,7 +34,8 @@ namespace {
 
 
 // Each worker thread's own connection, opened on its first request and
-// dropped after a store error so that the next request reconnects.
+// dropped after a store error, or when its SQLite file was replaced, so
+// that the next request reconnects.
 thread_local std::unique_ptr<store::Store> t_store;
 // What the access log line of the thread's request says besides the request.
 thread_local std::string t_token_name;
@@ -64,6 +65,7 @@ class ReadBoundPool : public httplib::ThreadPool {
 };
 
 store::Store& thread_store(const config::Dsn& dsn) {
+  store::forget_if_replaced(t_store);
   if (!t_store) {
     auto s = store::Store::open(dsn, store::Create::no);
     s->require_schema();

@@ -72,4 +72,12 @@ class Store {
   int created_with_ = 0;
 };
 
+// Forgets `store` when its SQLite file was deleted or replaced since it
+// was opened (an operator reset or restored the store), so that a holder
+// that opens one when it has none opens the file the path names now. One
+// stat(2); nothing for PostgreSQL.
+inline void forget_if_replaced(std::unique_ptr<Store>& store) {
+  if (store && store->connection().file_replaced()) store.reset();
+}
+
 }  // namespace jobctl::store

@@ -251,6 +251,24 @@ TEST_CASE("serve: a job submitted over HTTP runs on an agent") {
   CHECK(job["run"]["status"] == "succeeded");
 }
 
+TEST_CASE("serve: after its SQLite file is deleted and made again, it reads and writes the new file") {
+  if (test::test_backend() != config::Backend::sqlite) return;  // a file of its own
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir, {"--threads", "1"});  // one thread: its connection is the one that read the old file
+  auto reader = server.client(kReader), submitter = server.client(kSubmitter);
+  const std::string old_job = body_of(submitter.Post("/api/v1/jobs", R"({"command": "true"})", "application/json"))["id"];
+  REQUIRE(reader.Get("/api/v1/jobs/" + old_job)->status == 200);
+  // An operator resets the store: serve read and wrote on the deleted file.
+  const std::string file = db.dsn().substr(std::string("sqlite:").size());
+  for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
+  REQUIRE(test::run_jobctl(db, dir, {"init"}).code == 0);
+  CHECK(reader.Get("/api/v1/jobs/" + old_job)->status == 404);
+  const std::string new_job = body_of(submitter.Post("/api/v1/jobs", R"({"command": "true"})", "application/json"))["id"];
+  CHECK(cli_json(db, dir, {"get", new_job})["id"] == new_job);  // in the file the path names
+  CHECK(body_of(reader.Get("/api/v1/jobs/" + new_job))["id"] == new_job);
+}
+
 TEST_CASE("serve: no token is 401, the wrong role 403, and neither writes anything") {
   test::TempDir dir;
   test::TestDb db(dir);
