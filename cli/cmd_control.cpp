@@ -100,12 +100,14 @@ void register_wait(CLI::App& app, Context& ctx) {
 
 void register_retry(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("retry", "Run a dead, failed or cancelled job again, with a fresh retry budget");
+  auto* cmd = app.add_subcommand(
+      "retry", "Run a dead, failed or cancelled job again, with a fresh retry budget (--on-each: each agent's such run)");
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto j = ops::retry_job(ctx.store(), *id);
     if (ctx.output == "json") print_json(j);
-    else std::printf("%s\n", j["run"].get<std::string>().c_str());
+    else
+      for (const auto& run : j["runs"]) std::printf("%s\n", run.get<std::string>().c_str());
   });
 }
 

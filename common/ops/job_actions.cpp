@@ -27,7 +27,8 @@ nlohmann::json cancel_job(store::Store& store, const std::string& id) {
 
 nlohmann::json retry_job(store::Store& store, const std::string& id) {
   auto r = resolve_id(store, id);
-  return {{"id", r.job.job.id}, {"run", store.dead_letter().retry_job(r.job.job.id)}};
+  const auto fresh = store.dead_letter().retry_job(r.job.job.id);
+  return {{"id", r.job.job.id}, {"run", fresh.front()}, {"runs", fresh}};
 }
 
 nlohmann::json pause_job(store::Store& store, const std::string& id, bool pause) {

@@ -21,7 +21,8 @@ nlohmann::json submitted_json(const std::vector<model::JobView>& views, bool bat
 // {"id": JOB, "result": "cancelled" | "cancel requested"}. Takes a job or run id.
 nlohmann::json cancel_job(store::Store& store, const std::string& id);
 
-// {"id": JOB, "run": NEW_RUN}: a dead, failed or cancelled job run again.
+// {"id": JOB, "run": NEW_RUN, "runs": [NEW_RUN, ...]}: a dead, failed or
+// cancelled job run again ("runs": one for each agent's, under --on-each).
 nlohmann::json retry_job(store::Store& store, const std::string& id);
 
 // {"id": JOB, "result": "paused" | "resumed", "changed": bool}.

@@ -38,9 +38,12 @@ class DeadLetter {
   // Deletes dead runs (and their attempts) that died before now - age.
   int purge_dead(int64_t older_than_us);
   // Manual retry: a fresh run of a job whose latest run is dead, failed or
-  // cancelled. Throws not_found, or invalid_state for a job still pending,
-  // running or succeeded. Returns the new run id.
-  std::string retry_job(const std::string& job_id);
+  // cancelled; for a job of --on-each, one for each agent's run of that
+  // submit or occurrence that is (a fresh run on the same agent). Throws
+  // not_found, or invalid_state when no such run is left (the job is
+  // pending, running or succeeded). Returns the new run ids, by the ids of
+  // the runs they retry.
+  std::vector<std::string> retry_job(const std::string& job_id);
 
  private:
   Connection* conn_;

@@ -178,15 +178,26 @@ int DeadLetter::purge_dead(int64_t older_than_us) {
   return static_cast<int>(runs.size());
 }
 
-std::string DeadLetter::retry_job(const std::string& job_id) {
+std::vector<std::string> DeadLetter::retry_job(const std::string& job_id) {
   Transaction tx(*conn_, TxMode::write);
   const auto [run_id, status] = latest_run_for(*conn_, job_id, "retry");
   require_not_deleted(*conn_, job_id, "retried");
-  using model::RunStatus;
-  if (status != RunStatus::dead && status != RunStatus::failed && status != RunStatus::cancelled)
+  // A run of --on-each is retried with its siblings, as cancel takes them:
+  // the runs of the same submit or occurrence on the other agents. Those
+  // that ended dead, failed or cancelled and were not run again each get a
+  // run on their agent; the latest alone was retried, or refused when it
+  // had succeeded while others failed. In the order of their ids, the
+  // order two retries at once lock them in.
+  auto ended = conn_->query(
+      "SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 AND (s.id = $1 OR "
+      "(l.pinned_to IS NOT NULL AND s.pinned_to IS NOT NULL AND COALESCE(s.occurrence, -1) = COALESCE(l.occurrence, -1))) "
+      "AND s.status IN ('dead', 'failed', 'cancelled') AND s.replayed_at IS NULL ORDER BY s.id",
+      {run_id, job_id});
+  if (ended.empty())
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
                                                      job_id, model::to_string(status)));
-  std::string fresh = rerun_once(*conn_, actor_, run_id, "retry");
+  std::vector<std::string> fresh;
+  for (const auto& row : ended) fresh.push_back(rerun_once(*conn_, actor_, row.text(0), "retry"));
   tx.commit();
   return fresh;
 }

@@ -184,6 +184,7 @@ TEST_CASE("serve: the seeds' eight endpoints answer with the JSON the CLI prints
   auto retried = body_of(op.Post("/api/v1/jobs/" + id + "/retry"));
   CHECK(retried["id"] == id);
   CHECK(retried["run"] == test::get(db, dir, id)["run"]["id"]);
+  CHECK(retried["runs"] == json::array({retried["run"]}));
   CHECK(body_of(op.Post("/api/v1/jobs/" + id + "/pause")) == json{{"id", id}, {"result", "paused"}, {"changed", true}});
   CHECK(body_of(op.Post("/api/v1/jobs/" + id + "/resume")) == json{{"id", id}, {"result", "resumed"}, {"changed", true}});
 

@@ -191,7 +191,8 @@ TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses o
   Fixture f;
   auto a = f.dead_job();
   auto fresh = f.s->dead_letter().retry_job(a.job_id);
-  CHECK(f.s->jobs().get_run(fresh)->status == RunStatus::pending);
+  REQUIRE(fresh.size() == 1);
+  CHECK(f.s->jobs().get_run(fresh[0])->status == RunStatus::pending);
   CHECK(f.s->dead_letter().dead_runs({}).empty());
   try {
     f.s->dead_letter().retry_job(a.job_id);  // now pending

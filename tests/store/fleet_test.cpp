@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/store/agent.hpp"
+#include "common/store/dead_letter.hpp"
 #include "common/store/jobs.hpp"
 #include "common/store/queues.hpp"
 #include "common/store/scheduler.hpp"
@@ -402,4 +403,39 @@ TEST_CASE("fleet: cancel stops every agent's run of an --on-each job, not only t
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].cancel_requested);
   CHECK(f.s->agent().claim(b, {"default"}, 10, kLease).empty());
+}
+
+TEST_CASE("fleet: retry runs every agent's dead run of an --on-each job again, also when the latest succeeded") {
+  Fixture f;
+  const std::vector<std::string> agents{f.agent("web-1", {"role=web"}), f.agent("web-2", {"role=web"}),
+                                        f.agent("web-3", {"role=web"})};
+  auto spec = f.job();
+  spec.fan_out = model::Labels{"role=web"};
+  auto job = f.s->jobs().submit({spec})[0].job_id;
+  auto runs = f.s->jobs().runs_of(job);
+  REQUIRE(runs.size() == 3);
+  // The latest run succeeds, the other two die: retry took the latest
+  // alone, and refused it ("job is succeeded").
+  const std::string latest =
+      std::max_element(runs.begin(), runs.end(), [](const auto& x, const auto& y) { return x.id < y.id; })->id;
+  std::vector<store::Completion> done;
+  for (const auto& agent : agents)
+    for (const auto& claimed : f.s->agent().claim(agent, {"default"}, 10, kLease))
+      done.push_back(store::completion_of(claimed, claimed.run_id == latest ? RunStatus::succeeded : RunStatus::dead));
+  REQUIRE(f.s->agent().complete(done) == std::vector<bool>(3, true));
+
+  const auto fresh = f.s->dead_letter().retry_job(job);
+  REQUIRE(fresh.size() == 2);
+  std::map<std::string, std::string> replayed;  // dead run -> its agent
+  for (const auto& r : f.s->jobs().runs_of(job))
+    if (r.status == RunStatus::dead) replayed[r.id] = r.pinned_to;
+  REQUIRE(replayed.size() == 2);
+  for (const auto& id : fresh) {
+    auto run = f.s->jobs().get_run(id);
+    REQUIRE(run);
+    CHECK(run->status == RunStatus::pending);
+    CHECK(run->pinned_to == replayed[run->replay_of]);  // on the agent whose run it retries
+  }
+  // Nothing is left to retry: the new runs wait.
+  CHECK_THROWS_AS(f.s->dead_letter().retry_job(job), Error);
 }
