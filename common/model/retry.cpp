@@ -123,7 +123,7 @@ RetryDecision decide(const RetryPolicy& p, const FailureFacts& f, std::mt19937_6
   } else if (f.exit_code && p.no_retry_exit_codes.contains(*f.exit_code)) {
     d.dead_reason = fmt::format("permanent exit code {}", *f.exit_code);
   } else if (f.failures > p.max_retries) {
-    d.dead_reason = p.max_retries == 0 ? "no retries allowed" : fmt::format("retries exhausted after {} attempts", f.failures);
+    d.dead_reason = p.max_retries == 0 ? "no retries allowed" : fmt::format("retries exhausted after {} failed attempts", f.failures);
   } else {
     d.delay_us = backoff_delay(p, f.failures, rng);
     if (p.retry_for_us > 0 && f.since_first_attempt_us + d.delay_us > p.retry_for_us) {

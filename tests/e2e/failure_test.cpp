@@ -104,7 +104,7 @@ TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the 
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   auto job = get(db, dir, id);
   CHECK(job["status"] == "dead");
-  CHECK(job["run"]["error"] == "exited with code 1; retries exhausted after 3 attempts");
+  CHECK(job["run"]["error"] == "exited with code 1; retries exhausted after 3 failed attempts");
   std::string dead_run = job["run"]["id"];
 
   auto ls = json::parse(run_jobctl(db, dir, {"dlq", "ls", "-o", "json"}).out);

@@ -62,7 +62,7 @@ TEST_CASE("retry: decide retries until the budget is spent, then gives a reason"
   f.failures = 3;
   auto d = decide(p, f, rng);
   CHECK_FALSE(d.retry);
-  CHECK(d.dead_reason == "retries exhausted after 3 attempts");
+  CHECK(d.dead_reason == "retries exhausted after 3 failed attempts");
 }
 
 TEST_CASE("retry: permanent exit codes, permanent failures and at-most-once never retry") {
