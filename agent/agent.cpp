@@ -394,7 +394,7 @@ void Agent::heartbeat() {
 // The SQLite file this agent has open was deleted or replaced (an operator
 // "resetting" the store, or restoring a copy): it went on claiming from a
 // file nobody reads, and jobs submitted to the new one waited for ever
-// (testers). It drains as on SIGTERM, its running jobs let finish, and
+// (testers). It drains as on SIGTERM, letting its running jobs finish, and
 // exits with 5: a service manager (Restart=on-failure) starts it again on
 // the file the path names now, whose leases and worker rows then decide
 // what runs, as after any restart.
