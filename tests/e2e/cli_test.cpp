@@ -496,6 +496,28 @@ TEST_CASE("cli: wait gives up with exit 124 when nothing runs the job") {
   CHECK(r.err.find("pending") != std::string::npos);
 }
 
+TEST_CASE("cli: wait reads the SQLite file its path names now, once the one it opened was deleted") {
+  if (test::test_backend() != config::Backend::sqlite) return;  // a file of its own
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string job = test::submit(db, dir, {"--", "true"});  // no agent: it waits
+  test::Process wait({JOBCTL_BIN, "--db", db.dsn(), "wait", job, "--timeout", "120s"}, {}, dir, "wait");
+  const std::string file = db.dsn().substr(std::string("sqlite:").size());
+  const auto has_open = [&] {  // the file, among wait's open descriptors
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(wait.pid()) + "/fd", ec))
+      if (std::filesystem::read_symlink(fd.path(), ec) == std::filesystem::path(file)) return true;
+    return false;
+  };
+  test::eventually(has_open, "jobctl wait to open the store");
+  for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
+  REQUIRE(run_jobctl(db, dir, {"init"}).code == 0);
+  // The new file has no such job: said at once, rather than waiting on the
+  // deleted file until --timeout.
+  CHECK(wait.wait(std::chrono::seconds(60)) == 3);
+  CHECK(wait.err().find("no job") != std::string::npos);
+}
+
 TEST_CASE("cli: ls filters by status and queue") {
   test::TempDir dir;
   test::TestDb db(dir);
