@@ -91,6 +91,10 @@ std::vector<std::string> insert_node_jobs(Connection& c, const std::string& acto
 // The id and status of the job's latest run, for a command that acts on
 // it (`action` names it in errors). Throws not_found / invalid_state.
 std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std::string& job_id, const char* action);
+// Run s is a sibling of run l under --on-each: both pinned to an agent,
+// of the same submit or occurrence (cancel and retry take them together).
+inline constexpr const char* kSiblingRuns =
+    "l.pinned_to IS NOT NULL AND s.pinned_to IS NOT NULL AND COALESCE(s.occurrence, -1) = COALESCE(l.occurrence, -1)";
 
 // --notify: notification jobs (kind 'notification') and their runs.
 void write_notifications(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs);

@@ -188,11 +188,11 @@ std::vector<std::string> DeadLetter::retry_job(const std::string& job_id) {
   // run on their agent; the latest alone was retried, or refused when it
   // had succeeded while others failed. In the order of their ids, the
   // order two retries at once lock them in.
-  auto ended = conn_->query(
-      "SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 AND (s.id = $1 OR "
-      "(l.pinned_to IS NOT NULL AND s.pinned_to IS NOT NULL AND COALESCE(s.occurrence, -1) = COALESCE(l.occurrence, -1))) "
-      "AND s.status IN ('dead', 'failed', 'cancelled') AND s.replayed_at IS NULL ORDER BY s.id",
-      {run_id, job_id});
+  auto ended = conn_->query(fmt::format("SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 AND "
+                                        "(s.id = $1 OR ({})) AND s.status IN ('dead', 'failed', 'cancelled') "
+                                        "AND s.replayed_at IS NULL ORDER BY s.id",
+                                        kSiblingRuns),
+                            {run_id, job_id});
   if (ended.empty())
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
                                                      job_id, model::to_string(status)));

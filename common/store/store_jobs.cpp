@@ -503,11 +503,10 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
   // A run of --on-each goes with its siblings: the runs of the same submit
   // or occurrence on the other agents that have not ended (the latest may
   // have ended while the others run).
-  auto siblings = conn_->query(
-      "SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 AND s.id <> $1 "
-      "AND l.pinned_to IS NOT NULL AND s.pinned_to IS NOT NULL AND COALESCE(s.occurrence, -1) = COALESCE(l.occurrence, -1) "
-      "AND s.status IN ('pending', 'blocked', 'running')",
-      {run_id, job_id});
+  auto siblings = conn_->query(fmt::format("SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 "
+                                           "AND s.id <> $1 AND {} AND s.status IN ('pending', 'blocked', 'running')",
+                                           kSiblingRuns),
+                               {run_id, job_id});
   const bool open =
       status == model::RunStatus::pending || status == model::RunStatus::blocked || status == model::RunStatus::running;
   if (!open && siblings.empty())
