@@ -1,4 +1,4 @@
-// jobctl dlq: browse, replay and purge the dead-letter queue.
+// jobctl dlq: browse, replay, dismiss and purge the dead-letter queue.
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -76,7 +76,8 @@ void register_show(CLI::App& dlq, Context& ctx) {
                   {"died", r.run->finished_at ? util::format_time(*r.run->finished_at) : "-"},
                   {"reason", r.run->error},
                   {"payload", r.job.job.spec.payload.value_or("-")},
-                  {"replayed", r.run->replayed_at ? util::format_time(*r.run->replayed_at) : "no"}});
+                  {"replayed", r.run->replayed_at ? util::format_time(*r.run->replayed_at) : "no"},
+                  {"dismissed", r.run->dismissed_at ? util::format_time(*r.run->dismissed_at) : "no"}});
     for (const auto& a : attempts) {
       std::printf("\nattempt %d on %s at %s: %s%s\n", a.number, (a.worker_name.empty() ? a.worker_id : a.worker_name).c_str(),
                   util::format_time(a.started_at).c_str(), a.outcome.c_str(), a.error.empty() ? "" : (" — " + a.error).c_str());
@@ -86,36 +87,50 @@ void register_show(CLI::App& dlq, Context& ctx) {
   });
 }
 
-void register_replay(CLI::App& dlq, Context& ctx) {
+// `dlq replay` and `dlq dismiss`: the runs named, or --all that the
+// filters cover.
+struct BulkAction {
+  const char* name;    // "replay"
+  const char* title;   // "Replay": the name beginning a sentence
+  const char* done;    // "replayed": the JSON's count and the summary's verb
+  const char* help;
+  nlohmann::json (*named)(store::Store&, const std::vector<std::string>&);
+  nlohmann::json (*all)(store::Store&, const store::DeadFilter&);
+};
+
+void register_bulk(CLI::App& dlq, Context& ctx, const BulkAction& action) {
   struct Flags {
     std::vector<std::string> ids;
     bool all = false;
     FilterFlags filter;
   };
   auto f = std::make_shared<Flags>();
-  auto* cmd = dlq.add_subcommand("replay", "Run dead runs again with a fresh retry budget: ID... or --all [filters]");
-  completes(cmd->add_option("ids", f->ids, "Run ids (or job ids) to replay"), Completes::job_id);
-  auto* all = cmd->add_flag("--all", f->all, "Replay every dead run the filters cover, in one transaction");
+  auto* cmd = dlq.add_subcommand(action.name, action.help);
+  completes(cmd->add_option("ids", f->ids, fmt::format("Run ids (or job ids) to {}", action.name)), Completes::job_id);
+  auto* all = cmd->add_flag("--all", f->all,
+                            fmt::format("{} every dead run the filters cover, in one transaction", action.title));
   add_filter_flags(cmd, f->filter);
   all->excludes(cmd->get_option("ids"));
   for (const char* name : {"--queue", "--since", "--until"}) cmd->get_option(name)->needs(all);
-  cmd->callback([f, &ctx] {
+  cmd->callback([f, &ctx, action] {
     if (f->all) {
-      auto j = ops::replay_all_json(ctx.store(), to_filter(f->filter));
-      int n = j["replayed"];
+      auto j = action.all(ctx.store(), to_filter(f->filter));
+      int n = j[action.done];
       if (ctx.output == "json") print_json(j);
-      else std::printf("replayed %d dead run%s\n", n, n == 1 ? "" : "s");
+      else std::printf("%s %d dead run%s\n", action.done, n, n == 1 ? "" : "s");
       return;
     }
-    if (f->ids.empty()) throw usage_error("name the runs to replay, or pass --all", "e.g. jobctl dlq replay RUN_ID");
-    auto j = ops::replay_json(ctx.store(), f->ids);
+    if (f->ids.empty())
+      throw usage_error(fmt::format("name the runs to {}, or pass --all", action.name),
+                        fmt::format("e.g. jobctl dlq {} RUN_ID", action.name));
+    auto j = action.named(ctx.store(), f->ids);
     if (ctx.output == "json") {
       print_json(j);
       return;
     }
     for (const auto& id : j["runs"]) std::printf("%s\n", id.get<std::string>().c_str());
     size_t n = j["runs"].size();
-    std::fprintf(stderr, "replayed %zu dead run%s\n", n, n == 1 ? "" : "s");
+    std::fprintf(stderr, "%s %zu dead run%s\n", action.done, n, n == 1 ? "" : "s");
   });
 }
 
@@ -139,7 +154,15 @@ void register_dlq(CLI::App& app, Context& ctx) {
   dlq->require_subcommand(1);
   register_ls(*dlq, ctx);
   register_show(*dlq, ctx);
-  register_replay(*dlq, ctx);
+  register_bulk(*dlq, ctx,
+                {"replay", "Replay", "replayed",
+                 "Run dead runs again with a fresh retry budget: ID... or --all [filters]", ops::replay_json,
+                 ops::replay_all_json});
+  register_bulk(*dlq, ctx,
+                {"dismiss", "Dismiss", "dismissed",
+                 "Take dead runs out of the queue without running them again (they stay in history): ID... or --all "
+                 "[filters]",
+                 ops::dismiss_json, ops::dismiss_all_json});
   register_purge(*dlq, ctx);
 }
 

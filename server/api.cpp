@@ -131,6 +131,12 @@ const std::vector<Route>& table() {
       {"POST", "/dead-letter/replay", Role::operate,
        "Run dead runs again: a list of them, or every one a filter covers, in one transaction", {},
        R"({"ids": [RUN_ID, …]}, or {"all": true} with optional "queue", "since" and "until")", replay_dead_runs},
+      {"POST", "/dead-letter/{id}/dismiss", Role::operate,
+       "Take one dead run out of the queue without running it again; it stays in history",
+       {{"id", "path", "A dead run's id, or its job's"}}, "", dismiss_dead_run},
+      {"POST", "/dead-letter/dismiss", Role::operate,
+       "Dismiss dead runs: a list of them, or every one a filter covers (DAG nodes too), in one transaction", {},
+       R"({"ids": [RUN_ID, …]}, or {"all": true} with optional "queue", "since" and "until")", dismiss_dead_runs},
       {"DELETE", "/dead-letter", Role::operate, "Delete dead runs older than older_than, as `jobctl dlq purge`",
        {{"older_than", "query", "An age, e.g. 7d (required)"}}, "", purge_dead_runs},
   };

@@ -1,5 +1,5 @@
-// The API's dead-letter queue: list, show, replay (one, a list, or every
-// run a filter covers) and purge.
+// The API's dead-letter queue: list, show, replay and dismiss (one, a list,
+// or every run a filter covers) and purge.
 #include "common/ops/dead_letter.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
@@ -16,8 +16,16 @@ store::DeadFilter filter_of(const Call& c, int default_limit) {
                           query_int(c, "limit", default_limit, 1, 100000), "since", "until");
 }
 
-// What a replay's well-formed body asks, done.
-Reply replay_as_asked(Call& c, const nlohmann::json& body, const char* hint) {
+// A replay's or a dismissal's body: the runs named, or all a filter covers.
+using ForRuns = nlohmann::json (*)(store::Store&, const std::vector<std::string>&);
+using ForFilter = nlohmann::json (*)(store::Store&, const store::DeadFilter&);
+
+constexpr const char* kBulkHint =
+    R"(the body is {"ids": [RUN_ID, …]}, or {"all": true} with "queue", "since" and "until" to narrow it)";
+
+// What a well-formed body asks, done.
+Reply bulk_as_asked(Call& c, const nlohmann::json& body, ForRuns named, ForFilter all_covered) {
+  const char* hint = kBulkHint;
   if (!body.is_object()) throw usage_error("the request body must be a JSON object", hint);
   for (const auto& [key, value] : body.items())
     if (key != "ids" && key != "all" && key != "queue" && key != "since" && key != "until")
@@ -32,7 +40,7 @@ Reply replay_as_asked(Call& c, const nlohmann::json& body, const char* hint) {
       if (!id.is_string()) throw usage_error("\"ids\" must hold run ids (strings)", hint);
       ids.push_back(id.get<std::string>());
     }
-    return {200, ops::replay_json(c.store, ids), {}};
+    return {200, named(c.store, ids), {}};
   }
   auto text = [&](const char* key) {
     if (!body.contains(key)) return std::string();
@@ -40,9 +48,13 @@ Reply replay_as_asked(Call& c, const nlohmann::json& body, const char* hint) {
     return body[key].get<std::string>();
   };
   return {200,
-          ops::replay_all_json(c.store, ops::dead_filter(text("queue"), text("since"), text("until"), 1000, "since",
-                                                         "until")),
+          all_covered(c.store, ops::dead_filter(text("queue"), text("since"), text("until"), 1000, "since", "until")),
           {}};
+}
+
+Reply bulk(Call& c, ForRuns named, ForFilter all_covered) {
+  auto body = util::parse_json_input(c.request.body, "the request body", kBulkHint);
+  return from_body([&] { return bulk_as_asked(c, body, named, all_covered); });
 }
 
 }  // namespace
@@ -63,11 +75,11 @@ Reply dead_run(Call& c) { return {200, ops::dead_run_json(c.store, c.path_param(
 
 Reply replay_dead_run(Call& c) { return {200, ops::replay_json(c.store, {c.path_param(1)}), {}}; }
 
-Reply replay_dead_runs(Call& c) {
-  const char* hint = R"(the body is {"ids": [RUN_ID, …]}, or {"all": true} with "queue", "since" and "until" to narrow it)";
-  auto body = util::parse_json_input(c.request.body, "the request body", hint);
-  return from_body([&] { return replay_as_asked(c, body, hint); });
-}
+Reply replay_dead_runs(Call& c) { return bulk(c, ops::replay_json, ops::replay_all_json); }
+
+Reply dismiss_dead_run(Call& c) { return {200, ops::dismiss_json(c.store, {c.path_param(1)}), {}}; }
+
+Reply dismiss_dead_runs(Call& c) { return bulk(c, ops::dismiss_json, ops::dismiss_all_json); }
 
 Reply purge_dead_runs(Call& c) {
   const std::string older = c.query("older_than");

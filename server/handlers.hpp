@@ -47,6 +47,8 @@ Reply dead_runs(Call& c);        // GET    /dead-letter
 Reply dead_run(Call& c);         // GET    /dead-letter/{id}
 Reply replay_dead_run(Call& c);  // POST   /dead-letter/{id}/replay
 Reply replay_dead_runs(Call& c); // POST   /dead-letter/replay
+Reply dismiss_dead_run(Call& c); // POST   /dead-letter/{id}/dismiss
+Reply dismiss_dead_runs(Call& c);// POST   /dead-letter/dismiss
 Reply purge_dead_runs(Call& c);  // DELETE /dead-letter
 
 // The Idempotency-Key header is the job's idempotency key (seed 001), so a

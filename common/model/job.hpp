@@ -165,6 +165,7 @@ struct Run {
   int job_version = 1;
   std::string replay_of;               // the dead run this run replays, if any
   std::optional<int64_t> replayed_at;  // a dead run: when it was replayed
+  std::optional<int64_t> dismissed_at;  // a dead run: when `jobctl dlq dismiss` took it out of the queue
   bool cancel_requested = false;
   std::optional<int> exit_code;        // of the last attempt
   std::string error;                   // of the last attempt
@@ -220,7 +221,7 @@ struct JobEvent {
   std::string id;       // ULID: events sort by it
   std::string job_id;
   int64_t at = 0;       // store clock
-  std::string action;   // create, update, pause, resume, cancel, retry, replay, trigger, backfill, delete, restore
+  std::string action;   // create, update, pause, resume, cancel, retry, replay, dismiss, trigger, backfill, delete, restore
   std::string actor;    // who: --actor / JOBCTL_ACTOR, else user@host of the jobctl that made it
   int version = 1;      // the job's version after the change
   std::string details;  // JSON object: for update, {"field": {"from": …, "to": …}}; else what the action touched

@@ -166,6 +166,7 @@ json to_json(const Run& r) {
          {"failures", r.failures}};
   j["replay_of"] = r.replay_of.empty() ? json(nullptr) : json(r.replay_of);
   put(j, "replayed_at", opt_time(r.replayed_at));
+  put(j, "dismissed_at", opt_time(r.dismissed_at));
   put(j, "occurrence", opt_time(r.occurrence));
   j["pinned_to"] = r.pinned_to.empty() ? json(nullptr) : json(r.pinned_to);
   j["dag_run_id"] = r.dag_run_id.empty() ? json(nullptr) : json(r.dag_run_id);

@@ -12,12 +12,13 @@ namespace jobctl::ops {
 namespace {
 
 // A dead run named by its run id, or by its job id when the job's latest
-// run is the dead one.
-std::string dead_run_id(store::Store& store, const std::string& id) {
+// run is the dead one; `done` ("replayed", "dismissed") names what the
+// caller does to it in errors.
+std::string dead_run_id(store::Store& store, const std::string& id, const char* done) {
   auto r = resolve_id(store, id);
   if (r.run && r.run->status == model::RunStatus::dead && r.run->replayed_at)
     // "(its run is dead)" said the opposite of "not in the queue" (a tester).
-    throw Error(ExitCode::invalid_state, fmt::format("{} was replayed already: nothing was replayed", id),
+    throw Error(ExitCode::invalid_state, fmt::format("{} was replayed already: nothing was {}", id, done),
                 "see its new run with `jobctl runs` on its job");
   if (!r.run || r.run->status != model::RunStatus::dead)
     throw Error(ExitCode::invalid_state,
@@ -59,13 +60,24 @@ nlohmann::json dead_run_json(store::Store& store, const std::string& id) {
 
 nlohmann::json replay_json(store::Store& store, const std::vector<std::string>& ids) {
   std::vector<std::string> runs;
-  for (const auto& id : ids) runs.push_back(dead_run_id(store, id));
+  for (const auto& id : ids) runs.push_back(dead_run_id(store, id, "replayed"));
   auto fresh = store.dead_letter().replay(runs);
   return {{"replayed", fresh.size()}, {"runs", fresh}};
 }
 
 nlohmann::json replay_all_json(store::Store& store, const store::DeadFilter& filter) {
   return {{"replayed", store.dead_letter().replay_all(filter)}};
+}
+
+nlohmann::json dismiss_json(store::Store& store, const std::vector<std::string>& ids) {
+  std::vector<std::string> runs;
+  for (const auto& id : ids) runs.push_back(dead_run_id(store, id, "dismissed"));
+  auto dismissed = store.dead_letter().dismiss(runs);
+  return {{"dismissed", dismissed.size()}, {"runs", dismissed}};
+}
+
+nlohmann::json dismiss_all_json(store::Store& store, const store::DeadFilter& filter) {
+  return {{"dismissed", store.dead_letter().dismiss_all(filter)}};
 }
 
 nlohmann::json purge_json(store::Store& store, int64_t older_than_us) {

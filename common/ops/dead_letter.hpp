@@ -1,6 +1,6 @@
 #pragma once
 // The dead-letter queue as every front door shows and steers it: the answers
-// are the JSON of `jobctl dlq ls|show|replay|purge -o json`.
+// are the JSON of `jobctl dlq ls|show|replay|dismiss|purge -o json`.
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +32,14 @@ nlohmann::json replay_json(store::Store& store, const std::vector<std::string>& 
 
 // {"replayed": N}: every dead run the filter covers, in one transaction.
 nlohmann::json replay_all_json(store::Store& store, const store::DeadFilter& filter);
+
+// {"dismissed": N, "runs": [RUN…]}: the runs named taken out of the queue
+// without running again. Each must be dead and not run again, else none is
+// dismissed; one dismissed already is not counted again.
+nlohmann::json dismiss_json(store::Store& store, const std::vector<std::string>& ids);
+
+// {"dismissed": N}: every dead run the filter covers, in one transaction.
+nlohmann::json dismiss_all_json(store::Store& store, const store::DeadFilter& filter);
 
 // {"purged": N}: dead runs older than `older_than_us` deleted.
 nlohmann::json purge_json(store::Store& store, int64_t older_than_us);

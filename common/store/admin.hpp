@@ -36,7 +36,7 @@ struct QueueStats {
   int64_t blocked = 0;    // DAG nodes waiting for their parents
   int64_t running = 0;
   std::optional<int64_t> oldest_ready_us;  // how long the longest-waiting due run has waited
-  int64_t dead_letter = 0;                 // dead runs not replayed, of any age
+  int64_t dead_letter = 0;                 // in the dead-letter queue (dead, neither replayed nor dismissed), of any age
   int64_t held = 0;                        // pending runs of paused jobs (not in ready, scheduled or oldest)
   // Over the window.
   int64_t succeeded = 0;  // runs that ended succeeded
@@ -65,7 +65,7 @@ struct QueueGauges {
   int64_t later = 0;    // pending, due later (--at, --in, a retry's wait, occurrences made ahead)
   int64_t running = 0;
   std::optional<int64_t> oldest_ready_us;  // how long the longest-waiting ready run has waited
-  int64_t dead_letter = 0;                 // dead runs not replayed
+  int64_t dead_letter = 0;                 // in the dead-letter queue (dead, neither replayed nor dismissed)
 };
 struct StoreGauges {
   std::vector<QueueGauges> queues;  // by name: every queue with runs, defaults or limits

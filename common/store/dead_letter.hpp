@@ -1,5 +1,5 @@
 #pragma once
-// The dead-letter queue: dead runs, replay, purge, and manual retry.
+// The dead-letter queue: dead runs, replay, dismiss, purge, and manual retry.
 // Every method follows the contract in store.hpp.
 #include <cstdint>
 #include <optional>
@@ -25,7 +25,8 @@ class DeadLetter {
  public:
   explicit DeadLetter(Connection& conn, std::string actor = "unknown") : conn_(&conn), actor_(std::move(actor)) {}
 
-  // Dead runs not replayed yet, newest death first, each with its job.
+  // Dead runs neither replayed nor dismissed, newest death first, each
+  // with its job.
   std::vector<model::JobView> dead_runs(const DeadFilter& filter);
   // For each dead run, a fresh pending run of its job with a fresh retry
   // budget, linked to it (replay_of); the dead run leaves the queue. All or
@@ -35,6 +36,16 @@ class DeadLetter {
   std::vector<std::string> replay(const std::vector<std::string>& dead_run_ids);
   // Replays every dead run the filter covers, in one transaction.
   int replay_all(const DeadFilter& filter);
+  // Takes dead runs out of the queue without running them again
+  // (dismissed_at): they stay in history, for their job's and DAG run's
+  // status, `dlq show` and `retry`, until gc. All or nothing, as replay:
+  // throws not_found, or invalid_state for a run that is not dead or was
+  // run again already. One dismissed already is left as it is. Returns the
+  // runs this call dismissed, in the order named.
+  std::vector<std::string> dismiss(const std::vector<std::string>& dead_run_ids);
+  // Dismisses every dead run the filter covers (DAG nodes and runs of
+  // deleted jobs too), in one transaction.
+  int dismiss_all(const DeadFilter& filter);
   // Deletes dead runs (and their attempts) that died before now - age.
   int purge_dead(int64_t older_than_us);
   // Manual retry: a fresh run of a job whose latest run is dead, failed or

@@ -95,6 +95,12 @@ std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std
 // of the same submit or occurrence (cancel and retry take them together).
 inline constexpr const char* kSiblingRuns =
     "l.pinned_to IS NOT NULL AND s.pinned_to IS NOT NULL AND COALESCE(s.occurrence, -1) = COALESCE(l.occurrence, -1)";
+// Run r is in the dead-letter queue: dead, neither run again (a replay, a
+// retry or `dag retry` sets replayed_at) nor dismissed (`jobctl dlq
+// dismiss`). Every query of the queue tests this one predicate; the
+// partial index runs_dead serves it.
+inline constexpr const char* kInDeadLetter =
+    "(r.status = 'dead' AND r.replayed_at IS NULL AND r.dismissed_at IS NULL)";
 
 // --notify: notification jobs (kind 'notification') and their runs.
 void write_notifications(Connection& c, const std::string& actor, const std::vector<model::JobSpec>& specs);

@@ -437,6 +437,15 @@ constexpr const char* kV17 = R"SQL(
 ALTER TABLE scheduler_lease ADD COLUMN misfire_after BIGINT;
 )SQL";
 
+// Migration 18: `jobctl dlq dismiss`. A dismissed dead run leaves the
+// dead-letter queue without running again and stays in history; a dead
+// DAG node could leave it only through `dag retry`. Every query of the
+// queue tests it beside replayed_at; the partial index runs_dead still
+// serves them, its predicate being implied.
+constexpr const char* kV18 = R"SQL(
+ALTER TABLE runs ADD COLUMN dismissed_at BIGINT;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -485,6 +494,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV16Postgres;
   } else if (version == 17) {
     sql = kV17;
+  } else if (version == 18) {
+    sql = kV18;
   }
   // BLOB_T: the bytes type.
   const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";

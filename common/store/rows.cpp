@@ -161,6 +161,7 @@ model::Run run_from_row(const Row& row, size_t first) {
   r.failures = static_cast<int>(c.i64("failures"));
   r.replay_of = c.text("replay_of");
   r.replayed_at = c.opt_i64("replayed_at");
+  r.dismissed_at = c.opt_i64("dismissed_at");
   r.occurrence = c.opt_i64("occurrence");
   r.job_version = static_cast<int>(c.i64("job_version"));
   r.pinned_to = c.text("pinned_to");

@@ -2,7 +2,8 @@
 //
 // A dead run stays dead forever (it is history). Replaying it inserts a new
 // pending run of the same job, linked by replay_of, and stamps the dead
-// one's replayed_at, which takes it out of the queue.
+// one's replayed_at, which takes it out of the queue; dismissing it stamps
+// dismissed_at, which takes it out without a new run.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -21,8 +22,8 @@
 namespace jobctl::store {
 namespace {
 
-constexpr const char* kDeadWhere =
-    "r.status = 'dead' AND r.replayed_at IS NULL AND (r.queue = $1 OR $1 = '') "
+const std::string kDeadWhere =
+    std::string(kInDeadLetter) + " AND (r.queue = $1 OR $1 = '') "
     "AND (r.finished_at >= $2 OR $2 < 0) AND (r.finished_at < $3 OR $3 < 0) "
     // After the cursor in the list's order (newest death first, then id).
     "AND ($5 = '' OR r.finished_at < (SELECT c.finished_at FROM runs c WHERE c.id = $5) "
@@ -30,6 +31,12 @@ constexpr const char* kDeadWhere =
 
 Params dead_params(const DeadFilter& f) {
   return {f.queue.value_or(""), f.since.value_or(-1), f.until.value_or(-1), int64_t{f.limit}, f.before};
+}
+
+// For a bulk call: every dead run the filter covers, not one page.
+Params every_dead_params(DeadFilter f) {
+  f.limit = 1'000'000'000;
+  return dead_params(f);
 }
 
 }  // namespace
@@ -103,29 +110,52 @@ std::string rerun_once(Connection& c, const std::string& actor, const std::strin
               "see its new run with `jobctl runs` on its job");
 }
 
-std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead_run_ids) {
-  Transaction tx(*conn_, TxMode::write);
-  // Locked in the order of their ids first, as replay_all locks them: in
-  // the order given, two replays at once could each wait for the other.
-  std::vector<std::string> sorted(dead_run_ids);
+namespace {
+
+// The dead runs named, each once, in the order named: a run named twice is
+// acted on once, not refused as done already. They are locked first, with
+// their jobs, in the order of their ids, as the bulk calls lock them: in
+// the order named, two calls at once could each wait for the other.
+// Throws not_found, or invalid_state for a run that is not dead or was run
+// again already, `done` ("replayed") saying what was not done.
+struct NamedDeadRun {
+  std::string id, job_id;
+  bool dismissed = false;
+};
+
+std::vector<NamedDeadRun> lock_named_dead_runs(Connection& c, const std::vector<std::string>& ids, const char* done) {
+  std::vector<std::string> sorted(ids);
   std::sort(sorted.begin(), sorted.end());
-  conn_->query("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id WHERE " + conn_->in_list("r.id", 1) +
-                   " ORDER BY r.id" + conn_->row_lock("FOR UPDATE OF r, j"),
-               {conn_->list(sorted)});
-  std::vector<std::string> fresh;
-  std::set<std::string> seen;  // a run named twice is replayed once, not refused as replayed already
-  for (const auto& id : dead_run_ids) {
+  c.query("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id WHERE " + c.in_list("r.id", 1) + " ORDER BY r.id" +
+              c.row_lock("FOR UPDATE OF r, j"),
+          {c.list(sorted)});
+  std::vector<NamedDeadRun> out;
+  std::set<std::string> seen;
+  for (const auto& id : ids) {
     if (!seen.insert(id).second) continue;
-    auto rows = conn_->query("SELECT status, replayed_at, job_id FROM runs WHERE id = $1", {id});
+    auto rows = c.query("SELECT status, replayed_at, dismissed_at, job_id FROM runs WHERE id = $1", {id});
     if (rows.empty()) throw Error(ExitCode::not_found, fmt::format("no run with id '{}'", id));
     if (rows[0].text(0) != "dead")
-      throw Error(ExitCode::invalid_state, fmt::format("run {} is {}, not dead: nothing was replayed", id, rows[0].text(0)),
+      throw Error(ExitCode::invalid_state,
+                  fmt::format("run {} is {}, not dead: nothing was {}", id, rows[0].text(0), done),
                   "list the dead-letter queue with `jobctl dlq ls`");
     if (!rows[0].is_null(1))
-      throw Error(ExitCode::invalid_state, fmt::format("run {} was replayed already: nothing was replayed", id),
+      throw Error(ExitCode::invalid_state,
+                  fmt::format("run {} was run again already (by a replay or a retry): nothing was {}", id, done),
                   "see its new run with `jobctl runs` on its job");
-    require_not_deleted(*conn_, rows[0].text(2), "replayed");
-    fresh.push_back(rerun_once(*conn_, actor_, id, "replay"));
+    out.push_back({id, rows[0].text(3), !rows[0].is_null(2)});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead_run_ids) {
+  Transaction tx(*conn_, TxMode::write);
+  std::vector<std::string> fresh;
+  for (const auto& run : lock_named_dead_runs(*conn_, dead_run_ids, "replayed")) {
+    require_not_deleted(*conn_, run.job_id, "replayed");
+    fresh.push_back(rerun_once(*conn_, actor_, run.id, "replay"));
   }
   tx.commit();
   return fresh;
@@ -133,20 +163,49 @@ std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead
 
 int DeadLetter::replay_all(const DeadFilter& filter) {
   Transaction tx(*conn_, TxMode::write);
-  DeadFilter all = filter;
-  all.limit = 1'000'000'000;
   // Dead runs of deleted jobs stay where they are. In the order of their
   // ids, so that two replays at once lock them in the same order.
   auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
                                        "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL ORDER BY r.id LIMIT $4",
                                        kDeadWhere),
-                           dead_params(all));
+                           every_dead_params(filter));
   // One that another replay took meanwhile is left to it.
   int replayed = 0;
   for (const auto& row : rows)
     if (rerun(*conn_, actor_, row.text(0), "replay")) ++replayed;
   tx.commit();
   return replayed;
+}
+
+std::vector<std::string> DeadLetter::dismiss(const std::vector<std::string>& dead_run_ids) {
+  Transaction tx(*conn_, TxMode::write);
+  std::vector<std::string> dismissed;
+  for (const auto& run : lock_named_dead_runs(*conn_, dead_run_ids, "dismissed")) {
+    if (run.dismissed) continue;
+    conn_->exec("UPDATE runs SET dismissed_at = NOW_US WHERE id = $1", {run.id});
+    audit(*conn_, actor_, run.job_id, "dismiss", nlohmann::json{{"run", run.id}}.dump());
+    dismissed.push_back(run.id);
+  }
+  tx.commit();
+  return dismissed;
+}
+
+int DeadLetter::dismiss_all(const DeadFilter& filter) {
+  Transaction tx(*conn_, TxMode::write);
+  // Locked as they are chosen, in the order of their ids. PostgreSQL: a
+  // replay of one under way is waited for, and the run, replayed by then,
+  // no longer qualifies. SQLite: one writer.
+  auto rows = conn_->query(fmt::format("SELECT r.id, r.job_id FROM runs r WHERE {} ORDER BY r.id LIMIT $4{}", kDeadWhere,
+                                       conn_->row_lock("FOR UPDATE")),
+                           every_dead_params(filter));
+  int dismissed = 0;
+  for (const auto& row : rows) {
+    conn_->exec("UPDATE runs SET dismissed_at = NOW_US WHERE id = $1", {row.text(0)});
+    audit(*conn_, actor_, row.text(1), "dismiss", nlohmann::json{{"run", row.text(0)}}.dump());
+    ++dismissed;
+  }
+  tx.commit();
+  return dismissed;
 }
 
 int DeadLetter::purge_dead(int64_t older_than_us) {
@@ -159,9 +218,9 @@ int DeadLetter::purge_dead(int64_t older_than_us) {
   // a run that was gone (a tester). SQLite: one writer.
   std::vector<std::string> runs;
   std::set<std::string> jobs;
-  for (const auto& row : conn_->query("SELECT id, job_id FROM runs WHERE status = 'dead' AND replayed_at IS NULL "
-                                      "AND finished_at < NOW_US - $1 AND dag_run_id IS NULL" +
-                                          conn_->row_lock("FOR UPDATE"),
+  for (const auto& row : conn_->query(fmt::format("SELECT r.id, r.job_id FROM runs r WHERE {} "
+                                                  "AND r.finished_at < NOW_US - $1 AND r.dag_run_id IS NULL{}",
+                                                  kInDeadLetter, conn_->row_lock("FOR UPDATE")),
                                       {older_than_us})) {
     runs.push_back(row.text(0));
     jobs.insert(row.text(1));

@@ -22,16 +22,15 @@ namespace jobctl::store {
 namespace {
 
 constexpr const char* kDoneRuns =
-    "SELECT id, job_id FROM runs WHERE finished_at < $1 AND dag_run_id IS NULL "
-    "AND (status IN ('succeeded', 'failed', 'cancelled', 'skipped') OR (status = 'dead' AND replayed_at IS NOT NULL)) "
-    "ORDER BY finished_at LIMIT $2{}";
+    "SELECT r.id, r.job_id FROM runs r WHERE r.finished_at < $1 AND r.dag_run_id IS NULL "
+    "AND r.status IN ('succeeded', 'failed', 'cancelled', 'skipped', 'dead') AND NOT {} "
+    "ORDER BY r.finished_at LIMIT $2{}";
 
 // DAG runs whose every node run has ended, the last before the cutoff,
 // with no node in the dead-letter queue.
 constexpr const char* kDoneDagRuns =
     "SELECT d.id FROM dag_runs d WHERE d.created_at < $1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
-    "r.dag_run_id = d.id AND (r.finished_at IS NULL OR r.finished_at >= $1 OR (r.status = 'dead' AND "
-    "r.replayed_at IS NULL))) ORDER BY d.created_at LIMIT $2{}";
+    "r.dag_run_id = d.id AND (r.finished_at IS NULL OR r.finished_at >= $1 OR {})) ORDER BY d.created_at LIMIT $2{}";
 
 }  // namespace
 
@@ -70,7 +69,7 @@ GcResult Admin::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     Transaction tx(*conn_, TxMode::write);
     std::vector<std::string> runs;
     std::set<std::string> jobs;
-    for (const auto& row : conn_->query(fmt::format(kDoneRuns, lock), {cutoff, int64_t{batch}})) {
+    for (const auto& row : conn_->query(fmt::format(kDoneRuns, kInDeadLetter, lock), {cutoff, int64_t{batch}})) {
       runs.push_back(row.text(0));
       jobs.insert(row.text(1));
     }
@@ -91,7 +90,7 @@ GcResult Admin::gc(int64_t older_than_us, int batch, int64_t max_batches) {
     }
     Transaction tx(*conn_, TxMode::write);
     std::vector<std::string> dag_runs;
-    for (const auto& row : conn_->query(fmt::format(kDoneDagRuns, lock_dag), {cutoff, int64_t{batch}}))
+    for (const auto& row : conn_->query(fmt::format(kDoneDagRuns, kInDeadLetter, lock_dag), {cutoff, int64_t{batch}}))
       dag_runs.push_back(row.text(0));
     if (dag_runs.empty()) break;
     auto ids = conn_->list(dag_runs);

@@ -77,11 +77,11 @@ std::vector<QueueInfo> Queues::list_queues() {
                                      std::stod(row.text(11)),
                                      static_cast<int>(row.i64(12))};
   auto counts = conn_->query(
-      "SELECT queue, "
-      "SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), "
-      "SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), "
-      "SUM(CASE WHEN status = 'dead' AND replayed_at IS NULL THEN 1 ELSE 0 END) "
-      "FROM runs GROUP BY queue");
+      "SELECT r.queue, "
+      "SUM(CASE WHEN r.status = 'pending' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN r.status = 'running' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN " + std::string(kInDeadLetter) + " THEN 1 ELSE 0 END) "
+      "FROM runs r GROUP BY r.queue");
   for (const auto& row : counts) {
     auto& q = by_name[row.text(0)];
     q.name = row.text(0);

@@ -67,7 +67,7 @@ std::vector<QueueStats> Admin::stats(const StatsFilter& filter) {
            "SUM(CASE WHEN r.status = 'blocked' THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN r.status = 'running' THEN 1 ELSE 0 END), "
            "MIN(CASE WHEN r.status = 'pending' AND r.available_at <= $1 AND j.paused = 0 THEN r.available_at END), "
-           "SUM(CASE WHEN r.status = 'dead' AND r.replayed_at IS NULL THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN " + std::string(kInDeadLetter) + " THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN r.status = 'pending' AND j.paused <> 0 THEN 1 ELSE 0 END) "
            "FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.status IN ('pending', 'blocked', 'running', 'dead') "
            "AND ($2 = '' OR r.queue = $2) GROUP BY r.queue, r.priority",
@@ -192,7 +192,7 @@ StoreGauges Admin::gauges() {
       "SUM(CASE WHEN r.status = 'running' THEN 1 ELSE 0 END), "
       "NOW_US - MIN(CASE WHEN r.status = 'pending' AND r.available_at <= NOW_US AND j.paused = 0 "
       "THEN r.available_at END), "
-      "SUM(CASE WHEN r.status = 'dead' AND r.replayed_at IS NULL THEN 1 ELSE 0 END) "
+      "SUM(CASE WHEN " + std::string(kInDeadLetter) + " THEN 1 ELSE 0 END) "
       "FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.status IN ('pending', 'running', 'dead') GROUP BY r.queue "
       "UNION ALL SELECT 'c', name, 0, 0, 0, NULL, 0 FROM queues "
       "UNION ALL SELECT 'w', '', "

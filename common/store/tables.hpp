@@ -117,6 +117,7 @@ inline constexpr Column kRunColumns[] = {
     {"failures", integer},
     {"replay_of", text},
     {"replayed_at", integer},
+    {"dismissed_at", integer},
     {"occurrence", integer},
     {"job_version", integer},
     {"pinned_to", text},

@@ -249,6 +249,7 @@ function describeResult(r) {
   if (!r || typeof r !== 'object') return 'done';
   if (r.result) return r.result;
   if (typeof r.replayed === 'number') return `${r.replayed} replayed`;
+  if (typeof r.dismissed === 'number') return `${r.dismissed} dismissed`;
   if (r.run) return `new run ${typeof r.run === 'string' ? r.run : r.run.id || ''}`;
   if (r.run_id) return `new run ${r.run_id}`;
   if (r.status) return r.status;
@@ -447,6 +448,8 @@ function jobFields(job) {
       : `${percent(run.progress)} ${run.progress_message || ''}`],
     ['Error', run.error],
     ['Replay of', run.replay_of],
+    ['Replayed', timeEl(run.replayed_at)],
+    ['Dismissed', timeEl(run.dismissed_at)],
     ['Version', job.version],
     ['Deleted', timeEl(job.deleted_at)],
   ], 'job-fields');
@@ -536,8 +539,10 @@ function viewDeadLetter() {
   const t = table('dlq-table', 'Dead runs, newest first',
     ['Select', 'Run', 'Job', 'Queue', 'Died', 'Attempts', 'Error', 'Action']);
   const bulk = el('div', { class: 'actions', id: 'dlq-actions' },
-    actionButton('dlq-replay-selected', 'Replay selected', () => replaySelected(load)),
-    actionButton('dlq-replay-all', 'Replay all matching filter', () => replayAll(load)));
+    actionButton('dlq-replay-selected', 'Replay selected', () => onSelected('Replay', '/dead-letter/replay', load)),
+    actionButton('dlq-replay-all', 'Replay all matching filter', () => replayAll(load)),
+    actionButton('dlq-dismiss-selected', 'Dismiss selected',
+      () => onSelected('Dismiss', '/dead-letter/dismiss', load)));
   pageFrame('Dead letter', dlqFilters(() => load()), bulk, t.node);
   const load = () => guarded(async () => {
     const runs = await api(`/dead-letter${query({ queue: dlqState.queue, since: dlqState.since, limit: 200 })}`);
@@ -545,8 +550,7 @@ function viewDeadLetter() {
     const ids = new Set(runs.map((j) => j.run.id));
     for (const id of [...dlqState.selected]) if (!ids.has(id)) dlqState.selected.delete(id);
     fillTable(t, runs, (job) => deadRow(job, load), 'The dead-letter queue is empty.');
-    const sel = $('dlq-replay-selected');
-    if (sel) sel.disabled = dlqState.selected.size === 0;
+    enableSelectedActions();
   });
   load();
   every(5000, load);
@@ -575,8 +579,7 @@ function deadRow(job, reload) {
     onchange: () => {
       if (box.checked) dlqState.selected.add(run.id);
       else dlqState.selected.delete(run.id);
-      const sel = $('dlq-replay-selected');
-      if (sel) sel.disabled = dlqState.selected.size === 0;
+      enableSelectedActions();
     } });
   return el('tr', { 'data-testid': 'dlq-row', 'data-run-id': run.id, 'data-job-id': job.id },
     el('td', {}, box, el('label', { for: box.id, class: 'visually-hidden' }, `Select run ${run.id}`)),
@@ -587,15 +590,29 @@ function deadRow(job, reload) {
     el('td', { class: 'num' }, run.attempts),
     el('td', {}, run.error),
     el('td', {}, actionButton(`dlq-replay-${run.id}`, 'Replay',
-      () => act(`Replay ${run.id}`, `/dead-letter/${enc(run.id)}/replay`, { refresh: reload }))));
+      () => act(`Replay ${run.id}`, `/dead-letter/${enc(run.id)}/replay`, { refresh: reload })),
+    ' ', actionButton(`dlq-dismiss-${run.id}`, 'Dismiss', () => {
+      if (!window.confirm(`Dismiss run ${run.id}? It leaves the queue without running again, and stays in history.`)) return;
+      act(`Dismiss ${run.id}`, `/dead-letter/${enc(run.id)}/dismiss`, { refresh: reload });
+    })));
 }
 
-function replaySelected(reload) {
+// The buttons that act on the selected runs, usable while one is selected.
+function enableSelectedActions() {
+  for (const id of ['dlq-replay-selected', 'dlq-dismiss-selected']) {
+    const button = $(id);
+    if (button) button.disabled = dlqState.selected.size === 0;
+  }
+}
+
+// verb: 'Replay' or 'Dismiss', at path, for every selected run.
+function onSelected(verb, path, reload) {
   const ids = [...dlqState.selected];
   if (!ids.length) return;
+  if (verb === 'Dismiss' && !window.confirm(`Dismiss ${ids.length} run(s)? They leave the queue without running again.`)) return;
   dlqState.selected.clear();
   for (const box of document.querySelectorAll('[data-testid="dlq-select"]')) box.checked = false;
-  act(`Replay ${ids.length} run(s)`, '/dead-letter/replay', { body: { ids }, refresh: reload });
+  act(`${verb} ${ids.length} run(s)`, path, { body: { ids }, refresh: reload });
 }
 
 function replayAll(reload) {

@@ -384,7 +384,7 @@ class Console:
                    'a job name or its output became markup')
         self.check(not self.d.execute_script('return window.__pwned'), 'a job name ran a script')
 
-    # -- (d) a dead run replayed, one by its button, then one by selection
+    # -- (d) a dead run replayed, one by its button, then one by selection; then dismissed
 
     def dead_replayed(self):
         job = self.api.submit({'command': 'exit 3', 'name': 'console-dead', 'retries': 0})
@@ -403,6 +403,19 @@ class Console:
         self.click(f'input[id="dlq-select-{run2}"]', 'the checkbox of the second dead run')
         self.click('#dlq-replay-selected', 'Replay selected')
         self.wait(lambda: not self.find(f'tr[data-run-id="{run2}"]'), f'dead run {run2} to leave the list')
+        # It dies a third time: dismissed by its button, it leaves the list
+        # and stays dead, without a new run.
+        third = self.wait(lambda: next((r for r in self.find_all(f'tr[data-job-id="{job["id"]}"]')
+                                        if r.get_attribute('data-run-id') not in (run, run2)), None),
+                          'the run replayed by selection to die again and be listed')
+        run3 = third.get_attribute('data-run-id')
+        self.click(f'tr[data-run-id="{run3}"] button[id="dlq-dismiss-{run3}"]', 'the Dismiss button of the run')
+        self.accept_confirm('the confirmation of Dismiss')
+        self.wait(lambda: not self.find(f'tr[data-run-id="{run3}"]'), f'dead run {run3} to leave the list')
+        self.check('dismissed' in self.text_of('#flash'), f'#flash says {self.text_of("#flash")!r} after a dismissal')
+        after = self.api.job(job['id'])
+        self.check(after['run']['id'] == run3 and after['status'] == 'dead' and after['run']['dismissed_at'],
+                   f'the dismissed run is not the job\'s latest, dead and dismissed: {after["run"]}')
 
     # -- (e) a running job cancelled from its page
 

@@ -101,7 +101,7 @@ TEST_CASE("cli: a mistyped command is named with the one meant, and a group alon
   };
   for (const auto& c : std::vector<Case>{
            {{"sumbit", "--", "true"}, "unknown command 'sumbit'; did you mean 'submit'?", "`jobctl --help`"},
-           {{"dlq"}, "`jobctl dlq` needs a command: ls, show, replay or purge", "`jobctl dlq --help`"},
+           {{"dlq"}, "`jobctl dlq` needs a command: ls, show, replay, dismiss or purge", "`jobctl dlq --help`"},
            {{"dlq", "lss"}, "unknown command 'lss'; did you mean 'ls'?", "`jobctl dlq --help`"},
            {{"frobnicate"}, "unknown command 'frobnicate'\n", "`jobctl --help`"},
            {{"submit", "--bogus", "--", "true"}, "jobctl: error: ", "`jobctl submit --help` lists its options"},

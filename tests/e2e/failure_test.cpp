@@ -134,6 +134,62 @@ TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the 
   CHECK(run_jobctl(db, dir, {"dlq", "replay"}).code == 2);
 }
 
+TEST_CASE("failure: dlq dismiss takes a dead DAG node out of the queue, and check --max-dlq 0 passes again") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto agent = test::start_agent(db, dir, kFast);
+  json broken{{"name", "broken"}, {"jobs", {{"a", {{"command", "exit 3"}, {"retries", 0}}}}}};
+  auto dag = run_jobctl(db, dir, {"dag", "submit", "-", "--wait"}, broken.dump());
+  REQUIRE(dag.code == 1);
+  const std::string dag_run = test::trim(dag.out);
+  auto dead = json::parse(run_jobctl(db, dir, {"dlq", "ls", "-o", "json"}).out);
+  REQUIRE(dead.size() == 1);
+  const std::string node_job = dead[0]["id"], node_run = dead[0]["run"]["id"];
+  auto ok = submit(db, dir, {"--", "true"});
+  CHECK(run_jobctl(db, dir, {"wait", ok}).code == 0);
+
+  // A node is not replayed on its own: before dismiss, nothing but dag retry took it out.
+  CHECK(run_jobctl(db, dir, {"check", "--max-dlq", "0"}).code == 1);
+  CHECK(run_jobctl(db, dir, {"dlq", "replay", node_run}).code == 4);
+  // Not dead, or no run named: exit 4 and 2, and nothing is dismissed.
+  auto alive = run_jobctl(db, dir, {"dlq", "dismiss", node_run, ok});
+  CHECK(alive.code == 4);
+  CHECK(alive.err.find("not in the dead-letter queue (its run is succeeded)") != std::string::npos);
+  auto none = run_jobctl(db, dir, {"dlq", "dismiss"});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("name the runs to dismiss, or pass --all") != std::string::npos);
+  CHECK(run_jobctl(db, dir, {"dlq", "dismiss", "--all", node_run}).code == 2);
+  CHECK(run_jobctl(db, dir, {"check", "--max-dlq", "0"}).code == 1);
+
+  // By its job's id: the run id on standard output, the count on standard error.
+  auto dismissed = run_jobctl(db, dir, {"dlq", "dismiss", node_job});
+  REQUIRE_MESSAGE(dismissed.code == 0, dismissed.err);
+  CHECK(dismissed.out == node_run + "\n");
+  CHECK(dismissed.err == "dismissed 1 dead run\n");
+  CHECK(run_jobctl(db, dir, {"check", "--max-dlq", "0"}).code == 0);
+  CHECK(json::parse(run_jobctl(db, dir, {"dlq", "ls", "-o", "json"}).out).empty());
+  auto node = get(db, dir, node_job);
+  CHECK(node["status"] == "dead");
+  CHECK(node["run"]["id"] == node_run);
+  CHECK(node["run"]["dismissed_at"].is_string());
+  CHECK(run_jobctl(db, dir, {"dlq", "show", node_run}).out.find("dismissed") != std::string::npos);
+  auto history = json::parse(run_jobctl(db, dir, {"history", node_job, "-o", "json"}).out);
+  CHECK(std::any_of(history.begin(), history.end(), [](const json& e) { return e["action"] == "dismiss"; }));
+  CHECK(json::parse(run_jobctl(db, dir, {"dag", "status", dag_run, "-o", "json"}).out)["status"] == "failed");
+  // Again: nothing left to dismiss, and no error.
+  auto again = run_jobctl(db, dir, {"dlq", "dismiss", node_run, "-o", "json"});
+  CHECK(again.code == 0);
+  CHECK(json::parse(again.out) == json{{"dismissed", 0}, {"runs", json::array()}});
+  // dag retry still runs the dismissed node again.
+  CHECK(run_jobctl(db, dir, {"dag", "retry", dag_run}).code == 0);
+  CHECK(run_jobctl(db, dir, {"dag", "wait", dag_run}).code == 1);
+  CHECK(run_jobctl(db, dir, {"check", "--max-dlq", "0"}).code == 1);
+  auto all = run_jobctl(db, dir, {"dlq", "dismiss", "--all"});
+  CHECK(all.code == 0);
+  CHECK(all.out == "dismissed 1 dead run\n");
+  CHECK(run_jobctl(db, dir, {"check", "--max-dlq", "0"}).code == 0);
+}
+
 TEST_CASE("failure: bulk replay, purge and manual retry from the CLI") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -1109,6 +1109,40 @@ TEST_CASE("serve: PATCH /queues/{name} sets limits and retry defaults as queue s
   CHECK(cli_json(db, dir, {"queue", "ls"})[0]["defaults"]["retries"] == 7);  // none of those wrote anything
 }
 
+TEST_CASE("serve: dismiss takes dead runs out of the dead-letter queue, one by its path or by a body") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  Server server(db, dir);
+  auto reader = server.client(kReader), op = server.client(kOperator);
+  auto agent = test::start_agent(db, dir, {"--queues", "default,other", "--poll-interval", "100ms"});
+  std::vector<std::string> ids;
+  for (const char* queue : {"default", "default", "other"})
+    ids.push_back(test::submit(db, dir, {"--queue", queue, "--retries", "0", "--", "exit 3"}));
+  for (const auto& id : ids) CHECK(test::run_jobctl(db, dir, {"wait", id}).code == 1);
+  const std::string run = test::get(db, dir, ids[0])["run"]["id"];
+
+  check_problem(reader.Post("/api/v1/dead-letter/" + run + "/dismiss"), 403, "needs operate");
+  CHECK(body_of(op.Post("/api/v1/dead-letter/" + run + "/dismiss")) == json{{"dismissed", 1}, {"runs", {run}}});
+  CHECK(body_of(op.Post("/api/v1/dead-letter/" + run + "/dismiss")) == json{{"dismissed", 0}, {"runs", json::array()}});
+  CHECK(body_of(reader.Get("/api/v1/dead-letter")).size() == 2);
+  auto job = body_of(reader.Get("/api/v1/jobs/" + ids[0]));
+  CHECK(job["status"] == "dead");
+  CHECK(job["run"]["dismissed_at"].is_string());
+
+  check_problem(op.Post("/api/v1/dead-letter/dismiss", R"({"ids": []})", "application/json"), 422, "non-empty");
+  check_problem(op.Post("/api/v1/dead-letter/dismiss", R"({"all": true, "ids": ["x"]})", "application/json"), 422,
+                "either");
+  check_problem(op.Post("/api/v1/dead-letter/dismiss", R"({"all": true, "queue": 1})", "application/json"), 422,
+                "\"queue\" must be a string");
+  auto other = body_of(op.Post("/api/v1/dead-letter/dismiss", R"({"all": true, "queue": "other"})", "application/json"));
+  CHECK(other == json{{"dismissed", 1}});
+  CHECK(body_of(reader.Get("/api/v1/check?max_dlq=0"))["ok"] == false);
+  auto named = body_of(op.Post("/api/v1/dead-letter/dismiss", json{{"ids", {ids[1]}}}.dump(), "application/json"));
+  CHECK(named["dismissed"] == 1);
+  CHECK(body_of(reader.Get("/api/v1/dead-letter")).empty());
+  CHECK(body_of(reader.Get("/api/v1/check?max_dlq=0"))["ok"] == true);
+}
+
 TEST_CASE("serve: GET /dead-letter pages with a cursor, also among runs that died in the same microsecond") {
   test::TempDir dir;
   test::TestDb db(dir);

@@ -434,6 +434,19 @@ TEST_CASE("dag: a node is run again only with its DAG run, and its history stays
   CHECK(f.s->dags().retry_dag_run(r.dag_run_id) == 4);  // a, b, c, d; e kept
 }
 
+TEST_CASE("dag: a dead node dismissed leaves the dead-letter queue; its DAG run stays failed, and dag retry reruns it") {
+  Fixture f;
+  auto r = f.submit(kDiamond);
+  auto first = f.claim();
+  f.finish(first["a"], RunStatus::dead);
+  f.finish(first["e"], RunStatus::succeeded);
+  REQUIRE(f.s->dead_letter().dead_runs({}).size() == 1);
+  CHECK(f.s->dead_letter().dismiss({first["a"].run_id}).size() == 1);
+  CHECK(f.s->dead_letter().dead_runs({}).empty());
+  CHECK(f.s->dags().get_dag_run(r.dag_run_id).status == "failed");
+  CHECK(f.s->dags().retry_dag_run(r.dag_run_id) == 4);  // a, b, c, d; e kept
+}
+
 TEST_CASE("dag: triggering or backfilling a scheduled DAG makes DAG runs, never a run of its own") {
   Fixture f;
   auto r = f.submit_scheduled("0 3 * * *");

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "common/store/admin.hpp"
 #include "common/store/agent.hpp"
 #include "common/store/dead_letter.hpp"
 #include "common/store/jobs.hpp"
@@ -67,6 +68,75 @@ TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves
   REQUIRE(once.size() == 1);
   CHECK(f.s->jobs().get_run(once[0])->replay_of == b.run_id);
   CHECK(f.s->jobs().runs_of(b.job_id).size() == 2);  // the dead run and the one fresh run
+}
+
+TEST_CASE("dlq: dismiss takes dead runs out of the queue without a new run, and they stay in history") {
+  Fixture f;
+  auto a = f.dead_job();
+  auto b = f.dead_job("other");
+  auto c = f.dead_job("other");
+  auto in_queue = [&](const std::string& queue) {
+    for (const auto& q : f.s->queues().list_queues())
+      if (q.name == queue) return q.dead;
+    return int64_t{-1};
+  };
+  auto gauged = [&] {  // by GET /metrics
+    int64_t n = 0;
+    for (const auto& q : f.s->admin().gauges().queues) n += q.dead_letter;
+    return n;
+  };
+  auto counted = [&] {  // by `jobctl stats`
+    int64_t n = 0;
+    for (const auto& q : f.s->admin().stats({})) n += q.dead_letter;
+    return n;
+  };
+  REQUIRE(gauged() == 3);
+  REQUIRE(counted() == 3);
+
+  // Named twice, dismissed once; the run stays dead, with no new run.
+  CHECK(f.s->dead_letter().dismiss({a.run_id, a.run_id}) == std::vector<std::string>{a.run_id});
+  auto run = f.s->jobs().get_run(a.run_id);
+  CHECK(run->status == RunStatus::dead);
+  CHECK(run->dismissed_at.has_value());
+  CHECK_FALSE(run->replayed_at.has_value());
+  CHECK(f.s->jobs().runs_of(a.job_id).size() == 1);
+  CHECK(f.s->jobs().get_job(a.job_id)->latest_run->id == a.run_id);
+  CHECK(f.s->dead_letter().dead_runs({}).size() == 2);
+  CHECK(in_queue("default") == 0);
+  CHECK(gauged() == 2);
+  CHECK(counted() == 2);
+  auto events = f.s->jobs().history(a.job_id, 10);
+  CHECK(std::count_if(events.begin(), events.end(), [](const auto& e) { return e.action == "dismiss"; }) == 1);
+  // Dismissed already: left as it is, not an error.
+  CHECK(f.s->dead_letter().dismiss({a.run_id}).empty());
+
+  // All or nothing: a run that is not dead refuses the whole call.
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  auto pending = f.s->jobs().submit({spec})[0];
+  auto refused = [&](const std::vector<std::string>& ids) {
+    try {
+      f.s->dead_letter().dismiss(ids);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == ExitCode::invalid_state;
+    }
+  };
+  CHECK(refused({b.run_id, pending.run_id}));
+  CHECK_FALSE(f.s->jobs().get_run(b.run_id)->dismissed_at.has_value());
+  // A run replayed already left the queue by its new run.
+  f.s->dead_letter().replay({b.run_id});
+  CHECK(refused({b.run_id}));
+
+  // Every one a filter covers; a dismissed run can still be replayed.
+  store::DeadFilter other;
+  other.queue = "other";
+  CHECK(f.s->dead_letter().dismiss_all(other) == 1);
+  CHECK(f.s->jobs().get_run(c.run_id)->dismissed_at.has_value());
+  CHECK(f.s->dead_letter().dead_runs({}).empty());
+  CHECK(in_queue("other") == 0);
+  CHECK(f.s->dead_letter().dismiss_all({}) == 0);
+  CHECK(f.s->dead_letter().replay({a.run_id}).size() == 1);
 }
 
 TEST_CASE("dlq: replays and retries of one dead run at once make one fresh run, and the others are refused") {

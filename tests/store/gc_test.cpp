@@ -41,6 +41,20 @@ struct Fixture {
   }
 
   int64_t count(const std::string& sql) { return s->connection().query(sql).at(0).i64(0); }
+
+  // A DAG run of one node, whose run ended dead: {DAG run, node run}.
+  std::pair<std::string, std::string> dead_node() {
+    store::DagSubmit d;
+    d.document = R"({"name": "one", "jobs": {"a": {"command": "false"}}})";
+    d.definition = dag::parse(d.document);
+    auto res = s->dags().submit_dag(d);
+    auto c = s->agent().claim(worker, {"default"}, 1, 60'000'000);
+    REQUIRE(c.size() == 1);
+    auto dead = store::completion_of(c[0], RunStatus::dead);
+    dead.outcome = model::AttemptOutcome::failed;
+    REQUIRE(s->agent().complete({dead}) == std::vector<bool>{true});
+    return {res.dag_run_id, c[0].run_id};
+  }
 };
 
 }  // namespace
@@ -51,6 +65,8 @@ TEST_CASE("gc: finished history past retention goes in batches, while waiting ru
   for (int i = 0; i < 5; ++i) old.push_back(f.ended(RunStatus::succeeded, 40 * kDay));
   auto recent = f.ended(RunStatus::succeeded, 1 * kDay);
   auto in_dlq = f.ended(RunStatus::dead, 40 * kDay);
+  auto dismissed = f.ended(RunStatus::dead, 40 * kDay);
+  f.s->dead_letter().dismiss({dismissed.run_id});
   auto replayed = f.ended(RunStatus::dead, 40 * kDay);
   auto fresh_run = f.s->dead_letter().replay({replayed.run_id}).at(0);  // pending now: its job stays
   model::JobSpec waiting;
@@ -69,10 +85,10 @@ TEST_CASE("gc: finished history past retention goes in batches, while waiting ru
       {schedule.job_id, f.s->now() - 40 * kDay});
 
   auto r = f.s->admin().gc(30 * kDay, 2);
-  CHECK(r.runs == 7);  // five old successes, the replayed dead run, the schedule's old run
-  CHECK(r.jobs == 5);  // the one-off jobs left with no run
+  CHECK(r.runs == 8);  // five old successes, the replayed and the dismissed dead runs, the schedule's old run
+  CHECK(r.jobs == 6);  // the one-off jobs left with no run
   CHECK(r.batches == 4);
-  CHECK(r.attempts == 6);
+  CHECK(r.attempts == 7);
   CHECK_FALSE(r.more);
   for (const auto& o : old) {
     CHECK_FALSE(f.s->jobs().get_job(o.job_id));
@@ -81,6 +97,7 @@ TEST_CASE("gc: finished history past retention goes in batches, while waiting ru
   CHECK(f.s->jobs().get_run(recent.run_id));
   CHECK(f.s->jobs().get_run(in_dlq.run_id));
   CHECK_FALSE(f.s->jobs().get_run(replayed.run_id));
+  CHECK_FALSE(f.s->jobs().get_job(dismissed.job_id));
   CHECK(f.s->jobs().get_job(replayed.job_id)->latest_run->id == fresh_run);
   CHECK(f.s->jobs().get_run(pending.run_id));
   CHECK(f.s->jobs().get_job(schedule.job_id));
@@ -125,16 +142,20 @@ TEST_CASE("gc: a DAG run goes whole once every node ended before the cutoff") {
 
 TEST_CASE("gc: dag retry takes the dead nodes it reruns out of the dead-letter queue") {
   Fixture f;
-  store::DagSubmit d;
-  d.document = R"({"name": "one", "jobs": {"a": {"command": "false"}}})";
-  d.definition = dag::parse(d.document);
-  auto res = f.s->dags().submit_dag(d);
-  auto c = f.s->agent().claim(f.worker, {"default"}, 1, 60'000'000);
-  REQUIRE(c.size() == 1);
-  auto dead = store::completion_of(c[0], RunStatus::dead);
-  dead.outcome = model::AttemptOutcome::failed;
-  REQUIRE(f.s->agent().complete({dead}) == std::vector<bool>{true});
+  const auto [dag_run, run] = f.dead_node();
   CHECK(f.s->dead_letter().dead_runs({}).size() == 1);
-  CHECK(f.s->dags().retry_dag_run(res.dag_run_id) == 1);
+  CHECK(f.s->dags().retry_dag_run(dag_run) == 1);
   CHECK(f.s->dead_letter().dead_runs({}).empty());
+}
+
+TEST_CASE("gc: a DAG run whose dead node was dismissed goes whole past retention") {
+  Fixture f;
+  const auto [dag_run, run] = f.dead_node();
+  f.s->connection().exec("UPDATE runs SET finished_at = $2 WHERE dag_run_id = $1", {dag_run, f.s->now() - 2 * kDay});
+  f.s->connection().exec("UPDATE dag_runs SET created_at = $2 WHERE id = $1", {dag_run, f.s->now() - 2 * kDay});
+  CHECK(f.s->admin().gc(1 * kDay).dag_runs == 0);  // its node is in the dead-letter queue
+  f.s->dead_letter().dismiss({run});
+  auto r = f.s->admin().gc(1 * kDay);
+  CHECK(r.dag_runs == 1);
+  CHECK(r.runs == 1);
 }
