@@ -4,11 +4,12 @@
 // end and agents keep claiming in between.
 //
 // What stays, whatever its age: runs still waiting or running; dead runs in
-// the dead-letter queue (not replayed: `jobctl dlq purge` removes those); a
-// DAG run's node runs until the whole DAG run has ended before the cutoff
-// (its status and `dag retry` read them), and all of a DAG run that has a
-// node in the dead-letter queue. A one-off job goes with its last
-// run, with its audit trail; schedules, DAGs and their node jobs stay.
+// the dead-letter queue (neither replayed nor dismissed: `jobctl dlq purge`
+// removes those); a DAG run's node runs until the whole DAG run has ended
+// before the cutoff (its status and `dag retry` read them), and all of a
+// DAG run that has a node in the dead-letter queue. A one-off job goes with
+// its last run, with its audit trail; schedules, DAGs and their node jobs
+// stay.
 #include <fmt/format.h>
 
 #include <set>
