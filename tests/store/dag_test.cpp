@@ -434,7 +434,7 @@ TEST_CASE("dag: a node is run again only with its DAG run, and its history stays
   CHECK(f.s->dags().retry_dag_run(r.dag_run_id) == 4);  // a, b, c, d; e kept
 }
 
-TEST_CASE("dag: a dead node dismissed leaves the dead-letter queue; its DAG run stays failed, and dag retry reruns it") {
+TEST_CASE("dag: a dead node dismissed leaves the dead-letter queue, its DAG run stays failed, and dag retry reruns it") {
   Fixture f;
   auto r = f.submit(kDiamond);
   auto first = f.claim();
