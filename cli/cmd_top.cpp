@@ -72,6 +72,9 @@ struct TopFlags {
 };
 
 void draw(Context& ctx, const TopFlags& f, int64_t window_us) {
+  // Each frame reads the SQLite file the path names now, not one deleted
+  // or replaced since the last (an operator reset or restored the store).
+  ctx.forget_if_replaced();
   store::StatsFilter filter;
   filter.window_us = window_us;
   auto stats = ctx.store().admin().stats(filter);

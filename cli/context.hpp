@@ -26,6 +26,10 @@ class Context {
   store::Store& store(Schema schema = Schema::require);
   // Closes the store's connection: the next store() opens a new one.
   void drop_store() { store_.reset(); }
+  // Closes it when its SQLite file was deleted or replaced since it was
+  // opened (an operator reset or restored the store): the next store()
+  // opens the file the path names now (store::forget_if_replaced).
+  void forget_if_replaced() { store::forget_if_replaced(store_); }
   // Whether a store is open: it answered (its schema was read).
   bool store_open() const { return store_ != nullptr; }
   OutputFormat format() const;

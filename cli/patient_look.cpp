@@ -15,10 +15,10 @@ bool PatientLook::operator()(const std::function<void(store::Store&)>& look) {
   for (;;) {
     const auto started = Clock::now();
     try {
-      // An SQLite file deleted or replaced since the command opened it (an
-      // operator reset or restored the store): the file the path names now
-      // is read, as jobctl serve does, not the old one for ever.
-      if (ctx_.store_open() && ctx_.store().connection().file_replaced()) ctx_.drop_store();
+      // An SQLite file deleted or replaced since the command opened it: the
+      // file the path names now is read, as jobctl serve does, not the old
+      // one for ever.
+      ctx_.forget_if_replaced();
       auto& store = ctx_.store();
       auto due = backoff_.deadline();
       if (due) due = std::max(*due, Clock::now() + std::chrono::seconds(1));

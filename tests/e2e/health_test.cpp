@@ -293,6 +293,59 @@ TEST_CASE("doctor: a store that refuses writes, or a damaged file, is a finding 
   CHECK(integrity["detail"].get<std::string>().find('\n') == std::string::npos);
 }
 
+namespace {
+
+// `jobctl top` on a pseudo-terminal, redrawing every 200 ms.
+struct TopOnPty {
+  int master = -1;
+  pid_t pid = -1;
+  std::string seen;  // everything it wrote
+
+  explicit TopOnPty(test::TestDb& db) {
+    pid = forkpty(&master, nullptr, nullptr, nullptr);
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      execl(JOBCTL_BIN, JOBCTL_BIN, "--db", db.dsn().c_str(), "top", "--interval", "200ms", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~TopOnPty() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    if (master >= 0) close(master);
+  }
+  TopOnPty(const TopOnPty&) = delete;
+  TopOnPty& operator=(const TopOnPty&) = delete;
+
+  // Whether `what` was written, within a hang guard's 60 s.
+  bool read_until(const std::string& what) {
+    auto give_up = std::chrono::steady_clock::now() + 60s;
+    while (seen.find(what) == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+      pollfd p{master, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0) break;
+      seen.append(buf, static_cast<size_t>(n));
+    }
+    return seen.find(what) != std::string::npos;
+  }
+
+  // Types q: its exit status once it has restored the terminal, -1 if it was killed.
+  int quit() {
+    REQUIRE(write(master, "q", 1) == 1);
+    CHECK(read_until("\033[?1049l"));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("top: one frame with --once, a refusal without a terminal, and a clean terminal after q") {
   test::TempDir dir;
   test::TestDb db(dir);
@@ -312,37 +365,28 @@ TEST_CASE("top: one frame with --once, a refusal without a terminal, and a clean
   CHECK(no_tty.err.find("jobctl top needs a terminal") != std::string::npos);
 
   // On a terminal (a pty): alternate screen in, q, and everything undone.
-  int master = -1;
-  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl(JOBCTL_BIN, JOBCTL_BIN, "--db", db.dsn().c_str(), "top", "--interval", "200ms", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  std::string seen;
-  auto read_until = [&](const std::string& what) {
-    auto give_up = std::chrono::steady_clock::now() + 60s;  // a hang guard
-    while (seen.find(what) == std::string::npos && std::chrono::steady_clock::now() < give_up) {
-      pollfd p{master, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buf[4096];
-      ssize_t n = read(master, buf, sizeof buf);
-      if (n <= 0) break;
-      seen.append(buf, static_cast<size_t>(n));
-    }
-    return seen.find(what) != std::string::npos;
-  };
-  REQUIRE(read_until("RECENT FAILURES"));
-  CHECK(seen.find("\033[?1049h") != std::string::npos);
-  REQUIRE(write(master, "q", 1) == 1);
-  CHECK(read_until("\033[?1049l"));
-  int status = 0;
-  waitpid(pid, &status, 0);
-  close(master);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  auto tail = seen.substr(seen.rfind("\033[?25h"));
+  TopOnPty top(db);
+  REQUIRE(top.read_until("RECENT FAILURES"));
+  CHECK(top.seen.find("\033[?1049h") != std::string::npos);
+  CHECK(top.quit() == 0);
+  auto tail = top.seen.substr(top.seen.rfind("\033[?25h"));
   CHECK(tail.rfind("\033[?25h\033[?1049l", 0) == 0);  // cursor shown, main screen back: the last thing written
+}
+
+TEST_CASE("top: after its SQLite file is deleted and made again, the next frame reads the new file") {
+  if (test::test_backend() != config::Backend::sqlite) return;  // a file of its own
+  test::TempDir dir;
+  test::TestDb db(dir);
+  submit(db, dir, {"--queue", "old-queue", "--", "true"});
+  TopOnPty top(db);
+  REQUIRE(top.read_until("old-queue"));
+  // An operator resets the store: top went on drawing the deleted file.
+  const std::string file = db.dsn().substr(std::string("sqlite:").size());
+  for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
+  REQUIRE(run_jobctl(db, dir, {"init"}).code == 0);
+  submit(db, dir, {"--queue", "new-queue", "--", "true"});
+  CHECK(top.read_until("new-queue"));
+  CHECK(top.quit() == 0);
 }
 
 TEST_CASE("check: --max-failure-rate, --max-ready and --max-stuck trip per queue") {
