@@ -15,6 +15,7 @@ const API = '/api/v1';
 const ROLES = ['read', 'submit', 'operate', 'admin'];
 const RUN_STATUSES = ['blocked', 'pending', 'running', 'succeeded', 'failed', 'dead', 'cancelled', 'skipped'];
 const FINAL_STATUSES = new Set(['succeeded', 'failed', 'dead', 'cancelled', 'skipped']);
+const RETRYABLE_STATUSES = new Set(['dead', 'failed', 'cancelled']);
 const DAG_FINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const PAGE_SIZE = 50;
 
@@ -456,7 +457,14 @@ function jobFields(job) {
 }
 
 function renderJobActions(box, job, refresh) {
-  replaceIfChanged(box, `${job.status}|${job.paused}`, () => jobActionButtons(job, refresh));
+  replaceIfChanged(box, `${job.status}|${job.paused}|${retryable(job)}`, () => jobActionButtons(job, refresh));
+}
+
+// What POST /jobs/{id}/retry takes: the latest run, and under --on-each
+// every agent's run of it (per_agent) that ended dead, failed or cancelled,
+// also when the latest succeeded.
+function retryable(job) {
+  return RETRYABLE_STATUSES.has(job.status) || (job.per_agent || []).some((r) => RETRYABLE_STATUSES.has(r.status));
 }
 
 function jobActionButtons(job, refresh) {
@@ -471,7 +479,7 @@ function jobActionButtons(job, refresh) {
     actionButton('action-pause', 'Pause', () => act('Pause', `/jobs/${id}/pause`, { refresh })),
     actionButton('action-resume', 'Resume', () => act('Resume', `/jobs/${id}/resume`, { refresh })),
   ].filter(Boolean);
-  const enabled = { 'action-cancel': !final, 'action-retry': ['dead', 'failed', 'cancelled'].includes(job.status),
+  const enabled = { 'action-cancel': !final, 'action-retry': retryable(job),
     'action-pause': !job.paused, 'action-resume': job.paused };
   for (const b of buttons) b.disabled = !enabled[b.id];
   return buttons;

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """The web console of `jobctl serve`, driven in a real browser.
 
-Starts `jobctl serve` and one `jobagent` on a fresh store (SQLite in a
+Starts `jobctl serve` and two `jobagent`s on a fresh store (SQLite in a
 temp dir, or a fresh schema of the PostgreSQL server JOBCTL_TEST_PG_DSN
 names), then drives Debian's chromium through python3-selenium: the login
 page, the cookie, a job seen live to success with its output, a dead run
-replayed, a running job cancelled, a DAG drawn and run, the CSRF header
+replayed and one dismissed, an --on-each job retried where one agent's run
+died, a running job cancelled, a DAG drawn and run, the CSRF header
 required, every page screenshotted and audited with axe-core (WCAG 2 A and
 AA), a job opened and cancelled with the keyboard alone, logging out, and
 a read-only token that sees no action buttons.
@@ -123,9 +124,9 @@ class Processes:
             return m and m.group(1)
         return wait_until(listening, 'jobctl serve to listen')
 
-    def agent(self):
-        self.start('agent', [self.args.jobagent, '--db', self.dsn, '--name', 'console-agent', '--concurrency', '4',
-                             '--poll-interval', '200ms', '--drain-timeout', '2s', '--kill-grace', '1s'])
+    def agent(self, name):
+        self.start(name, [self.args.jobagent, '--db', self.dsn, '--name', name, '--label', 'role=console',
+                          '--concurrency', '4', '--poll-interval', '200ms', '--drain-timeout', '2s', '--kill-grace', '1s'])
 
     def stop(self):
         """SIGTERM to each, then SIGKILL to what is still running after 15 s."""
@@ -273,6 +274,11 @@ class Console:
         found = self.d.find_elements(By.CSS_SELECTOR, css)
         return found[0] if found else None
 
+    def enabled(self, css):
+        """Whether the element is enabled; None while there is none."""
+        e = self.find(css)
+        return None if e is None else e.is_enabled()
+
     def find_all(self, css):
         from selenium.webdriver.common.by import By
         return self.d.find_elements(By.CSS_SELECTOR, css)
@@ -417,6 +423,36 @@ class Console:
         self.check(after['run']['id'] == run3 and after['status'] == 'dead' and after['run']['dismissed_at'],
                    f'the dismissed run is not the job\'s latest, dead and dismissed: {after["run"]}')
 
+    # -- an --on-each job whose newest run succeeded while the other
+    # agent's died: Retry is offered, and runs the dead one again
+
+    def on_each_retried(self):
+        barrier = tempfile.mkdtemp(prefix='console-each-')
+        try:
+            ids = os.path.join(barrier, 'ids')
+            # Both runs wait for each other; the newer (the larger id) succeeds.
+            command = (f'echo "$JOB_RUN_ID" >> {ids}; while [ "$(wc -l < {ids})" -lt 2 ]; do sleep 0.1; done; '
+                       f'[ "$JOB_RUN_ID" = "$(sort {ids} | tail -n 1)" ]')
+            job = self.api.submit({'command': command, 'name': 'console-each', 'on_each': 'role=console', 'retries': 0})
+
+            def ended():
+                j = self.api.job(job['id'])
+                statuses = sorted(r['status'] for r in j.get('per_agent', []))
+                return j if statuses == ['dead', 'succeeded'] else None
+            j = self.wait(ended, 'one agent\'s run of the --on-each job to succeed and the other\'s to die')
+            self.check(j['status'] == 'succeeded', f'the job\'s newest run is not the one that succeeded: {j["status"]}')
+            self.open(f'/jobs/{job["id"]}', '#action-retry', 'the job page with its Retry button')
+            self.wait(lambda: self.enabled('#action-retry'), 'Retry to be enabled for the dead agent\'s run')
+            self.click('#action-retry', 'Retry')
+
+            def all_succeeded():
+                runs = self.api.job(job['id']).get('per_agent', [])
+                return len(runs) == 2 and all(r['status'] == 'succeeded' for r in runs)
+            self.wait(all_succeeded, 'the retried run to succeed on its agent')
+            self.wait(lambda: self.enabled('#action-retry') is False, 'Retry to be disabled once every run succeeded')
+        finally:
+            shutil.rmtree(barrier, ignore_errors=True)
+
     # -- (e) a running job cancelled from its page
 
     def cancel_running(self):
@@ -521,13 +557,14 @@ def run(args):
         procs = Processes(args, tmp, store.dsn)
         procs.init_store()
         base = procs.serve(write_tokens(tmp, tokens))
-        procs.agent()
+        procs.agent('console-agent')
+        procs.agent('console-agent-2')  # for --on-each
         driver = make_driver(tmp)
         c = Console(driver, base, Api(base, tokens['console-op'][1]), tokens, args.backend, args.screenshots)
         c.step('login page', c.login_page)
         if c.step('login', c.login):
             for name, fn in [('job succeeds', c.job_succeeds), ('markup shown as text', c.markup_is_text),
-                             ('dead run replayed', c.dead_replayed),
+                             ('dead run replayed', c.dead_replayed), ('--on-each retried', c.on_each_retried),
                              ('running job cancelled', c.cancel_running), ('DAG drawn and run', c.dag_runs),
                              ('CSRF header required', c.csrf_refused), ('schedules', c.schedules),
                              ('workers', c.workers), ('dashboard', c.dashboard), ('log out', c.logout),
