@@ -25,7 +25,7 @@ std::string exposition(const store::StoreGauges& g) {
   per_queue("jobctl_queue_running", "Runs running now.", [](const auto& q) { return q.running; });
   per_queue("jobctl_queue_oldest_ready_seconds", "How long the longest-waiting due run has waited (0: none waits).",
             [](const auto& q) { return static_cast<double>(q.oldest_ready_us.value_or(0)) / 1e6; });
-  per_queue("jobctl_dead_letter_runs", "Runs in the dead-letter queue, not replayed.",
+  per_queue("jobctl_dead_letter_runs", "Runs in the dead-letter queue, neither replayed nor dismissed.",
             [](const auto& q) { return q.dead_letter; });
   prometheus_header(out, "jobctl_workers_live", "gauge",
                     "Agents heartbeating within their lease, by state: active (taking work) or draining.");

@@ -26,7 +26,7 @@ nlohmann::json dead_runs_json(store::Store& store, const store::DeadFilter& filt
 nlohmann::json dead_run_json(store::Store& store, const std::string& id);
 
 // {"replayed": N, "runs": [NEW_RUN…]}: the runs named run again. Each must
-// be in the queue (dead, not replayed), else nothing is replayed; a run
+// be in the queue (dead, not run again), else nothing is replayed; a run
 // named twice (or by its id and its job's) is replayed once.
 nlohmann::json replay_json(store::Store& store, const std::vector<std::string>& ids);
 
