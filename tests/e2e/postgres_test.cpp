@@ -447,6 +447,8 @@ TEST_CASE("postgres: jobctl grant makes reader, submitter, operator and agent ro
   // The operator changes what exists.
   ok("operator", {"dlq", "replay", dead});
   CHECK(run_on(as["reader"], dir, {"wait", dead}).code == 1);
+  refused("reader", {"dlq", "dismiss", dead});
+  ok("operator", {"dlq", "dismiss", dead});
   ok("operator", {"cancel", later});
   ok("operator", {"retry", later});
   ok("operator", {"pause", schedule});
