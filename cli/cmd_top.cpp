@@ -120,9 +120,22 @@ void register_top(CLI::App& app, Context& ctx) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
     signal(SIGTSTP, SIG_IGN);  // a suspended top would leave the shell on the alternate screen
     Screen screen;
+    bool answered = false;
     for (;;) {
       std::fputs("\033[H\033[2J", stdout);
-      draw(ctx, *f, window);
+      try {
+        draw(ctx, *f, window);
+        answered = true;
+      } catch (const Error& e) {
+        // A store that answered and then fails (a restart, a failover, its
+        // SQLite file deleted and not made again yet) is said on the
+        // screen, and the next frame looks again on a new connection,
+        // until q. One that fails the first frame is an error (exit 5).
+        if (e.code() != ExitCode::store || !answered) throw;
+        ctx.drop_store();
+        std::printf("jobctl top  %s  (every %s; q quits)\n\nthe store does not answer: %s\ntrying again\n",
+                    util::format_time(util::now_micros()).c_str(), f->interval.c_str(), e.what());
+      }
       std::fflush(stdout);
       pollfd in{STDIN_FILENO, POLLIN, 0};
       if (poll(&in, 1, static_cast<int>(interval.count() / 1000)) > 0) {

@@ -373,7 +373,7 @@ TEST_CASE("top: one frame with --once, a refusal without a terminal, and a clean
   CHECK(tail.rfind("\033[?25h\033[?1049l", 0) == 0);  // cursor shown, main screen back: the last thing written
 }
 
-TEST_CASE("top: after its SQLite file is deleted and made again, the next frame reads the new file") {
+TEST_CASE("top: after its SQLite file is deleted, it says the store does not answer, and reads the new file once made") {
   if (test::test_backend() != config::Backend::sqlite) return;  // a file of its own
   test::TempDir dir;
   test::TestDb db(dir);
@@ -381,8 +381,11 @@ TEST_CASE("top: after its SQLite file is deleted and made again, the next frame 
   TopOnPty top(db);
   REQUIRE(top.read_until("old-queue"));
   // An operator resets the store: top went on drawing the deleted file.
+  // Until the new one is made, top says the store does not answer, and
+  // goes on.
   const std::string file = db.dsn().substr(std::string("sqlite:").size());
   for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
+  CHECK(top.read_until("the store does not answer: no store at"));
   REQUIRE(run_jobctl(db, dir, {"init"}).code == 0);
   submit(db, dir, {"--queue", "new-queue", "--", "true"});
   CHECK(top.read_until("new-queue"));
