@@ -56,7 +56,7 @@ void register_health(CLI::App& app, Context& ctx);    // stats, check
 void register_gc(CLI::App& app, Context& ctx);
 void register_progress(CLI::App& app, Context& ctx);
 void register_top(CLI::App& app, Context& ctx);
-void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, purge
+void register_dlq(CLI::App& app, Context& ctx);       // dlq ls, show, replay, dismiss, purge
 void register_queue(CLI::App& app, Context& ctx);     // queue set, ls
 void register_schedule(CLI::App& app, Context& ctx);  // cron next, schedules ls, schedule …
 void register_lifecycle(CLI::App& app, Context& ctx); // update, delete, restore, history
