@@ -18,7 +18,8 @@ std::string dead_run_id(store::Store& store, const std::string& id, const char* 
   auto r = resolve_id(store, id);
   if (r.run && r.run->status == model::RunStatus::dead && r.run->replayed_at)
     // "(its run is dead)" said the opposite of "not in the queue" (a tester).
-    throw Error(ExitCode::invalid_state, fmt::format("{} was replayed already: nothing was {}", id, done),
+    throw Error(ExitCode::invalid_state,
+                fmt::format("{} was run again already (by a replay or a retry): nothing was {}", id, done),
                 "see its new run with `jobctl runs` on its job");
   if (!r.run || r.run->status != model::RunStatus::dead)
     throw Error(ExitCode::invalid_state,

@@ -31,7 +31,7 @@ class DeadLetter {
   // For each dead run, a fresh pending run of its job with a fresh retry
   // budget, linked to it (replay_of); the dead run leaves the queue. All or
   // nothing: throws invalid_state naming the first run that is not dead
-  // (or was replayed already). A run named twice is replayed once.
+  // (or was run again already). A run named twice is replayed once.
   // Returns the new run ids, in the order named.
   std::vector<std::string> replay(const std::vector<std::string>& dead_run_ids);
   // Replays every dead run the filter covers, in one transaction.

@@ -672,7 +672,7 @@ TEST_CASE("serve: attempts, output, history, workers and the dead-letter queue a
   check_problem(op.Post("/api/v1/dead-letter/" + id + "/replay"), 409, "not in the dead-letter queue");
   // The dead run itself, by its id: "not in the dead-letter queue (its run is dead)".
   const std::string replayed = test::get(db, dir, id)["run"]["replay_of"];
-  check_problem(op.Post("/api/v1/dead-letter/" + replayed + "/replay"), 409, replayed + " was replayed already");
+  check_problem(op.Post("/api/v1/dead-letter/" + replayed + "/replay"), 409, replayed + " was run again already");
   check_problem(op.Post("/api/v1/dead-letter/replay", R"({"ids": []})", "application/json"), 422, "non-empty");
   check_problem(op.Post("/api/v1/dead-letter/replay", R"({"all": true, "ids": ["x"]})", "application/json"), 422,
                 "either");
