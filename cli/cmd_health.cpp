@@ -138,8 +138,8 @@ void register_health(CLI::App& app, Context& ctx) {
   check->add_option("--queue", cf->queue, "Only this queue");
   check->add_option("--since", cf->since, "The window for --max-lag and --max-failure-rate")->capture_default_str();
   auto* doctor = app.add_subcommand(
-      "doctor", "Store health: schema, clock skew, and vacuum, long transactions and indexes (PostgreSQL) or WAL "
-                "and integrity (SQLite); exit 1 when something needs attention");
+      "doctor", "Store health: schema, clock skew, and vacuum, long transactions, indexes and a synchronous standby "
+                "that holds commits (PostgreSQL) or WAL and integrity (SQLite); exit 1 when something needs attention");
   doctor->callback([&ctx] { run_doctor(ctx); });
 
   check->callback([cf, stuck_after, &ctx] {

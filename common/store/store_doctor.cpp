@@ -1,7 +1,8 @@
 // Store: jobctl doctor's findings about the store itself: schema version,
 // clock skew, and per engine what makes a store slow or unsafe over time
 // (PostgreSQL: dead tuples and vacuum, long transactions that hold vacuum
-// back, invalid indexes; SQLite: the WAL's size, integrity, free pages).
+// back, invalid indexes, a synchronous standby that holds every commit;
+// SQLite: the WAL's size, integrity, free pages).
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -48,6 +49,51 @@ void clock_step_findings(Connection& c, std::vector<Finding>& out) {
   }
 }
 
+// On a primary with synchronous_standby_names, every commit waits for a
+// standby to confirm it: a standby stopped, frozen or cut off holds every
+// write (jobctl's commands give up after JOBCTL_STORE_TIMEOUT, agents see
+// an outage) while reads, and every other finding, say all is well.
+// Commits of this role's sessions waiting for it are the sure sign (other
+// roles' waits, and the standbys' sync state, need pg_read_all_stats).
+void replication_findings(Connection& c, std::vector<Finding>& out) {
+  constexpr int64_t kStuckAfter = 2;  // seconds: a standby that answers confirms in milliseconds
+  auto r = c.query(
+      "SELECT current_setting('synchronous_standby_names'), current_setting('synchronous_commit'), count(*), "
+      "COALESCE(EXTRACT(EPOCH FROM max(now() - query_start))::bigint, 0), "
+      "(SELECT count(*) FROM pg_stat_replication), "
+      "(SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')), "
+      "(SELECT count(*) FROM pg_stat_replication WHERE sync_state IS NULL) "
+      "FROM pg_stat_activity WHERE wait_event = 'SyncRep'");
+  const auto& row = r.at(0);
+  const std::string names = row.text(0), commit = row.text(1);
+  const int64_t waiting = row.i64(2), oldest = row.i64(3), senders = row.i64(4), synchronous = row.i64(5),
+                hidden = row.i64(6);
+  const std::string hint =
+      "start the standby or mend its network; or let commits go without it: ALTER SYSTEM SET "
+      "synchronous_standby_names = ''; SELECT pg_reload_conf()";
+  if (names.empty() || commit == "off" || commit == "local") {
+    out.push_back(ok("replication", names.empty() ? "no synchronous standby: commits wait for none"
+                                                  : "synchronous_commit is " + commit + ": commits wait for no standby"));
+  } else if (waiting > 0 && oldest >= kStuckAfter) {
+    out.push_back(bad("replication",
+                      fmt::format("{} commit{} waiting for a synchronous standby ('{}'), the oldest for {} s: "
+                                  "every write waits with them",
+                                  waiting, waiting == 1 ? " is" : "s are", names, oldest),
+                      hint));
+  } else if (senders == 0 || (hidden == 0 && synchronous == 0)) {
+    out.push_back(bad("replication",
+                      fmt::format("synchronous_standby_names is '{}', but no synchronous standby is streaming: "
+                                  "every commit waits for one",
+                                  names),
+                      hint));
+  } else {
+    out.push_back(ok("replication",
+                     hidden > 0 ? fmt::format("synchronous standby '{}': {} connected", names, senders)
+                                : fmt::format("synchronous standby '{}': {} of {} streaming and confirming commits",
+                                              names, synchronous, senders)));
+  }
+}
+
 void postgres_findings(Connection& c, std::vector<Finding>& out) {
   // A standby, or a server set read-only: every command that writes fails.
   auto ro = c.query("SELECT CASE WHEN pg_is_in_recovery() THEN 1 ELSE 0 END, "
@@ -57,6 +103,7 @@ void postgres_findings(Connection& c, std::vector<Finding>& out) {
                       "point --db at the primary; with several hosts in the DSN, add target_session_attrs=read-write"));
   else
     out.push_back(ok("writes", "the server takes writes"));
+  if (ro.at(0).i64(0) == 0) replication_findings(c, out);
   for (const auto& row : c.query(
            "SELECT relname, n_live_tup, n_dead_tup, COALESCE(EXTRACT(EPOCH FROM now() - GREATEST(last_autovacuum, "
            "last_vacuum))::bigint, -1) FROM pg_stat_user_tables WHERE schemaname = current_schema() "

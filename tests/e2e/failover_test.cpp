@@ -138,3 +138,43 @@ TEST_CASE("failover: a commit the standby never confirms is exit 5 saying its ou
   CHECK(again.code == 0);
   CHECK(json::parse(run_on(pg.dsn(), dir, {"ls", "-o", "json"}).out).size() == 1);
 }
+
+TEST_CASE("failover: doctor fails the store while commits wait for a synchronous standby that does not answer") {
+  if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
+  test::TempDir dir;
+  PgPair pg(dir);
+  REQUIRE(run_on(pg.dsn(), dir, {"init"}).code == 0);
+  auto replication = [&] {
+    auto r = run_on(pg.dsn(), dir, {"doctor", "-o", "json"});
+    for (const auto& f : json::parse(r.out))
+      if (f["check"] == "replication") return std::make_pair(r.code, f);
+    FAIL("no replication finding: " << r.out);
+    return std::make_pair(r.code, json{});
+  };
+  auto healthy = replication();
+  CHECK(healthy.first == 0);
+  CHECK(healthy.second["status"] == "ok");
+  CHECK_MESSAGE(healthy.second["detail"].get<std::string>().find("1 of 1 streaming") != std::string::npos,
+                healthy.second.dump());
+
+  // Reads still answer and every other finding is ok: doctor said all was
+  // well while no write could commit.
+  pg.freeze_standby();
+  test::Process held({JOBCTL_BIN, "--db", pg.dsn(), "submit", "--", "true"}, {"JOBCTL_STORE_TIMEOUT=60s"}, dir,
+                     "held-submit");
+  json finding;
+  test::eventually(
+      [&] {
+        auto [code, f] = replication();
+        finding = f;
+        return code == 1 && f["status"] == "fail";
+      },
+      "doctor to see the commit waiting for the standby");
+  CHECK_MESSAGE(finding["detail"].get<std::string>().find("1 commit is waiting for a synchronous standby") !=
+                    std::string::npos,
+                finding.dump());
+  CHECK(finding["hint"].get<std::string>().find("synchronous_standby_names") != std::string::npos);
+  pg.thaw_standby();
+  CHECK(held.wait() == 0);
+  CHECK(replication().first == 0);
+}
