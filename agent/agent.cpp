@@ -192,6 +192,8 @@ void Agent::collect_finished() {
       continue;  // another agent owns the run now: report nothing
     }
     store::Completion c = outcome_of(f, rng_);
+    // Recorded as ended now, however long the store takes to hear of it.
+    if (const auto& seen = clock_watch_.last()) c.ended_at_us = seen->expected_at(Clock::now());
     count_finished(f, c);
     fields.emplace_back("attempt", std::to_string(f.run.attempt));
     fields.emplace_back("duration", util::format_duration(duration_cast<microseconds>(f.elapsed)));

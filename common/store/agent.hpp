@@ -60,6 +60,13 @@ struct Completion {
   // --notify: the notification jobs this end sends, written in the same
   // transaction when (and only when) the completion applies.
   std::vector<model::JobSpec> notifications;
+  // When the attempt ended, on the store's clock as its agent reckons it
+  // (its last heartbeat's reading of that clock, plus the time since on
+  // its own steady clock); unset: when it is recorded. The end is recorded
+  // then (between the attempt's start and now), and a retry's delay
+  // counts from it: a result held through an outage had the outage's end
+  // as its own (a 1 s job lasted 12.5 s).
+  std::optional<int64_t> ended_at_us;
 };
 
 // The outcome of an attempt that leaves its run `status`: a retry or a

@@ -66,7 +66,8 @@ WITH input AS (
          unnest($4::int[]) AS exit_code, unnest($5::int[]) AS signal, unnest($6::text[]) AS error,
          unnest($7::bytea[]) AS out_tail, unnest($8::bytea[]) AS err_tail, unnest($9::text[]) AS outcome,
          unnest($10::int8[]) AS delay, unnest($11::int[]) AS http_status, unnest($12::text[]) AS timings,
-         unnest($13::int8[]) AS out_bytes, unnest($14::int8[]) AS err_bytes
+         unnest($13::int8[]) AS out_bytes, unnest($14::int8[]) AS err_bytes,
+         unnest($15::int8[]) AS ended
 ), done AS (
   -- A retry of a deleted job's run is cancelled instead (the job read FOR SHARE, before the run).
   SELECT d.*, CASE WHEN d.status = 'pending' THEN COALESCE((SELECT j.deleted_at IS NOT NULL FROM runs x
@@ -81,20 +82,23 @@ WITH input AS (
   -- runs times the batch: 1 ms of the 2 a batch of 64 took).
   -- A retry of a run asked to stop is cancelled too (RECORDED_STATUS).
   UPDATE runs r SET status = CASE WHEN d.deleted THEN 'cancelled' ELSE RECORDED_STATUS END,
-         finished_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NULL ELSE NOW_US END,
-         available_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NOW_US + d.delay ELSE r.available_at END,
+         finished_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NULL
+                       ELSE GREATEST(LEAST(COALESCE(d.ended, NOW_US), NOW_US), COALESCE(r.attempt_started_at, NOW_US)) END,
+         available_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted
+                        THEN GREATEST(COALESCE(d.ended, NOW_US) + d.delay, NOW_US) ELSE r.available_at END,
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
          LEASE_ENDED, exit_code = d.exit_code,
          error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
   FROM done d WHERE r.id = d.run_id AND r.fence = d.fence AND COALESCE(r.status, '') = 'running'
   RETURNING r.id, r.queue, r.group_key, r.error, ATTEMPT_OPENED, d.status, d.outcome, d.exit_code, d.signal,
             d.error AS given_error, d.out_tail, d.err_tail, d.http_status, d.timings, d.out_bytes, d.err_bytes,
-            r.status AS recorded
+            d.ended, r.status AS recorded
 ), closed AS (
   -- Each finished run's attempt, written whole now that it has ended.
   INSERT INTO attempts (run_id, attempt, worker_id, started_at, finished_at, outcome, exit_code, signal, error,
                         stdout_tail, stderr_tail, job_version, http_status, timings, stdout_bytes, stderr_bytes)
-  SELECT f.id, f.attempt, f.attempt_worker, f.attempt_started_at, NOW_US, f.outcome, f.exit_code, f.signal,
+  SELECT f.id, f.attempt, f.attempt_worker, f.attempt_started_at,
+         GREATEST(LEAST(COALESCE(f.ended, NOW_US), NOW_US), f.attempt_started_at), f.outcome, f.exit_code, f.signal,
          CASE WHEN f.status = 'cancelled' THEN f.error ELSE f.given_error END, f.out_tail, f.err_tail,
          f.attempt_job_version, f.http_status, f.timings, f.out_bytes, f.err_bytes
   FROM finished f
@@ -121,18 +125,24 @@ const std::string& complete_postgres_sql() {
 }
 
 // One completion, fenced; returns the error recorded (see
-// cancel_requests.hpp), which a cancelled attempt gets too.
+// cancel_requests.hpp), which a cancelled attempt gets too, then when the
+// attempt ended: $8 (Completion::ended_at_us), or now, between its start
+// and now.
 // Returns after them the status recorded (a retry of a run asked to stop
 // is cancelled).
 const std::string& finish_run_sql() {
   static const std::string sql = [] {
     const std::string status = recorded_status_sql("$3", "cancel_requested");
+    const std::string ended =
+        "CASE WHEN COALESCE($8, NOW_US) > NOW_US THEN NOW_US WHEN COALESCE($8, NOW_US) < "
+        "COALESCE(attempt_started_at, NOW_US) THEN COALESCE(attempt_started_at, NOW_US) ELSE COALESCE($8, NOW_US) END";
     return fmt::format(
-        "UPDATE runs SET status = {0}, finished_at = CASE WHEN {0} = 'pending' THEN NULL ELSE NOW_US END, "
-        "available_at = CASE WHEN {0} = 'pending' THEN NOW_US + $6 ELSE available_at END, failures = failures + $7, "
+        "UPDATE runs SET status = {0}, finished_at = CASE WHEN {0} = 'pending' THEN NULL ELSE {4} END, "
+        "available_at = CASE WHEN {0} = 'pending' THEN CASE WHEN COALESCE($8, NOW_US) + $6 > NOW_US THEN "
+        "COALESCE($8, NOW_US) + $6 ELSE NOW_US END ELSE available_at END, failures = failures + $7, "
         "{1}, exit_code = $4, error = {2} WHERE id = $1 AND fence = $2 AND status = 'running' "
-        "RETURNING error, NOW_US, {3}, status",
-        status, kLeaseEnded, cancelled_error_sql(status, "cancel_requested", "$5"), kAttemptOpened);
+        "RETURNING error, {4}, {3}, status",
+        status, kLeaseEnded, cancelled_error_sql(status, "cancel_requested", "$5"), kAttemptOpened, ended);
   }();
   return sql;
 }
@@ -157,7 +167,7 @@ const std::string& release_run_sql() {
 constexpr const char* kDeletedError = "cancelled: the job was deleted";
 // An ended attempt's row: $2-$5 its number, worker, start and job version
 // (kAttemptOpened, as its run's statement returned them), $6 when it ended,
-// as that statement read the clock (a retry's due time is counted from it).
+// as that statement said (a retry's due time is counted from it).
 constexpr const char* kCloseAttempt =
     "INSERT INTO attempts (run_id, attempt, worker_id, started_at, job_version, finished_at, outcome, exit_code, "
     "signal, error, stdout_tail, stderr_tail, http_status, timings, stdout_bytes, stderr_bytes) "
@@ -178,7 +188,8 @@ Value opt_int(const std::optional<int>& v) {
 }
 
 // `ended`: the row its run's statement returned, from column 1 when it
-// ended (NOW_US) and kAttemptOpened.
+// ended (the clock as the statement read it, or earlier: finish_run_sql)
+// and kAttemptOpened.
 void close_attempt(Connection& c, const Completion& d, model::AttemptOutcome outcome, const std::string& error,
                    const Row& ended) {
   c.exec(kCloseAttempt, {d.run_id, ended.i64(2), ended.text(3), ended.i64(4), ended.i64(5), ended.i64(1),
@@ -213,7 +224,8 @@ std::optional<Recorded> finish_one(Connection& c, const Completion& d) {
     error = kDeletedError;
   }
   auto finished = c.query(finish_run_sql(), {d.run_id, d.fence, status, opt_int(d.exit_code), error, d.retry_delay_us,
-                                             int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0}});
+                                             int64_t{d.outcome == model::AttemptOutcome::failed ? 1 : 0},
+                                             d.ended_at_us ? Value(*d.ended_at_us) : Value(nullptr)});
   if (finished.empty()) return std::nullopt;
   // A cancelled attempt says why it was stopped; any other keeps its own
   // error. It ends at the time its run's retry delay counts from.
@@ -223,7 +235,7 @@ std::optional<Recorded> finish_one(Connection& c, const Completion& d) {
 }
 
 RecordedEnds complete_postgres(Connection& c, const std::vector<Completion>& done) {
-  std::vector<std::vector<std::optional<std::string>>> cols(14);
+  std::vector<std::vector<std::optional<std::string>>> cols(15);
   for (const auto& d : done) {
     cols[0].push_back(d.run_id);
     cols[1].push_back(std::to_string(d.fence));
@@ -239,6 +251,7 @@ RecordedEnds complete_postgres(Connection& c, const std::vector<Completion>& don
     cols[11].push_back(d.timings ? std::optional<std::string>(timings_to_text(*d.timings)) : std::nullopt);
     cols[12].push_back(std::to_string(d.stdout_bytes));
     cols[13].push_back(std::to_string(d.stderr_bytes));
+    cols[14].push_back(d.ended_at_us ? std::optional<std::string>(std::to_string(*d.ended_at_us)) : std::nullopt);
   }
   Params params;
   for (const auto& col : cols) params.emplace_back(pg_array(col));

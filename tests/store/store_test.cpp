@@ -849,6 +849,52 @@ TEST_CASE("store: a claim opens an attempt and a completion closes it with outpu
             .i64(0) == 0);
 }
 
+TEST_CASE("store: an attempt is recorded as ended when its agent says, between its start and now, and a retry waits from then") {
+  // A result held through an outage was recorded as ending when the store
+  // heard of it (a 1 s job lasted 12.5 s), and its retry's delay counted
+  // from then.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto w = worker(*s);
+  s->jobs().submit(std::vector<model::JobSpec>(5, job("ended")));
+  auto claimed = s->agent().claim(w, {"default"}, 5, 30'000'000);
+  REQUIRE(claimed.size() == 5);
+  const int64_t start = claimed[0].claimed_at;
+  constexpr int64_t kHour = 3'600'000'000;
+  std::vector<store::Completion> done;
+  for (const auto& c : claimed) done.push_back(store::completion_of(c, RunStatus::succeeded));
+  done[0].ended_at_us = start + 1000;         // as its agent says
+  done[1].ended_at_us = start - 5'000'000;    // before it started (a clock that disagrees): at its start
+  done[2].ended_at_us = s->now() + kHour;     // after now: now
+  done[3].status = RunStatus::pending;        // a retry an hour after its end, not after now
+  done[3].outcome = model::AttemptOutcome::failed;
+  done[3].retry_delay_us = kHour;
+  done[3].ended_at_us = start + 2000;
+  done[4].status = RunStatus::pending;        // a retry whose delay has passed since its end: due now
+  done[4].outcome = model::AttemptOutcome::failed;
+  done[4].retry_delay_us = 1000;
+  done[4].ended_at_us = start;
+  const int64_t before = s->now();
+  REQUIRE(s->agent().complete(done) == std::vector<bool>(5, true));
+  const int64_t after = s->now();
+  auto ended = [&](int i) {
+    auto att = s->jobs().attempts(claimed[i].run_id);
+    REQUIRE(att.size() == 1);
+    REQUIRE(att[0].finished_at.has_value());
+    return *att[0].finished_at;
+  };
+  CHECK(ended(0) == start + 1000);
+  CHECK(s->jobs().get_run(claimed[0].run_id)->finished_at == start + 1000);
+  CHECK(ended(1) == start);
+  CHECK(ended(2) >= before);
+  CHECK(ended(2) <= after);
+  CHECK(ended(3) == start + 2000);
+  CHECK(s->jobs().get_run(claimed[3].run_id)->available_at == start + 2000 + kHour);
+  CHECK(s->jobs().get_run(claimed[4].run_id)->available_at >= before);
+  CHECK(s->jobs().get_run(claimed[4].run_id)->available_at <= after);
+}
+
 TEST_CASE("store: an attempt running when the store is upgraded to migration 15 moves onto its run") {
   test::TempDir dir;
   test::TestDb db(dir);
@@ -956,7 +1002,7 @@ TEST_CASE("store: a batch of completions closes each run's own attempt, and neve
          {finished});
   c.exec("ANALYZE runs");
   std::string nulls = "NULL";
-  for (int i = 1; i < 14; ++i) nulls += ", NULL";
+  for (int i = 1; i < 15; ++i) nulls += ", NULL";
   const std::string plan = test::prepared_plan(c, "%), closed AS (%", nulls);
   CAPTURE(plan);
   CHECK(test::occurrences(plan, "CTE Scan on done") == 1);
