@@ -517,6 +517,7 @@ Supervisor::Supervisor(milliseconds kill_grace) : kill_grace_(kill_grace) {
 }
 
 void Supervisor::end() {
+  ended_ = true;
   sock_ = Fd();  // the lifeline breaks
   if (pid_ <= 0) return;
   const pid_t s = std::exchange(pid_, -1);
@@ -537,6 +538,7 @@ Supervisor::~Supervisor() { end(); }
 
 uint32_t Supervisor::request_spawn(const SpawnRequest& req, Fd& stdout_r, Fd& stderr_r) {
   if (lost_) throw Error(ExitCode::internal, fmt::format("the job supervisor (pid {}) died", pid_));
+  if (ended_) throw Error(ExitCode::internal, "the job supervisor was ended: nothing more can start");
   Stdio io = make_stdio(req.stdin_data);
   std::string request = encode_request(req);
   const uint32_t seq = ++seq_;
@@ -557,7 +559,7 @@ std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
   Message m;
   for (;;) {
     while (receive(m)) handle_report(m);
-    if (waiting_.size() <= leave || lost_) break;
+    if (waiting_.size() <= leave || lost_ || ended_) break;
     if (!give_up) give_up = Clock::now() + kReplyLimit;
     auto left = std::chrono::duration_cast<milliseconds>(*give_up - Clock::now()).count();
     if (left <= 0) break;
@@ -572,7 +574,7 @@ std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
   // no start failures; their runs are left to their leases, like the rest
   // of an agent that must stop now.
   const auto now = Clock::now();
-  while (!lost_ && !waiting_.empty() && (waiting_.size() > leave || now >= waiting_.front().give_up)) {
+  while (!lost_ && !ended_ && !waiting_.empty() && (waiting_.size() > leave || now >= waiting_.front().give_up)) {
     reports_.push_back(Report{Report::Kind::answer, waiting_.front().seq, -1, 0, ExitCode::internal,
                               fmt::format("the job supervisor (pid {}) did not answer within {}s", pid_,
                                           std::chrono::seconds(kReplyLimit).count())});
@@ -590,7 +592,7 @@ std::vector<Supervisor::Report> Supervisor::reports(size_t leave) {
 }
 
 std::optional<Clock::time_point> Supervisor::next_give_up() const {
-  if (waiting_.empty() || lost_) return std::nullopt;
+  if (waiting_.empty() || lost_ || ended_) return std::nullopt;
   return waiting_.front().give_up;
 }
 
@@ -606,7 +608,7 @@ void Supervisor::lock(const std::string& path) {
 }
 
 bool Supervisor::receive(Message& m) {
-  if (lost_) return false;
+  if (lost_ || ended_) return false;
   Received r = receive_message(sock_.get(), m, MSG_DONTWAIT);
   if (r == Received::closed) lost_ = true;
   return r == Received::message;

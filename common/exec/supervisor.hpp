@@ -60,8 +60,8 @@ class Supervisor {
   // Breaks the lifeline: S ends what is still running (nothing after a
   // clean shutdown) and exits. Waits for that, at most the kill grace + 5 s;
   // once S has exited, removes the lock file (lock()), unless S had died.
-  // Nothing can be started after it; the destructor ends S unless end()
-  // did.
+  // Nothing can be started after it, and nothing more is reported; the
+  // destructor ends S unless end() did.
   void end();
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
@@ -130,6 +130,11 @@ class Supervisor {
   std::string lock_path_;
   uint32_t seq_ = 0;
   bool lost_ = false;         // S closed the socket: it died
+  // end() broke the lifeline: S was ended on purpose, and reports nothing
+  // more (reports() is empty then, not a death: a store answer delivered
+  // after the agent's shutdown ended S reaped, and the agent exited 70
+  // saying its supervisor had died).
+  bool ended_ = false;
   struct Waiting {
     uint32_t seq;
     std::chrono::steady_clock::time_point give_up;  // kReplyLimit after it was sent

@@ -156,6 +156,37 @@ TEST_CASE("fault: a drain with the store frozen stops waiting at --drain-timeout
   store.thaw();
 }
 
+TEST_CASE("fault: a drain that gives a run back at its timeout exits 0 when a store answer comes after its supervisor ended") {
+  // Found by a tester: the heartbeat held by the frozen store was answered
+  // after the shutdown had ended the job supervisor; its reconcile read the
+  // closed lifeline as the supervisor's death, and the agent exited 70
+  // ("the job supervisor (pid -1) died"), its worker left draining.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  auto agent = agent_on(store.dsn(), dir, "agent", {"--lease", "3s", "--kill-grace", "1s", "--drain-timeout", "2s"}, "60s");
+  std::string marks = dir.file("marks");
+  auto id = submit(db, dir, {"--", "echo start >> " + marks + "; exec sleep 300"});
+  test::eventually([&] { return !test::read_file(marks).empty(); }, "the job to start");
+  agent->signal(SIGTERM);
+  test::eventually([&] { return logged(*agent, "draining"); }, "the drain to begin");
+  store.freeze();
+  // The drain times out, the job is killed and its run held to be given
+  // back; the shutdown then ends the supervisor while a heartbeat (each
+  // second) waits for the store.
+  test::eventually([&] { return logged(*agent, "drain_timeout") && logged(*agent, " released "); },
+                   "the drain's timeout to end the job");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  store.thaw();
+  CHECK_MESSAGE(agent->wait() == 0, agent->err());
+  CHECK(logged(*agent, " stopped "));
+  CHECK_FALSE(logged(*agent, "supervisor"));
+  auto workers = json::parse(run_jobctl(db, dir, {"workers", "--all", "-o", "json"}).out);
+  REQUIRE(workers.size() == 1);
+  CHECK(workers[0]["state"] == "gone");
+  CHECK(get(db, dir, id)["status"] == "pending");  // given back
+}
+
 TEST_CASE("fault: every jobctl command gives up on a frozen store with exit 5 and one line") {
   test::TempDir dir;
   test::TestDb db(dir);
