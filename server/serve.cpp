@@ -104,11 +104,33 @@ void send_caught(const httplib::Request& req, httplib::Response& res) {
   send_problem(res, 500, "internal error (a bug): the server's log has the details", "", 70);
 }
 
+// The query's parameters, each value read after its name's first '='.
+// cpp-httplib keeps what follows the last one: ?older_than=30d=1s was a
+// purge of everything older than 1 s (a tester), ?queue=a=b listed queue
+// b. Read this way, such a value is the mistake it is and is refused.
+void read_query(httplib::Request& req) {
+  req.params.clear();
+  const size_t mark = req.target.find('?');
+  if (mark == std::string::npos) return;
+  size_t at = mark + 1;
+  while (at <= req.target.size()) {
+    size_t end = req.target.find('&', at);
+    if (end == std::string::npos) end = req.target.size();
+    const std::string piece = req.target.substr(at, end - at);
+    at = end + 1;
+    if (piece.empty()) continue;
+    const size_t eq = piece.find('=');
+    req.params.emplace(httplib::detail::decode_url(piece.substr(0, eq), true),
+                       eq == std::string::npos ? std::string() : httplib::detail::decode_url(piece.substr(eq + 1), true));
+  }
+}
+
 // What is settled of a request before its body is read (this hook runs
 // first; the request is the server's own, not const), so that a body is
 // only ever read whole up to --max-body, as the JSON it must be.
 httplib::Server::HandlerResponse before_the_body(httplib::Request& req, httplib::Response& res) {
   using httplib::Server;
+  read_query(req);
   // A body cpp-httplib would read without counting it against --max-body:
   // chunked (no length given first) or compressed (inflated in memory).
   if (req.has_header("Transfer-Encoding")) {

@@ -1516,6 +1516,16 @@ TEST_CASE("serve: a query or path that is not text, a bad cursor, or a bad repla
   check_problem(c.Get("/api/v1/jobs?queue="), 400, "?queue= is empty");
   check_problem(c.Get("/api/v1/jobs?queue=a&queue=b"), 400, "query parameter 'queue' is given 2 times");
   check_problem(c.Get("/api/v1/workers?limit=5"), 400, "GET /workers takes no query parameter 'limit'");
+  // A value holding a literal '=' is the whole of it, not what follows
+  // its last '=' (cpp-httplib's reading): ?older_than=30d=1s purged every
+  // dead run, and ?queue=nosuch=default listed queue default (a tester).
+  check_problem(c.Delete("/api/v1/dead-letter?older_than=30d=1s"), 400, "30d=1s");
+  auto misread = c.Get("/api/v1/jobs?queue=nosuch=default");
+  REQUIRE(misread);
+  CHECK((misread->status == 400 || json::parse(misread->body).empty()));
+  auto encoded = c.Get("/api/v1/jobs?queue=def%61ult&limit=5");
+  REQUIRE(encoded);
+  CHECK(json::parse(encoded->body).size() == 1);
   CHECK(cli_json(db, dir, {"ls", "--deleted"}).empty());  // nothing was done
   auto listed = c.Get("/api/v1/jobs?queue=default&limit=5");
   REQUIRE(listed);
