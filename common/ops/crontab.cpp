@@ -8,6 +8,7 @@
 #include "common/util/strings.hpp"
 #include "common/util/time.hpp"
 #include "common/util/tz.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::ops {
 namespace {
@@ -154,13 +155,16 @@ std::string crontab_of(const std::vector<store::ScheduleView>& schedules) {
     const auto& spec = v.job.spec;
     if (!spec.schedule) continue;
     const auto& s = *spec.schedule;
-    out += fmt::format("\n# {} (job {})\n", spec.name.empty() ? "unnamed" : spec.name, v.job.id);
+    // What a comment quotes is kept to its line (util::one_line): a name
+    // holding a newline wrote a working crontab line of its own (a tester).
+    out += fmt::format("\n# {} (job {})\n", spec.name.empty() ? "unnamed" : util::one_line(spec.name), v.job.id);
     size_t fields = 0;
     for (std::string rest = s.cron; !rest.empty(); rest = first_word(rest).second) ++fields;
     const bool crontab_form = (s.cron[0] == '@' && s.cron.rfind("@every", 0) != 0) || fields == 5;
     if (!crontab_form || spec.command.webhook) {
       out += fmt::format("# not a crontab line ({}): {} {}\n",
-                         spec.command.webhook ? "a webhook" : "seconds or @every", s.cron, spec.command.display());
+                         spec.command.webhook ? "a webhook" : "seconds or @every", s.cron,
+                         util::one_line(spec.command.display()));
       continue;
     }
     if (s.starts_at_us || s.ends_at_us || s.max_runs) {
@@ -171,7 +175,7 @@ std::string crontab_of(const std::vector<store::ScheduleView>& schedules) {
       out += fmt::format("# bounded in jobctl, which a crontab cannot say:{}\n", bounds);
     }
     if (!spec.user.empty())
-      out += fmt::format("# runs as user {} in jobctl: put the line in that user's crontab\n", spec.user);
+      out += fmt::format("# runs as user {} in jobctl: put the line in that user's crontab\n", util::one_line(spec.user));
     if (s.tz != zone) {
       out += fmt::format("CRON_TZ={}\n", s.tz);
       zone = s.tz;
@@ -187,6 +191,13 @@ std::string crontab_of(const std::vector<store::ScheduleView>& schedules) {
         if (i > 0) command += ' ';
         command += shell_quoted(spec.command.argv[i]);
       }
+    }
+    // A crontab line ends at its newline: a command of several lines (or
+    // a variable's value with one) would be cut there, its rest read as a
+    // line of its own.
+    if (command.find_first_of("\n\r") != std::string::npos) {
+      out += fmt::format("# not a crontab line (a command of several lines): {} {}\n", s.cron, util::one_line(command));
+      continue;
     }
     std::string escaped;
     for (char c : command) escaped += c == '%' ? std::string("\\%") : std::string(1, c);

@@ -110,3 +110,32 @@ TEST_CASE("crontab: import makes a schedule per entry with its environment and z
   CHECK(run_jobctl(other, other_dir, {"crontab", "import", "-"}, exported.out).code == 0);
   CHECK(schedules(other, other_dir).size() == 4);
 }
+
+TEST_CASE("crontab: export keeps a name or a command of several lines from writing crontab lines of its own") {
+  // Found by a tester: a schedule's name holding a newline wrote a working
+  // crontab line after its comment, which anyone who may submit could
+  // put in the crontab of whoever exports; a command of several lines
+  // was cut into lines that are no crontab entries.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  const std::string marker = dir.file("pwned");
+  test::submit(db, dir, {"--name", "nightly\n* * * * * touch " + marker + " #", "--cron", "0 3 * * *", "--", "true"});
+  test::submit(db, dir, {"--cron", "0 4 * * *", "--", "echo a\necho b"});
+  test::submit(db, dir, {"--cron", "0 5 * * *", "--env", "NOTE=two\nlines", "--", "true"});
+  auto exported = run_jobctl(db, dir, {"crontab", "export"});
+  REQUIRE(exported.code == 0);
+  CAPTURE(exported.out);
+  // Every line is a comment, a variable, or one of the schedules.
+  std::vector<std::string> entries;
+  for (const auto& line : test::lines(exported.out))
+    if (!line.empty() && line[0] != '#' && line.rfind("CRON_TZ=", 0) != 0) entries.push_back(line);
+  CHECK(entries == std::vector<std::string>{"0 3 * * * true"});
+  CHECK(exported.out.find("# nightly\\n* * * * * touch " + marker) != std::string::npos);
+  CHECK(exported.out.find("# not a crontab line (a command of several lines): 0 4 * * * echo a\\necho b\n") !=
+        std::string::npos);
+  // What it prints imports into a fresh store as the one schedule it holds.
+  test::TempDir other_dir;
+  test::TestDb other(other_dir);
+  CHECK(run_jobctl(other, other_dir, {"crontab", "import", "-"}, exported.out).code == 0);
+  CHECK(schedules(other, other_dir).size() == 1);
+}
