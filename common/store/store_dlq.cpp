@@ -163,11 +163,14 @@ std::vector<std::string> DeadLetter::replay(const std::vector<std::string>& dead
 
 int DeadLetter::replay_all(const DeadFilter& filter) {
   Transaction tx(*conn_, TxMode::write);
-  // Dead runs of deleted jobs stay where they are. In the order of their
-  // ids, so that two replays at once lock them in the same order.
+  // Dead runs of deleted jobs stay where they are. Locked as they are
+  // chosen, in the order of their ids, so that two replays at once lock
+  // them in the same order. PostgreSQL: a dismissal of one under way is
+  // waited for, and the run, dismissed by then, no longer qualifies
+  // (chosen unlocked, it was replayed and dismissed both).
   auto rows = conn_->query(fmt::format("SELECT r.id FROM runs r JOIN jobs j ON j.id = r.job_id "
-                                       "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL ORDER BY r.id LIMIT $4",
-                                       kDeadWhere),
+                                       "WHERE {} AND j.deleted_at IS NULL AND r.dag_run_id IS NULL ORDER BY r.id LIMIT $4{}",
+                                       kDeadWhere, conn_->row_lock("FOR UPDATE OF r")),
                            every_dead_params(filter));
   // One that another replay took meanwhile is left to it.
   int replayed = 0;

@@ -257,6 +257,28 @@ TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor i
   CHECK(f.s->jobs().get_job(b.job_id).has_value());
 }
 
+TEST_CASE("dlq: a bulk replay never replays a run that a dismissal under way dismisses") {
+  // Found by a tester on PostgreSQL: replay --all and dismiss --all at
+  // once both acted on the same runs, and both said they had.
+  Fixture f;
+  auto a = f.dead_job();
+  auto b = f.dead_job();
+  // A dismissal of b that has stamped it but not committed yet.
+  auto other = f.db.open();
+  store::Transaction dismissing(other->connection(), store::TxMode::write);
+  other->connection().exec("UPDATE runs SET dismissed_at = NOW_US WHERE id = $1", {b.run_id});
+  std::atomic<int> replayed{-1};
+  std::thread replay([&] { replayed = f.s->dead_letter().replay_all({}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the replay waits for the dismissal's lock
+  dismissing.commit();
+  replay.join();
+  CHECK(replayed == 1);
+  CHECK(f.s->jobs().get_run(a.run_id)->replayed_at.has_value());
+  auto dismissed = f.s->jobs().get_run(b.run_id);
+  CHECK(dismissed->dismissed_at.has_value());
+  CHECK_FALSE(dismissed->replayed_at.has_value());
+}
+
 TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses others") {
   Fixture f;
   auto a = f.dead_job();
