@@ -35,7 +35,12 @@ store::DeadFilter dead_filter(const std::string& queue, const std::string& since
                               const std::string& since_what, const std::string& until_what) {
   store::DeadFilter filter;
   int64_t now = util::now_micros();
-  if (!queue.empty()) filter.queue = queue;
+  // A queue no job can have is a mistake, not an empty answer (a NUL in
+  // one reached PostgreSQL from a bulk body: a 500).
+  if (!queue.empty()) {
+    model::validate_queue_name(queue);
+    filter.queue = queue;
+  }
   if (!since.empty()) filter.since = util::parse_time_arg(since, since_what.c_str(), now);
   if (!until.empty()) filter.until = util::parse_time_arg(until, until_what.c_str(), now);
   filter.limit = limit;

@@ -1532,6 +1532,15 @@ TEST_CASE("serve: a query or path that is not text, a bad cursor, or a bad repla
   CHECK(listed->status == 200);
   check_problem(c.Post("/api/v1/dead-letter/replay", R"({"all": 1})", "application/json"), 422,
                 "\"all\" must be true or false");
+  // A queue in a bulk body is held to a queue's rules: a NUL reached
+  // PostgreSQL (a 500), and 10,000 characters were taken.
+  for (const char* path : {"/api/v1/dead-letter/replay", "/api/v1/dead-letter/dismiss"}) {
+    CAPTURE(path);
+    check_problem(c.Post(path, R"({"all": true, "queue": "a\u0000b"})", "application/json"), 422, "invalid queue name");
+    check_problem(c.Post(path, json{{"all", true}, {"queue", std::string(10000, 'q')}}.dump(), "application/json"), 422,
+                  "invalid queue name");
+  }
+  check_problem(c.Get("/api/v1/dead-letter?queue=no%20such"), 400, "invalid queue name");
   // A status cpp-httplib answers by itself has its own title.
   auto long_uri = c.Get("/api/v1/jobs?queue=" + std::string(9000, 'q'));
   REQUIRE(long_uri);
