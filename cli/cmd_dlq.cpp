@@ -14,7 +14,9 @@
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/option_values.hpp"
+#include "common/util/strings.hpp"
 #include "common/util/time.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -55,6 +57,23 @@ void register_ls(CLI::App& dlq, Context& ctx) {
   });
 }
 
+// How many of an attempt's last output lines `dlq show` prints.
+constexpr size_t kTailLines = 20;
+
+// The last lines of an attempt's output, each kept to its line
+// (util::one_line): what a dead run printed last is most often why it
+// died. The tail flattened to one line showed its start, and its escape
+// sequences reached the terminal (a tester).
+void print_tail(const char* stream, const std::string& tail) {
+  if (tail.empty()) return;
+  auto lines = util::split(tail, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  const size_t from = lines.size() > kTailLines ? lines.size() - kTailLines : 0;
+  const size_t shown = lines.size() - from;
+  std::printf("--- %s (last %zu %s)\n", stream, shown, shown == 1 ? "line" : "lines");
+  for (size_t i = from; i < lines.size(); ++i) std::printf("%s\n", cell(util::one_line(lines[i]), 2000).c_str());
+}
+
 void register_show(CLI::App& dlq, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = dlq.add_subcommand("show", "Show a dead run: reason, payload, every attempt with its output");
@@ -80,9 +99,10 @@ void register_show(CLI::App& dlq, Context& ctx) {
                   {"dismissed", r.run->dismissed_at ? util::format_time(*r.run->dismissed_at) : "no"}});
     for (const auto& a : attempts) {
       std::printf("\nattempt %d on %s at %s: %s%s\n", a.number, (a.worker_name.empty() ? a.worker_id : a.worker_name).c_str(),
-                  util::format_time(a.started_at).c_str(), a.outcome.c_str(), a.error.empty() ? "" : (" — " + a.error).c_str());
-      if (!a.stdout_tail.empty()) std::printf("--- stdout (tail)\n%s\n", cell(a.stdout_tail, 2000).c_str());
-      if (!a.stderr_tail.empty()) std::printf("--- stderr (tail)\n%s\n", cell(a.stderr_tail, 2000).c_str());
+                  util::format_time(a.started_at).c_str(), a.outcome.c_str(),
+                  a.error.empty() ? "" : (" — " + util::one_line(a.error)).c_str());
+      print_tail("stdout", a.stdout_tail);
+      print_tail("stderr", a.stderr_tail);
     }
   });
 }

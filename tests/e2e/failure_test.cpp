@@ -120,6 +120,19 @@ TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the 
   CHECK(table.out.find("retries exhausted") != std::string::npos);
   CHECK(table.out.find("attempt 2") != std::string::npos);
 
+  // The table shows the last lines of the output, each on its own line and
+  // kept to it: the tail flattened to one line showed the first 117 of a
+  // thousand lines, and an escape sequence reached the terminal (a tester).
+  auto chatty = submit(db, dir, {"--retries", "0", "--", "for i in $(seq 1000); do echo progress line $i; done; "
+                                                         "echo final stdout line; printf '\\033[31mred\\n' >&2; exit 1"});
+  CHECK(run_jobctl(db, dir, {"wait", chatty}).code == 1);
+  auto last = run_jobctl(db, dir, {"dlq", "show", chatty, "-o", "table"}).out;
+  CAPTURE(last);
+  CHECK(last.find("--- stdout (last 20 lines)\nprogress line 982\n") != std::string::npos);
+  CHECK(last.find("progress line 1000\nfinal stdout line\n") != std::string::npos);
+  CHECK(last.find("--- stderr (last 1 line)\n\\x1B[31mred\n") != std::string::npos);
+  CHECK(last.find('\x1b') == std::string::npos);
+
   // Named twice, and by its job too, the dead run is replayed once.
   auto replay = run_jobctl(db, dir, {"dlq", "replay", dead_run, dead_run, id});
   REQUIRE_MESSAGE(replay.code == 0, replay.err);
