@@ -261,6 +261,16 @@ void add_routes(RouteTable& routes, const Tokens& tokens, const config::Dsn& dsn
     try {
       res.set_content(metrics.render(thread_store(dsn)) + server_exposition(submissions),
                       "text/plain; version=0.0.4; charset=utf-8");
+    } catch (const Error& e) {
+      send_caught(req, res);
+      // Anyone may scrape /metrics without --metrics-token: a store
+      // error's text names the DSN's host, port, user and database (a
+      // tester). A token holder is told; anyone else, that it failed.
+      if (e.code() == ExitCode::store && !authenticate(req, tokens)) {
+        util::log_event(util::LogLevel::warn, "metrics_unanswered", {{"error", e.what()}});
+        send_problem(res, 503, "the store does not answer: the server's log says why", "",
+                     static_cast<int>(ExitCode::store));
+      }
     } catch (...) {
       send_caught(req, res);
     }

@@ -28,6 +28,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/faults.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace jobctl;
@@ -61,11 +62,15 @@ struct Server {
 
   Server(const test::TestDb& db, const test::TempDir& dir, std::vector<std::string> extra = {},
          std::string ca_file = "")
+      : Server(db.dsn(), dir, std::move(extra), std::move(ca_file), {}) {}
+  // On `dsn` (a StoreFreeze's), with `env` added.
+  Server(const std::string& dsn, const test::TempDir& dir, std::vector<std::string> extra, std::string ca_file,
+         std::vector<std::string> env)
       : ca(std::move(ca_file)) {
-    std::vector<std::string> argv{JOBCTL_BIN, "--db", db.dsn(), "serve", "--listen", "127.0.0.1:0", "--tokens-file",
+    std::vector<std::string> argv{JOBCTL_BIN, "--db", dsn, "serve", "--listen", "127.0.0.1:0", "--tokens-file",
                                   write_tokens(dir)};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    process = std::make_unique<test::Process>(argv, std::vector<std::string>{}, dir, "serve");
+    process = std::make_unique<test::Process>(argv, env, dir, "serve");
     const std::regex listening(std::string("listening on ") + (ca.empty() ? "http" : "https") +
                                "://127\\.0\\.0\\.1:([0-9]+)/api/v1");
     test::eventually(
@@ -868,6 +873,32 @@ TEST_CASE("serve: GET /metrics shows the whole store per queue, passes promtool,
   Server guarded(db, dir2, {"--metrics-token"});
   CHECK(guarded.client().Get("/metrics")->status == 401);
   CHECK(guarded.client(kReader).Get("/metrics")->status == 200);
+}
+
+TEST_CASE("serve: /metrics without a token says the store does not answer, and where only to a token") {
+  // Found by a tester: anyone who could reach the port read the DSN's
+  // host, port, user and database in the 503 of /metrics, whose default
+  // needs no token.
+  if (test::test_backend() != config::Backend::postgres) return;  // SQLite's reads are not held by its lock
+  test::TempDir dir;
+  test::TestDb db(dir);
+  test::StoreFreeze store(db);
+  Server server(store.dsn(), dir, {}, "", {"JOBCTL_STORE_TIMEOUT=2s"});
+  REQUIRE(server.client().Get("/metrics")->status == 200);
+  store.freeze();
+  auto anyone = server.client().Get("/metrics");
+  REQUIRE(anyone);
+  CHECK(anyone->status == 503);
+  CAPTURE(anyone->body);
+  CHECK(json::parse(anyone->body)["detail"] == "the store does not answer: the server's log says why");
+  CHECK(anyone->body.find("127.0.0.1") == std::string::npos);
+  CHECK(anyone->body.find("postgres") == std::string::npos);
+  auto reader = server.client(kReader).Get("/metrics");
+  REQUIRE(reader);
+  CHECK(reader->status == 503);
+  CHECK(reader->body.find("127.0.0.1") != std::string::npos);  // a token holder is told where
+  store.thaw();
+  CHECK(server.process->err().find("metrics_unanswered") != std::string::npos);
 }
 
 TEST_CASE("serve: GET /jobs pages with a cursor: the Link header's next page, until a short one") {
