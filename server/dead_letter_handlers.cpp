@@ -1,10 +1,12 @@
 // The API's dead-letter queue: list, show, replay and dismiss (one, a list,
 // or every run a filter covers) and purge.
 #include "common/ops/dead_letter.hpp"
+#include "common/ops/ids.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
+#include "common/util/ulid.hpp"
 #include "server/handlers.hpp"
 #include "server/problem.hpp"
 
@@ -62,6 +64,8 @@ Reply bulk(Call& c, ForRuns named, ForFilter all_covered) {
 Reply dead_runs(Call& c) {
   auto filter = filter_of(c, 100);
   filter.before = c.query("before");
+  if (util::is_ulid(filter.before))  // in either case, as every id
+    filter.before = ops::normalize_id(c.store, filter.before, {store::Jobs::IdKind::run});
   if (!filter.before.empty() && !c.store.jobs().get_run(filter.before))
     throw usage_error("the cursor before='" + filter.before + "' is not a run (removed by gc or a purge?)",
                       "list again from the first page, without before");

@@ -86,10 +86,13 @@ Reply list_jobs(Call& c) {
   if (auto queue = c.query("queue"); !queue.empty()) filter.queue = queue;
   filter.deleted = query_bool(c, "deleted");
   filter.before = c.query("before");
-  // The cursor is the last job's id of a page (the Link header's).
+  // The cursor is the last job's id of a page (the Link header's), in
+  // either case as every id is (lower case, compared as it was, listed the
+  // first page again: a client paging so never ended).
   if (!filter.before.empty() && !util::is_ulid(filter.before))
     throw usage_error(fmt::format("the cursor before='{}' is not a job id", util::show_bytes(filter.before)),
                       "list again from the first page, without before");
+  if (!filter.before.empty()) filter.before = ops::normalize_id(c.store, filter.before, {store::Jobs::IdKind::job});
   filter.limit = query_int(c, "limit", filter.limit, 1, 100000);
   auto jobs = c.store.jobs().list_jobs(filter);
   Reply reply{200, ops::job_list_json(c.store, jobs), {}};
