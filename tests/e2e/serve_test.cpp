@@ -922,7 +922,7 @@ TEST_CASE("serve: GET /jobs pages with a cursor: the Link header's next page, un
   std::vector<std::string> seen;
   std::string url = "/api/v1/jobs?limit=2&queue=default";
   int pages = 0;
-  while (!url.empty()) {
+  while (!url.empty() && pages < 10) {
     auto r = c.Get(url);
     REQUIRE(r);
     REQUIRE(r->status == 200);
