@@ -29,7 +29,7 @@ void register_cancel(CLI::App& app, Context& ctx) {
     auto j = ops::cancel_job(ctx.store(), *id);
     if (ctx.output == "json") print_json(j);
     else std::fprintf(stderr, "job %s: %s%s\n", j["id"].get<std::string>().c_str(), j["result"].get<std::string>().c_str(),
-                      j["result"] == "cancel requested" ? " (its agent kills it at its next heartbeat)" : "");
+                      j["result"] != "cancelled" ? " (its agent kills it at its next heartbeat)" : "");
   });
 }
 

@@ -22,7 +22,10 @@ nlohmann::json submitted_json(const std::vector<model::JobView>& views, bool bat
 nlohmann::json cancel_job(store::Store& store, const std::string& id) {
   auto r = resolve_id(store, id);
   auto outcome = store.jobs().cancel(r.job.job.id);
-  return {{"id", r.job.job.id}, {"result", outcome == store::CancelOutcome::cancelled ? "cancelled" : "cancel requested"}};
+  const char* result = outcome == store::CancelOutcome::cancelled   ? "cancelled"
+                       : outcome == store::CancelOutcome::requested ? "cancel requested"
+                                                                    : "cancel requested already";
+  return {{"id", r.job.job.id}, {"result", result}};
 }
 
 nlohmann::json retry_job(store::Store& store, const std::string& id) {

@@ -84,6 +84,9 @@ struct JobFilter {
 enum class CancelOutcome {
   cancelled,  // it had not started: it is cancelled now
   requested,  // it is running: its agent kills it at its next heartbeat
+  // It was asked to stop already and still runs: nothing changed, nothing
+  // is recorded (each cancel again added a "cancel" to its history).
+  requested_already,
 };
 
 // The fields `jobctl update` changes on a schedule; unset ones stay.

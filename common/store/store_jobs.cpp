@@ -513,11 +513,12 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
     throw Error(ExitCode::invalid_state,
                 fmt::format("job {} already finished ({}); there is nothing to cancel", job_id, model::to_string(status)));
   CancelOutcome outcome = CancelOutcome::cancelled;
+  bool changed = false;
   nlohmann::json details{{"run", run_id}};
   if (!open) {
     details["run"] = nullptr;  // it had ended: only its siblings are cancelled
   } else if (status == model::RunStatus::running) {
-    ask_to_stop(*conn_, CancelReason::user, "id = $1", {run_id});
+    changed = !ask_to_stop(*conn_, CancelReason::user, "id = $1", {run_id}).empty();
     outcome = CancelOutcome::requested;
     details["running"] = true;
   } else {
@@ -528,20 +529,25 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
       throw Error(ExitCode::invalid_state, fmt::format("job {}'s run started or ended while it was being cancelled", job_id),
                   "look at it with `jobctl get`, and cancel again if it still runs");
     advance_dag(*conn_, dag[0].text(0), job_id, model::RunStatus::cancelled);
+    changed = true;
   }
   if (!siblings.empty()) {
     auto ids = nlohmann::json::array();
     for (const auto& row : siblings) {
       const std::string id = row.text(0);
       ids.push_back(id);
-      conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
-                  "WHERE id = $1 AND status IN ('pending', 'blocked')",
-                  {id});
-      if (!ask_to_stop(*conn_, CancelReason::user, "id = $1 AND status = 'running'", {id}).empty())
+      if (conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
+                      "WHERE id = $1 AND status IN ('pending', 'blocked')",
+                      {id}) > 0)
+        changed = true;
+      if (!ask_to_stop(*conn_, CancelReason::user, "id = $1 AND status = 'running'", {id}).empty()) {
         outcome = CancelOutcome::requested;
+        changed = true;
+      }
     }
     details["with"] = ids;
   }
+  if (!changed) return CancelOutcome::requested_already;
   audit(*conn_, actor_, job_id, "cancel", details.dump());
   tx.commit();
   return outcome;

@@ -1027,6 +1027,12 @@ TEST_CASE("store: cancel cancels a pending run, requests a running one, refuses 
   auto leases = s->agent().heartbeat(w, model::WorkerState::active, 30'000'000);
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].cancel_requested);
+  // Asked again while it still runs: nothing changes, and its history has
+  // the one cancel (each cancel again added one, a tester).
+  CHECK(s->jobs().cancel(running.job_id) == store::CancelOutcome::requested_already);
+  int cancels = 0;
+  for (const auto& e : s->jobs().history(running.job_id, 100)) cancels += e.action == "cancel" ? 1 : 0;
+  CHECK(cancels == 1);
 
   try {
     s->jobs().cancel(pending.job_id);
