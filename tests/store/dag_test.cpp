@@ -205,6 +205,14 @@ TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did n
   CHECK(f.s->connection().query("SELECT count(*) FROM runs WHERE dag_run_id = $1 AND dag_node = 'a'",
                                 {r.dag_run_id}).at(0).i64(0) == 1);
   CHECK_THROWS_AS(f.s->dags().retry_dag_run(r.dag_run_id), Error);  // nothing left to retry
+  // Each node's history has the cancel and the retry, with the DAG run.
+  std::vector<std::string> actions;
+  for (const auto& e : f.s->jobs().history(first["a"].job_id, 100)) {
+    if (e.action == "create") continue;
+    actions.push_back(e.action);
+    CHECK(nlohmann::json::parse(e.details)["dag_run"] == r.dag_run_id);
+  }
+  CHECK(actions == std::vector<std::string>{"retry", "cancel"});  // newest first
 }
 
 TEST_CASE("dag: a paused DAG run starts no node until resumed") {
@@ -223,6 +231,12 @@ TEST_CASE("dag: a paused DAG run starts no node until resumed") {
   CHECK(f.claim().empty());
   CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, false));
   CHECK(names(f.claim()) == std::set<std::string>{"b", "c"});
+  // Each pause and resume is in each node's history; the pause that
+  // changed nothing is not.
+  std::vector<std::string> actions;
+  for (const auto& e : f.s->jobs().history(first["e"].job_id, 100))
+    if (e.action != "create") actions.push_back(e.action);
+  CHECK(actions == std::vector<std::string>{"resume", "pause", "resume", "pause"});
 }
 
 TEST_CASE("dag: a paused DAG run starts no node that comes back to wait: a retry, a run given back") {
