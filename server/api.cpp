@@ -1,5 +1,6 @@
 #include "server/api.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -138,7 +139,7 @@ const std::vector<Route>& table() {
        "Dismiss dead runs: a list of them, or every one a filter covers (DAG nodes too), in one transaction", {},
        R"({"ids": [RUN_ID, …]}, or {"all": true} with optional "queue", "since" and "until")", dismiss_dead_runs},
       {"DELETE", "/dead-letter", Role::operate, "Delete dead runs older than older_than, as `jobctl dlq purge`",
-       {{"older_than", "query", "An age, e.g. 7d (required)"}}, "", purge_dead_runs},
+       {{"older_than", "query", "An age, e.g. 7d", true}}, "", purge_dead_runs},
   };
   return routes;
 }
@@ -225,12 +226,14 @@ nlohmann::json openapi_document() {
     if (r.method == "POST" && (r.path == "/jobs" || r.path == "/schedules" || r.path == "/dags"))
       op["responses"]["201"] = {{"description", "Created"},
                                 {"content", {{"application/json", {{"schema", json::object()}}}}}};
-    if (r.method == "PATCH") op["responses"]["412"] = problem;
+    // 412 where an If-Match can be stale (PATCH /queues/{name} takes none).
+    if (std::any_of(r.parameters.begin(), r.parameters.end(), [](const Parameter& p) { return p.name == "If-Match"; }))
+      op["responses"]["412"] = problem;
     json params = json::array();
     for (const auto& p : r.parameters)
       params.push_back({{"name", p.name},
                         {"in", p.in},
-                        {"required", p.in == "path"},
+                        {"required", p.in == "path" || p.required},
                         {"description", p.description},
                         {"schema", {{"type", "string"}}}});
     if (r.path == "/jobs" || r.path == "/schedules")

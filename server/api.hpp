@@ -48,6 +48,7 @@ struct Parameter {
   std::string name;
   std::string in;  // "path" or "query"
   std::string description;
+  bool required = false;  // a path's always is
 };
 
 struct Route {

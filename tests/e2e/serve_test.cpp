@@ -498,6 +498,14 @@ TEST_CASE("serve: openapi.json documents routes that are all served") {
     CHECK_MESSAGE(doc["paths"].contains(seed), seed);
   CHECK(doc["paths"]["/jobs"].contains("post"));
   CHECK(doc["paths"]["/jobs/{id}"].contains("delete"));
+  // What it says matches what is served (a tester): the purge's age is
+  // required (400 without it), and 412 is only where an If-Match is taken.
+  const auto& purge = doc["paths"]["/dead-letter"]["delete"]["parameters"];
+  REQUIRE(purge.size() == 1);
+  CHECK(purge[0]["name"] == "older_than");
+  CHECK(purge[0]["required"] == true);
+  CHECK(doc["paths"]["/jobs/{id}"]["patch"]["responses"].contains("412"));
+  CHECK_FALSE(doc["paths"]["/queues/{name}"]["patch"]["responses"].contains("412"));
 }
 
 TEST_CASE("serve: SIGTERM stops it with exit 0, and the access log never holds a token") {
