@@ -311,6 +311,37 @@ TEST_CASE("schedule: overlap skip holds the next occurrence at claim time and th
   CHECK(skipped[0].error.find("overlap skip") != std::string::npos);
 }
 
+TEST_CASE("schedule: overlap skip skips only what came due while an earlier occurrence ran: misfire all catches up") {
+  // Found by a tester: after every agent was down, misfire all ran the
+  // oldest missed occurrence, and the others, due while nothing ran, were
+  // skipped as overlapping it: it caught up one, as latest does.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  model::ScheduleSpec sc;
+  sc.catchup_window_us = 60 * kSecond;
+  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::all, sc);
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
+  outlive(*s, 3'100'000);  // three occurrences due, and none ran
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);  // one at a time: the oldest
+  s->scheduler().enforce_overlap();
+  CHECK(runs_with(*s, job, RunStatus::skipped).empty());
+  CHECK(runs_with(*s, job, RunStatus::pending).size() >= 2);  // they wait their turn
+  // One that comes due while the oldest runs is skipped.
+  s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
+  outlive(*s, 1'100'000);
+  s->scheduler().enforce_overlap();
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  REQUIRE_FALSE(skipped.empty());
+  for (const auto& r : skipped) {
+    CHECK(r.error.find("overlap skip") != std::string::npos);
+    CHECK(*r.occurrence > claimed[0].claimed_at);
+  }
+}
+
 TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due occurrences runs the latest") {
   test::TempDir dir;
   test::TestDb db(dir);
