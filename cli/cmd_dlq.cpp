@@ -49,7 +49,8 @@ void register_ls(CLI::App& dlq, Context& ctx) {
     int64_t now = util::now_micros();
     for (const auto& v : dead) {
       const auto& r = *v.latest_run;
-      rows.push_back({v.job.id, r.id, cell(v.job.spec.name, 20), v.job.spec.queue,
+      // The queue it died in, which --queue matches (the job may have moved since).
+      rows.push_back({v.job.id, r.id, cell(v.job.spec.name, 20), r.queue,
                       util::format_age(r.finished_at.value_or(r.created_at), now), std::to_string(r.attempts),
                       cell(r.error, 60)});
     }

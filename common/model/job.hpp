@@ -137,6 +137,7 @@ struct Job {
 struct Run {
   std::string id;  // ULID
   std::string job_id;
+  std::string queue;  // where it waits or ran: its job's queue when made (update moves one not ended)
   RunStatus status = RunStatus::pending;
   int64_t created_at = 0;
   int64_t available_at = 0;

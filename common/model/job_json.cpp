@@ -155,6 +155,7 @@ void validate(const JobSpec& s) {
 json to_json(const Run& r) {
   json j{{"id", r.id},
          {"job_id", r.job_id},
+         {"queue", r.queue},
          {"status", to_string(r.status)},
          {"created_at", util::format_time(r.created_at)},
          {"available_at", util::format_time(r.available_at)},

@@ -145,6 +145,7 @@ model::Run run_from_row(const Row& row, size_t first) {
   model::Run r;
   r.id = c.text("id");
   r.job_id = c.text("job_id");
+  r.queue = c.text("queue");
   r.status = model::parse_run_status(c.text("status"));
   r.created_at = c.i64("created_at");
   r.available_at = c.i64("available_at");

@@ -101,6 +101,7 @@ inline constexpr Column kJobColumns[] = {
 inline constexpr Column kRunColumns[] = {
     {"id", text, Writer::key},
     {"job_id", text},
+    {"queue", text},
     {"status", text},
     {"created_at", integer},
     {"available_at", integer},

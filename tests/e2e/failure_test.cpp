@@ -132,6 +132,18 @@ TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the 
   CHECK(last.find("progress line 1000\nfinal stdout line\n") != std::string::npos);
   CHECK(last.find("--- stderr (last 1 line)\n\\x1B[31mred\n") != std::string::npos);
   CHECK(last.find('\x1b') == std::string::npos);
+  // Moved to another queue since, it is listed in the queue it died in,
+  // which --queue matches (the table showed the job's new one, a tester).
+  REQUIRE(run_jobctl(db, dir, {"update", chatty, "--queue", "fast"}).code == 0);
+  auto in_default = json::parse(run_jobctl(db, dir, {"dlq", "ls", "--queue", "default", "-o", "json"}).out);
+  auto moved = std::find_if(in_default.begin(), in_default.end(), [&](const json& v) { return v["id"] == chatty; });
+  REQUIRE(moved != in_default.end());
+  CHECK((*moved)["run"]["queue"] == "default");
+  CHECK((*moved)["queue"] == "fast");  // the job's
+  bool listed = false;
+  for (const auto& line : test::lines(run_jobctl(db, dir, {"dlq", "ls", "-o", "table"}).out))
+    if (line.rfind(chatty, 0) == 0) listed = line.find(" default ") != std::string::npos;
+  CHECK(listed);
 
   // Named twice, and by its job too, the dead run is replayed once.
   auto replay = run_jobctl(db, dir, {"dlq", "replay", dead_run, dead_run, id});
