@@ -484,7 +484,8 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
   // Occurrences still to come are the scheduler's to make, when they are
   // due; runs made for them here would be due at once and out of sight of
   // `schedule runs`, which shows what is due or done.
-  if (to_us > now_us(*conn_))
+  const int64_t now = now_us(*conn_);
+  if (to_us > now)
     throw usage_error(fmt::format("--to {} is in the future", util::format_time(to_us)),
                       "backfill runs a past span: give a --to up to now; the scheduler runs what comes after");
   auto job = schedule_job(*conn_, job_id, true);
@@ -524,13 +525,19 @@ BackfillResult Schedules::backfill(const std::string& job_id, int64_t from_us, i
       throw usage_error(fmt::format("{} to {} holds more than {} occurrences of job {}", util::format_time(from_us),
                                     util::format_time(to_us), kMaxBackfill, job_id),
                         "backfill a shorter span at a time");
+    // Due now, not at the occurrence: a run is late only from when it
+    // was made (backfilled runs due weeks ago made stats' lag and OLDEST,
+    // and check's --max-lag and --max-oldest, say weeks: a tester). They
+    // keep the order of their occurrences (of their ids).
     if (job.kind == "dag") {
       // A scheduled DAG's occurrence is a DAG run, made once.
-      if (!start_dag_run(*conn_, job.dag_id, *t, *t).empty()) ++dag_runs;
+      if (!start_dag_run(*conn_, job.dag_id, *t, now).empty()) ++dag_runs;
       continue;
     }
     if (taken.count(*t)) continue;
-    expand_fan_out(job, occurrence_run(job, *t, "backfill"), agents, runs, skipped);
+    NewRun run = occurrence_run(job, *t, "backfill");
+    run.available_at = now;
+    expand_fan_out(job, std::move(run), agents, runs, skipped);
   }
 
   result.occurrences = occurrences;

@@ -581,9 +581,23 @@ TEST_CASE("schedule: trigger obeys the overlap policy unless forced, backfill fi
 
   int64_t day = 86400 * kSecond;
   int64_t from = (s->now() / day - 2) * day;  // midnight UTC two days ago
+  const int64_t before = s->now();
   auto filled = s->schedules().backfill(job, from, from + 3 * 3600 * kSecond);
+  const int64_t after = s->now();
   CHECK(filled.occurrences == 4);  // 00:00, 01:00, 02:00, 03:00
   CHECK(filled.created == 4);
+  // Due now, not two days ago: a run is late only from when it was made
+  // (stats and check said weeks of lag, a tester); in occurrence order.
+  std::vector<model::Run> backfilled;
+  for (const auto& r : s->jobs().runs_of(job))
+    if (r.occurrence && *r.occurrence >= from && *r.occurrence <= from + 3 * 3600 * kSecond) backfilled.push_back(r);
+  REQUIRE(backfilled.size() == 4);
+  std::sort(backfilled.begin(), backfilled.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
+  for (size_t i = 0; i < backfilled.size(); ++i) {
+    CHECK(backfilled[i].available_at >= before);
+    CHECK(backfilled[i].available_at <= after);
+    CHECK(*backfilled[i].occurrence == from + static_cast<int64_t>(i) * 3600 * kSecond);
+  }
   auto again = s->schedules().backfill(job, from, from + 3 * 3600 * kSecond);
   CHECK(again.created == 0);
   CHECK_THROWS_AS(s->schedules().backfill(job, from, from - 1), Error);
