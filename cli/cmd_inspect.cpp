@@ -8,6 +8,7 @@
 #include "cli/follow.hpp"
 #include "cli/output.hpp"
 #include "cli/run_status.hpp"
+#include "cli/standard_streams.hpp"
 #include "common/ops/ids.hpp"
 #include "cli/waiting.hpp"
 #include "common/ops/job_records.hpp"
@@ -239,6 +240,7 @@ void register_logs(CLI::App& app, Context& ctx) {
                      ->excludes(attempt);
   cmd->add_option("--timeout", f->timeout, "With --follow: give up after this long (e.g. 10m)")->needs(follow);
   cmd->callback([f, &ctx] {
+    if (f->stream != "stdout" && ctx.output != "json") output_on_stderr();
     if (f->follow) {
       if (ctx.output == "json")
         throw usage_error("--follow prints the output itself, not JSON", "leave out -o json to follow, or leave out -f for the attempt as JSON");

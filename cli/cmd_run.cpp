@@ -14,6 +14,7 @@
 #include "cli/context.hpp"
 #include "cli/follow.hpp"
 #include "cli/job_flags.hpp"
+#include "cli/standard_streams.hpp"
 #include "common/jobdef/fields.hpp"
 #include "common/ops/job_actions.hpp"
 #include "common/store/jobs.hpp"
@@ -190,6 +191,7 @@ void register_run(CLI::App& app, Context& ctx) {
       return true;
     };
     std::vector<FollowedEnd> ends;
+    output_on_stderr();  // the job's stderr is printed there
     follow_runs(ctx, job_id, options, ends);
     if (cancelled) {
       ctx.exit_code = 128 + interrupt.first();

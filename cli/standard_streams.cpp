@@ -12,6 +12,7 @@ namespace jobctl::cli {
 namespace {
 
 bool stdout_was_closed = false;
+bool stderr_is_output = false;
 
 constexpr int kOutputFailed = 74;  // EX_IOERR, as sysexits.h has it
 
@@ -37,7 +38,11 @@ void guard_standard_streams() {
   }
 }
 
+void output_on_stderr() { stderr_is_output = true; }
+
 int with_output_checked(int code) {
+  // What could not be written to stderr cannot be said there either.
+  if (stderr_is_output && (std::fflush(stderr) != 0 || std::ferror(stderr))) return code == 0 ? kOutputFailed : code;
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
   if (flushed && !std::ferror(stdout)) return code;

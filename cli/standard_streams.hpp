@@ -15,4 +15,10 @@ void guard_standard_streams();
 // command failed.
 int with_output_checked(int code);
 
+// Standard error carries what the command prints too, not only its
+// messages (logs, run: a job's stderr): with_output_checked then returns
+// 74 when a write to it failed as well (`jobctl logs ID 2>/dev/full`
+// lost the job's stderr and exited 0, a tester).
+void output_on_stderr();
+
 }  // namespace jobctl::cli

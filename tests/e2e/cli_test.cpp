@@ -228,6 +228,15 @@ TEST_CASE("cli: output that cannot be written (a full disk, a closed stdout) is 
   // A command that failed keeps its code; one that prints nothing is fine.
   CHECK(shell("missing", "get 01m839z2zw3txsmscrj9h9fvm3 > /dev/full").code == 3);
   CHECK(shell("quiet", "queue pause default >&-").code == 0);
+  // logs prints the job's stderr on its own: lost there, it exited 0 (a tester).
+  CHECK(shell("resume", "queue resume default").code == 0);
+  auto agent = test::start_agent(db, dir, {});
+  const std::string id = test::submit(db, dir, {"--", "echo out; echo err >&2"});
+  REQUIRE(run_jobctl(db, dir, {"wait", id}).code == 0);
+  CHECK(shell("logs-err-full", "logs " + id + " 2>/dev/full").code == 74);
+  CHECK(shell("logs-err-null", "logs " + id + " 2>/dev/null").code == 0);
+  CHECK(shell("logs-stdout-only", "logs --stream stdout " + id + " 2>/dev/full").code == 0);
+  CHECK(shell("logs-follow-err-full", "logs -f " + id + " 2>/dev/full").code == 74);
 }
 
 TEST_CASE("cli: a SQLite path with no store is exit 5 and creates nothing, except for init") {
