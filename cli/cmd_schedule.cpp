@@ -172,7 +172,7 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
       print_json(ops::schedule_runs_json(ctx.store(), f->id, f->limit));
       return;
     }
-    auto r = ops::resolve_schedule(ctx.store(), f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     if (r.job.job.kind == "dag") {
       print_dag_occurrences(ctx, r.job.job, f->limit);
       return;
@@ -221,7 +221,7 @@ void register_schedule_backfill(CLI::App& group, Context& ctx) {
     util::given_zone(f->tz, "--tz");
     int64_t from = util::parse_at(f->from, f->tz, "--from", util::OwnOffset::wins);
     int64_t to = util::parse_at(f->to, f->tz, "--to", util::OwnOffset::wins);
-    auto r = ops::resolve_schedule(ctx.store(), f->id);
+    auto r = ops::resolve_id(ctx.store(), f->id);
     auto result = ctx.store().schedules().backfill(r.job.job.id, from, to);
     if (ctx.output == "json") {
       print_json({{"id", r.job.job.id}, {"occurrences", result.occurrences}, {"created", result.created},

@@ -104,6 +104,11 @@ Resolved resolve_id(store::Store& store, const std::string& raw) {
   }
   if (auto job = store.jobs().get_job(id)) return Resolved{*job, job->latest_run, false};
   if (auto run = store.jobs().get_run(id)) return Resolved{*store.jobs().get_job(run->job_id), run, true};
+  // A scheduled DAG's id (what dag submit --cron prints) names its
+  // schedule's job: schedule trigger took it, and get, pause or delete
+  // did not (a tester).
+  if (util::is_ulid(id))
+    if (auto job = store.dags().schedule_job_of(id); !job.empty()) return resolve_id(store, job);
   throw not_found();
 }
 
@@ -171,12 +176,6 @@ std::string awaited_dag_run_id(store::Store& store, const std::string& raw) {
     ambiguous(raw, others);
   }
   return dag_run;
-}
-
-Resolved resolve_schedule(store::Store& store, const std::string& id) {
-  // A scheduled DAG is named by its DAG's id (dags.id, the same as its schedule's: not a prefix here).
-  std::string job = util::is_ulid(id) ? store.dags().schedule_job_of(upper(id)) : std::string();
-  return resolve_id(store, job.empty() ? id : job);
 }
 
 }  // namespace jobctl::ops

@@ -28,8 +28,9 @@ inline constexpr size_t kMinIdPrefix = 6;
 std::string normalize_id(store::Store& store, const std::string& raw,
                          std::initializer_list<store::Jobs::IdKind> kinds);
 
-// Accepts a job id or a run id, or a prefix of one. Throws usage (not an
-// id, an ambiguous prefix) or not_found.
+// Accepts a job id or a run id, or a prefix of one, or a scheduled DAG's
+// id (its schedule's job). Throws usage (not an id, an ambiguous prefix)
+// or not_found.
 Resolved resolve_id(store::Store& store, const std::string& id);
 
 // For tables: the shortest prefix (at least kMinIdPrefix characters) that
@@ -49,9 +50,5 @@ std::string dag_run_id(store::Store& store, const std::string& raw);
 // DAG run when those are all its own (its node runs and their jobs), and
 // is ambiguous (usage Error) when another job or run begins with it too.
 std::string awaited_dag_run_id(store::Store& store, const std::string& raw);
-
-// Accepts a schedule's job id, a run id, or a scheduled DAG's id (its
-// schedule job).
-Resolved resolve_schedule(store::Store& store, const std::string& id);
 
 }  // namespace jobctl::ops

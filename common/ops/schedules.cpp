@@ -11,7 +11,7 @@
 namespace jobctl::ops {
 
 nlohmann::json schedule_runs_json(store::Store& store, const std::string& id, int limit) {
-  auto r = resolve_schedule(store, id);
+  auto r = resolve_id(store, id);
   auto out = nlohmann::json::array();
   if (r.job.job.kind == "dag") {
     for (const auto& v : store.dags().list_dag_runs(limit, r.job.job.dag_id))
@@ -52,7 +52,7 @@ nlohmann::json schedules_json(store::Store& store) {
 }
 
 nlohmann::json trigger_schedule(store::Store& store, const std::string& id, bool force) {
-  auto r = resolve_schedule(store, id);
+  auto r = resolve_id(store, id);
   std::string run = store.schedules().trigger(r.job.job.id, force);
   return {{"id", r.job.job.id}, {"run", run}};
 }

@@ -199,6 +199,17 @@ TEST_CASE("dag: the id dag submit --cron prints is taken by schedule trigger, ba
     seen.insert(r["occurrence"].is_null() ? r["dag_run_id"].get<std::string>() : r["occurrence"].get<std::string>());
   }
   CHECK(seen == std::set<std::string>{dag_run, "2026-01-01T03:00:00.000Z", "2026-01-02T03:00:00.000Z"});
+  // The commands that take a job take it too, as the schedule's job (they
+  // said "no job or run with id", a tester).
+  auto got = run_jobctl(db, dir, {"get", dag_id, "-o", "json"});
+  REQUIRE_MESSAGE(got.code == 0, got.err);
+  const std::string schedule_job = json::parse(got.out)["id"];
+  CHECK(schedule_job != dag_id);
+  CHECK(run_jobctl(db, dir, {"pause", dag_id}).code == 0);
+  CHECK(json::parse(run_jobctl(db, dir, {"get", schedule_job, "-o", "json"}).out)["paused"] == true);
+  CHECK(run_jobctl(db, dir, {"history", dag_id}).code == 0);
+  CHECK(run_jobctl(db, dir, {"delete", dag_id}).code == 0);
+  CHECK_FALSE(json::parse(run_jobctl(db, dir, {"get", schedule_job, "-o", "json"}).out)["deleted_at"].is_null());
 }
 
 TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run ends, and wait takes DAG runs too") {
