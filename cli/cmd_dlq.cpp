@@ -11,7 +11,6 @@
 #include "common/model/job_json.hpp"
 #include "common/store/dead_letter.hpp"
 #include "common/store/jobs.hpp"
-#include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/option_values.hpp"
 #include "common/util/strings.hpp"
@@ -161,7 +160,7 @@ void register_purge(CLI::App& dlq, Context& ctx) {
       "purge", "Delete dead runs (and their attempts) older than a duration; a one-off job left with no run goes too");
   cmd->add_option("--older-than", *older, "Age, e.g. 7d")->required();
   cmd->callback([older, &ctx] {
-    auto j = ops::purge_json(ctx.store(), util::parse_duration(*older, "--older-than").count());
+    auto j = ops::purge_json(ctx.store(), *older, "--older-than");
     int n = j["purged"];
     if (ctx.output == "json") print_json(j);
     else std::printf("purged %d dead run%s\n", n, n == 1 ? "" : "s");

@@ -3,7 +3,6 @@
 #include "common/ops/dead_letter.hpp"
 #include "common/ops/ids.hpp"
 #include "common/store/jobs.hpp"
-#include "common/util/duration.hpp"
 #include "common/util/error.hpp"
 #include "common/util/json_input.hpp"
 #include "common/util/ulid.hpp"
@@ -88,7 +87,7 @@ Reply dismiss_dead_runs(Call& c) { return bulk(c, ops::dismiss_json, ops::dismis
 Reply purge_dead_runs(Call& c) {
   const std::string older = c.query("older_than");
   if (older.empty()) throw usage_error("query parameter older_than is needed", "e.g. ?older_than=7d");
-  return {200, ops::purge_json(c.store, util::parse_duration(older, "older_than").count()), {}};
+  return {200, ops::purge_json(c.store, older, "older_than"), {}};
 }
 
 }  // namespace jobctl::server

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/model/job_json.hpp"
+#include "common/ops/health.hpp"
 #include "common/ops/ids.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
@@ -86,8 +87,9 @@ nlohmann::json dismiss_all_json(store::Store& store, const store::DeadFilter& fi
   return {{"dismissed", store.dead_letter().dismiss_all(filter)}};
 }
 
-nlohmann::json purge_json(store::Store& store, int64_t older_than_us) {
-  return {{"purged", store.dead_letter().purge_dead(older_than_us)}};
+nlohmann::json purge_json(store::Store& store, const std::string& older_than, const std::string& what) {
+  // 0s purged the whole queue (a tester): refused, as gc refuses it.
+  return {{"purged", store.dead_letter().purge_dead(window_of(older_than, what, "e.g. 30d"))}};
 }
 
 }  // namespace jobctl::ops

@@ -41,7 +41,9 @@ nlohmann::json dismiss_json(store::Store& store, const std::vector<std::string>&
 // {"dismissed": N}: every dead run the filter covers, in one transaction.
 nlohmann::json dismiss_all_json(store::Store& store, const store::DeadFilter& filter);
 
-// {"purged": N}: dead runs older than `older_than_us` deleted.
-nlohmann::json purge_json(store::Store& store, int64_t older_than_us);
+// {"purged": N}: dead runs that died longer ago than `older_than` (a
+// duration as typed, named `what` in errors) deleted. Throws usage Error
+// for a bad duration or 0s, which would purge the whole queue.
+nlohmann::json purge_json(store::Store& store, const std::string& older_than, const std::string& what);
 
 }  // namespace jobctl::ops

@@ -35,9 +35,9 @@ std::map<std::string, bool> paused_queues(store::Store& store) {
   return paused;
 }
 
-int64_t window_of(const std::string& since, const std::string& what) {
+int64_t window_of(const std::string& since, const std::string& what, const std::string& hint) {
   auto us = util::parse_duration(since, what.c_str()).count();
-  if (us <= 0) throw usage_error(what + " must be longer than 0s", "e.g. 15m");
+  if (us <= 0) throw usage_error(what + " must be longer than 0s", hint);
   return us;
 }
 

@@ -22,9 +22,10 @@ std::map<std::string, int> agents_by_queue(const std::vector<model::Worker>& wor
 // Whether each queue is paused (jobctl queue pause), by name.
 std::map<std::string, bool> paused_queues(store::Store& store);
 
-// A window (`since`, named `what` in errors) in µs; throws usage Error
-// unless it is longer than 0s.
-int64_t window_of(const std::string& since, const std::string& what = "--since");
+// A window back from now (`since`, named `what` in errors) in µs, or an
+// age (dlq purge's); throws usage Error, with `hint`, unless it is longer
+// than 0s.
+int64_t window_of(const std::string& since, const std::string& what = "--since", const std::string& hint = "e.g. 15m");
 
 // 0.0123 → "12ms", 3.4 → "3.4s", 300 → "5m".
 std::string seconds_text(double s);

@@ -152,6 +152,7 @@ void durations(const Fixture& f, Cases& cases) {
   add(cases, {"check", "--max-dlq", "0", "--since", "0s"});
   add(cases, {"top", "--once", "--since", "0s"});
   add(cases, {"gc", "--older-than", "0s"});
+  add(cases, {"dlq", "purge", "--older-than", "0s"}, 2, "--older-than must be longer than 0s");  // purged every dead run
   add(cases, {"top", "--once", "--interval", "99ms"});
   add(cases, {"submit", "--cron", "@daily", "--catchup-window", "0s", "--", "true"});
   add(cases, {"cron", "next", "@every 0s"});

@@ -704,6 +704,7 @@ TEST_CASE("serve: attempts, output, history, workers and the dead-letter queue a
   CHECK(rest["replayed"] == 2);
   CHECK(cli_json(db, dir, {"dlq", "ls"}).empty());
   CHECK(body_of(op.Delete("/api/v1/dead-letter?older_than=30d")) == json{{"purged", 0}});
+  check_problem(op.Delete("/api/v1/dead-letter?older_than=0s"), 400, "older_than must be longer than 0s");
   check_problem(op.Delete("/api/v1/dead-letter"), 400, "older_than");
 }
 
