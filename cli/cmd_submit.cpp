@@ -68,7 +68,7 @@ void register_submit(CLI::App& app, Context& ctx) {
   cmd->callback([f, &ctx] {
     std::vector<store::SubmitResult> results;
     if (!f->file.empty()) {
-      JobFile batch(f->file);
+      JobFile batch(f->file, f->wait ? Schedules::refused : Schedules::allowed);
       try {
         results = ctx.store().jobs().submit(batch);
       } catch (const store::JobRefused& e) {

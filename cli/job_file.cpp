@@ -37,7 +37,8 @@ constexpr size_t kPartJobs = 5000;
 
 }  // namespace
 
-JobFile::JobFile(const std::string& path) : text_(read_input(path, "--file", kBatchLimit)) {
+JobFile::JobFile(const std::string& path, Schedules schedules)
+    : text_(read_input(path, "--file", kBatchLimit)), schedules_(schedules) {
   const char* start = text_.data();
   size_t jobs = 0;
   parts_.emplace_back();
@@ -86,6 +87,11 @@ void JobFile::read_part(Part& part) {
     for_each_job_line(part.text, part.first_line, [&](size_t n, std::string_view line) {
       try {
         part.specs.push_back(jobdef::job_spec_from_json(util::parse_json_input(line, "the job", "")));
+        // Refused as it is read, as a line that is not a job: the batch's
+        // transaction ends before anything of it is committed.
+        if (schedules_ == Schedules::refused && part.specs.back().schedule)
+          throw usage_error("--wait cannot wait for a schedule (field 'cron'): its runs start at its occurrences",
+                            "submit schedules without --wait");
       } catch (const Error& e) {
         throw jobdef::refused_in_batch(e, fmt::format("line {}", n));
       }

@@ -20,11 +20,17 @@
 
 namespace jobctl::cli {
 
+// Whether a batch may hold schedules (lines with cron). Under submit
+// --wait it may not, as --cron excludes --wait: a schedule's first run
+// waits for its first occurrence, which the wait would wait for.
+enum class Schedules { allowed, refused };
+
 class JobFile final : public store::JobParts {
  public:
   // Reads `path` ("-": standard input) and starts reading its jobs. Throws
-  // a usage error when it cannot be read or holds no job.
-  explicit JobFile(const std::string& path);
+  // a usage error when it cannot be read or holds no job. A schedule refused
+  // is a line that is not a job, reported as one by next().
+  explicit JobFile(const std::string& path, Schedules schedules = Schedules::allowed);
   JobFile(const JobFile&) = delete;
   JobFile& operator=(const JobFile&) = delete;
 
@@ -60,6 +66,7 @@ class JobFile final : public store::JobParts {
   bool ready(size_t index) const { return read_ > index || failed_; }
 
   std::string text_;
+  Schedules schedules_;
   std::vector<Part> parts_;
   size_t next_part_ = 0;
   std::mutex mutex_;

@@ -368,6 +368,21 @@ TEST_CASE("cli: batch submit writes every line or none") {
   CHECK(job_count(db, dir) == 3);
 }
 
+TEST_CASE("cli: submit --file --wait refuses a batch holding a schedule, naming its line, and writes nothing") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // The batch was written and waited for (until the schedule's first
+  // occurrence), where submit --cron --wait is refused.
+  auto r = run_jobctl(db, dir, {"submit", "--file", "-", "--wait"},
+                      "{\"command\": \"true\"}\n{\"command\": \"true\", \"cron\": \"0 3 * * *\"}\n");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("line 2: --wait cannot wait for a schedule") != std::string::npos);
+  CHECK(r.out.empty());
+  CHECK(job_count(db, dir) == 0);
+  // Without --wait the same batch is taken.
+  CHECK(run_jobctl(db, dir, {"submit", "--file", "-"}, "{\"command\": \"true\", \"cron\": \"0 3 * * *\"}\n").code == 0);
+}
+
 TEST_CASE("cli: a batch read while it is written keeps its lines' order and reports its first bad line") {
   // 8,000 lines are read in parts (the first of 1,000 jobs, then 5,000
   // each: cli/job_file.cpp) on a thread of their own, while the store
