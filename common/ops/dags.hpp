@@ -32,6 +32,8 @@ nlohmann::json dag_runs_json(store::Store& store, int limit);
 // A DAG run (or a DAG's newest run) cancelled, paused or resumed, or its
 // failed and cancelled nodes run again, as `dag cancel|pause|resume|retry -o
 // json`: {"id", "result", "nodes": how many} or {"id", "result", "changed"}.
+// Throws not_found, or invalid_state for a finished run (retry: one that
+// has not finished, or succeeded).
 nlohmann::json cancel_dag_run(store::Store& store, const std::string& id);
 nlohmann::json pause_dag_run(store::Store& store, const std::string& id, bool pause);
 nlohmann::json retry_dag_run(store::Store& store, const std::string& id);

@@ -65,6 +65,8 @@ class Dags {
   // how many it cancelled or asked. Throws not_found / invalid_state.
   int cancel_dag_run(const std::string& id);
   // Pause: no node of the run starts until resume. False when it already was.
+  // Throws not_found, or invalid_state for a run that has finished, as
+  // cancel does.
   bool set_dag_run_paused(const std::string& id, bool paused);
   // A fresh run of every node whose latest run failed or was cancelled,
   // blocked behind those of its parents that have not succeeded; succeeded

@@ -76,6 +76,16 @@ std::map<std::string, int64_t> node_counts(Connection& c, const std::string& dag
   return counts;
 }
 
+// Throws invalid_state when no node of the DAG run waits or runs: there is
+// nothing left to `what` ("cancel", "pause", "resume"). A pause of a
+// finished run answered "paused" and left it succeeded (a tester).
+void refuse_finished(Connection& c, const std::string& dag_run_id, std::string_view what) {
+  auto counts = node_counts(c, dag_run_id);
+  if (counts["running"] + counts["pending"] + counts["blocked"] == 0)
+    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} has finished; there is nothing to {}", dag_run_id, what),
+                "`jobctl dag retry` runs its failed and cancelled nodes again");
+}
+
 // A node's edges lead to its DAG run's runs of its parents or children:
 // $1 the DAG run, $2 the node's job. PostgreSQL looks each one up from the
 // node's few edges (OFFSET 0 keeps that a lookup): under the statistics of
@@ -348,10 +358,7 @@ std::vector<DagRunView> Dags::list_dag_runs(int limit, const std::string& dag_id
 int Dags::cancel_dag_run(const std::string& id) {
   Transaction tx(*conn_, TxMode::write);
   const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(*conn_, id));
-  auto counts = node_counts(*conn_, run_id);
-  if (counts["running"] + counts["pending"] + counts["blocked"] == 0)
-    throw Error(ExitCode::invalid_state, fmt::format("DAG run {} has finished; there is nothing to cancel", run_id),
-                "`jobctl dag retry` runs its failed and cancelled nodes again");
+  refuse_finished(*conn_, run_id, "cancel");
   conn_->exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE id = $1", {run_id});
   // Running nodes first, then those waiting: a completion also locks a
   // parent before its children, so the two cannot deadlock.
@@ -367,6 +374,7 @@ int Dags::cancel_dag_run(const std::string& id) {
 bool Dags::set_dag_run_paused(const std::string& id, bool paused) {
   Transaction tx(*conn_, TxMode::write);
   const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(*conn_, id));
+  refuse_finished(*conn_, run_id, paused ? "pause" : "resume");
   if (conn_->exec("UPDATE dag_runs SET paused = $2 WHERE id = $1 AND paused <> $2", {run_id, int64_t{paused}}) == 0)
     return false;
   if (paused) {

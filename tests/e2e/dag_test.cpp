@@ -164,6 +164,16 @@ TEST_CASE("dag: cancel mid-run stops the running node and cancels the rest, and 
   test::eventually([&] { return dag_status(db, dir, id) == "succeeded"; }, "the retried DAG run to succeed");
   auto after = json::parse(run_jobctl(db, dir, {"dag", "status", id, "-o", "json"}).out);
   CHECK(after["nodes"][0]["run"]["attempts"] == 1);  // a was not run again
+  // Nor is a finished run paused or resumed: pause answered "paused", exit
+  // 0, and the run stayed succeeded.
+  for (const std::string verb : {"pause", "resume"}) {
+    CAPTURE(verb);
+    auto r = run_jobctl(db, dir, {"dag", verb, id, "-o", "json"});
+    CHECK(r.code == 4);
+    CHECK(r.err.find("DAG run " + id + " has finished; there is nothing to " + verb) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  CHECK(dag_status(db, dir, id) == "succeeded");
   auto c_job = after["nodes"][2]["job_id"].get<std::string>();
   CHECK(test::trim(run_jobctl(db, dir, {"logs", c_job}).out) == "got=again");
   auto dot = run_jobctl(db, dir, {"dag", "graph", id});

@@ -1052,6 +1052,8 @@ TEST_CASE("serve: schedules, DAG runs and the stats series answer as the CLI doe
   CHECK(cancelled["result"] == "cancelled");
   CHECK(cancelled["nodes"] == 2);
   CHECK(body_of(reader.Get("/api/v1/dags/" + dag_run + "/status"))["status"] == "cancelled");
+  // A finished run is not paused, as it is not cancelled (it answered "paused").
+  check_problem(op.Post("/api/v1/dags/" + dag_run + "/pause"), 409, "has finished; there is nothing to pause");
   CHECK(body_of(op.Post("/api/v1/dags/" + dag_run + "/retry"))["nodes"] == 2);
 
   // The series: every step present, oldest first; the run that succeeded counted once.
