@@ -86,9 +86,13 @@ JobFlags::JobFlags(CLI::App& cmd, jobdef::Where where) {
       case jobdef::FlagKind::text:
         s.option = cmd.add_option(name, s.text, help);
         break;
-      case jobdef::FlagKind::count:
-        s.option = cmd.add_option(name, s.count, help)->check(util::whole_number(f.min, f.max));
+      case jobdef::FlagKind::count: {
+        // Its range in the help too: submit --help showed --max-runs from 0,
+        // which only update takes (a tester).
+        const int min = where == jobdef::kUpdate && f.update_zero_means_none ? 0 : f.min;
+        s.option = cmd.add_option(name, s.count, help)->check(util::whole_number(min, f.max));
         break;
+      }
       case jobdef::FlagKind::list:
         s.option = cmd.add_option(name, s.list, help)->take_all();
         break;

@@ -82,12 +82,15 @@ struct Field {
   std::string (*shown_default)() = nullptr;        // shown in the help: as {default}, else as [default]
   std::vector<std::string> (*choices)() = nullptr;  // the only values the flag takes (in any case)
   std::map<std::string, std::string> (*aliases)() = nullptr;  // other words it takes, and the choice each means
-  int min = 0, max = 0;                             // a count's range
+  int min = 0, max = 0;                             // a count's range (a new job's)
   std::string_view needs = {};                      // a flag this one is meaningless without (submit)
   std::array<std::string_view, 2> excludes = {};    // flags this one cannot be given with
   // `update --flag ""` removes the value (a name, labels, a key, a tenant),
   // where any other option refuses an empty value.
   bool update_empty_means_none = false;
+  // `update --flag 0` removes the value (--max-runs' limit): update's
+  // range starts at 0, where a new job's starts at min.
+  bool update_zero_means_none = false;
 };
 
 // Every field, in the order `jobctl submit --help` lists the flags.

@@ -634,7 +634,8 @@ void numbers(const Fixture& f, Cases& cases) {
   add(cases, {"submit", "--max-deliveries", "0", "--", "true"}, 2, range);
   add(cases, {"submit", "--max-concurrent", "0", "--", "true"}, 2, range);
   add(cases, {"submit", "--max-concurrent", "100001", "--", "true"}, 2, range);
-  add(cases, {"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"}, 2, "--max-runs must be 1 to 1000000, not 0");
+  add(cases, {"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"}, 2,
+      "--max-runs: must be a whole number from 1 to 1000000, not '0'");
   add(cases, {"submit", "--cron", "@daily", "--max-runs", "1000001", "--", "true"}, 2, range);
   add(cases, {"gc", "--older-than", "1d", "--batch", "0"}, 2, range);
   add(cases, {"queue", "set", "q", "--max-concurrent", "1000001"}, 2, range);

@@ -320,7 +320,7 @@ TEST_CASE("schedule: bounds are read in --tz, and bad ones are refused with noth
            {{"submit", "--cron", "@daily", "--starts-at", "2031-01-01", "--ends-at", "2030-01-01", "--", "true"},
             "--ends-at is before --starts-at"},
            {{"submit", "--starts-at", "2030-01-01", "--", "true"}, "--cron"},
-           {{"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"}, "--max-runs must be 1 to"},
+           {{"submit", "--cron", "@daily", "--max-runs", "0", "--", "true"}, "--max-runs: must be a whole number from 1 to"},
            {{"submit", "--cron", "@daily", "--starts-at", "next tuesday", "--", "true"}, "--starts-at"},
            {{"update", id, "--ends-at", "2029-01-01T00:00:00Z"}, "--ends-at is before --starts-at"},
        }) {
@@ -328,6 +328,16 @@ TEST_CASE("schedule: bounds are read in --tz, and bad ones are refused with noth
     CHECK_MESSAGE(r.code == 2, c.args[1]);
     CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, r.err);
   }
+  // Each command's help gives the range it takes: submit's from 1,
+  // update's from 0, which removes the limit (submit --help showed 0 too).
+  auto max_runs_help = [&](const char* command) {
+    const std::string help = run_jobctl(db, dir, {command, "--help"}).out;
+    const size_t at = help.find("\n  --max-runs ");
+    REQUIRE(at != std::string::npos);
+    return help.substr(at + 1, help.find('\n', at + 1) - at - 1);
+  };
+  CHECK(max_runs_help("submit").find("INT:1 to 1000000") != std::string::npos);
+  CHECK(max_runs_help("update").find("INT:0 to 1000000") != std::string::npos);
   auto line = run_jobctl(db, dir, {"submit", "--file", "-"},
                          R"({"command": "true", "cron": "@daily", "ends_at": "2020-01-01T00:00:00Z"})");
   CHECK(line.code == 2);
