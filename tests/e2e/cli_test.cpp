@@ -182,6 +182,19 @@ TEST_CASE("cli: bad input gets a one-line error, exit 2, and writes nothing") {
     CHECK(r.err.find(c.mentions) != std::string::npos);
     CHECK(r.out.empty());
   }
+  // A path that cannot be read is told how standard input is spelt there:
+  // @- for a flag's @FILE (the hint said "-", which --payload reads as
+  // JSON), - for --file.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"submit", "--payload", "@/nonexistent", "--", "true"},
+           {"submit", "--webhook", "http://127.0.0.1/", "--data", "@/nonexistent"}}) {
+    CAPTURE(args);
+    auto r = run_jobctl(db, dir, args);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("check the path; @- reads standard input") != std::string::npos);
+  }
+  CHECK(run_jobctl(db, dir, {"submit", "--file", "/nonexistent"}).err.find("check the path; - reads standard input") !=
+        std::string::npos);
   // A batch line is held to the same limits, and nothing of the batch is written.
   auto batch = run_jobctl(db, dir, {"submit", "--file", "-"},
                           "{\"command\": \"true\"}\n{\"command\": \"true\", \"name\": \"" + std::string(2000, 'n') + "\"}\n");
