@@ -101,7 +101,9 @@ void register_wait(CLI::App& app, Context& ctx) {
 void register_retry(CLI::App& app, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand(
-      "retry", "Run a dead, failed or cancelled job again, with a fresh retry budget (--on-each: each agent's such run)");
+      "retry",
+      "Run a dead, failed or cancelled job again, with a fresh retry budget (a job submitted with --on-each: on each "
+      "agent whose run ended so)");
   completes(cmd->add_option("id", *id, "Job id"), Completes::job_id)->required();
   cmd->callback([id, &ctx] {
     auto j = ops::retry_job(ctx.store(), *id);

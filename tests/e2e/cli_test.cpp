@@ -115,6 +115,20 @@ TEST_CASE("cli: a mistyped command is named with the one meant, and a group alon
   }
 }
 
+TEST_CASE("cli: retry's help says what it does for a job submitted with --on-each, in words no flag reads like") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  // "(--on-each: each agent's such run)" read as a flag of retry's, which
+  // has none of that name.
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"}, {"retry", "--help"}}) {
+    CAPTURE(args);
+    auto help = run_jobctl(db, dir, args);
+    CHECK(help.code == 0);
+    CHECK(help.out.find("(a job submitted with --on-each: on each agent whose run ended so)") != std::string::npos);
+    CHECK(help.out.find("(--on-each:") == std::string::npos);
+  }
+}
+
 TEST_CASE("cli: priority words are taken in any case, and medium is normal") {
   test::TempDir dir;
   test::TestDb db(dir);
