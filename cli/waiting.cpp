@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,17 @@ std::vector<model::Run> awaited(Context& ctx, const model::JobView& view) {
 
 bool dag_final(const std::string& status) { return status == "succeeded" || status == "failed" || status == "cancelled"; }
 
+// Prints on stdout what `shown` makes of the store (a job as `get -o json`
+// shows it, a DAG run as `dag status -o json`): what wait -o json prints,
+// for one id as for several, finished or not. False when the store did not
+// answer before the wait's time ran out (a second at least).
+bool print_as_shown(PatientLook& look, const std::function<nlohmann::json(store::Store&)>& shown) {
+  nlohmann::json j;
+  if (!look([&](store::Store& s) { j = shown(s); })) return false;
+  print_json(j);
+  return true;
+}
+
 }  // namespace
 
 int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Micros> timeout, WaitReport report) {
@@ -53,13 +65,10 @@ int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Mi
     }
     if (looked && dag_final(v->status)) {
       progress.clear();
-      if (ctx.output == "json" && report == WaitReport::with_json) {
-        nlohmann::json status;
-        if (!look([&](store::Store& s) { status = ops::dag_status(s, v->id); })) {
-          std::fprintf(stderr, "jobctl: timed out reading DAG run %s (the store did not answer)\n", v->id.c_str());
-          return static_cast<int>(ExitCode::timeout);
-        }
-        print_json(status);
+      if (ctx.output == "json" && report == WaitReport::with_json &&
+          !print_as_shown(look, [&](store::Store& s) { return ops::dag_status(s, v->id); })) {
+        std::fprintf(stderr, "jobctl: timed out reading DAG run %s (the store did not answer)\n", v->id.c_str());
+        return static_cast<int>(ExitCode::timeout);
       }
       std::string failed;
       for (const auto& n : v->nodes)
@@ -71,6 +80,9 @@ int wait_for_dag_run(Context& ctx, const std::string& id, std::optional<util::Mi
     }
     if (backoff.expired()) {
       progress.clear();
+      // As it stands, as for several ids: its status says how far it got.
+      if (v && ctx.output == "json" && report == WaitReport::with_json)
+        print_as_shown(look, [&](store::Store& s) { return ops::dag_status(s, v->id); });
       if (v)
         std::fprintf(stderr, "jobctl: timed out waiting for DAG run %s (still %s, %lld of %lld nodes done)\n",
                      v->id.c_str(), v->status.c_str(), static_cast<long long>(done), static_cast<long long>(nodes));
@@ -100,7 +112,11 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
     if (looked && !runs.empty() &&
         std::all_of(runs.begin(), runs.end(), [](const auto& r) { return model::is_final(r.status); })) {
       progress.clear();
-      if (ctx.output == "json" && report == WaitReport::with_json) print_json(model::to_json(*view));
+      if (ctx.output == "json" && report == WaitReport::with_json &&
+          !print_as_shown(look, [&](store::Store& s) { return ops::job_json(s, job_id); })) {
+        std::fprintf(stderr, "jobctl: timed out reading job %s (the store did not answer)\n", job_id.c_str());
+        return static_cast<int>(ExitCode::timeout);
+      }
       int code = 0;
       for (const auto& run : runs) {
         std::string detail = run.error.empty() ? "" : ": " + run.error;
@@ -113,6 +129,9 @@ int wait_for_job(Context& ctx, const std::string& job_id, std::optional<util::Mi
     }
     if (backoff.expired()) {
       progress.clear();
+      // As it stands, as for several ids; it printed nothing (a tester).
+      if (view && ctx.output == "json" && report == WaitReport::with_json)
+        print_as_shown(look, [&](store::Store& s) { return ops::job_json(s, job_id); });
       const std::string still = !view                ? "the store did not answer"
                                 : view->latest_run ? "still " + std::string(model::to_string(view->latest_run->status))
                                                    : "still without a run";

@@ -545,6 +545,15 @@ TEST_CASE("cli: wait gives up with exit 124 when nothing runs the job") {
   auto r = run_jobctl(db, dir, {"wait", id, "--timeout", "200ms"});
   CHECK(r.code == 124);
   CHECK(r.err.find("pending") != std::string::npos);
+  // With -o json the job as it stands, as get shows it (and as wait of
+  // several ids shows each): it printed nothing.
+  auto as_json = run_jobctl(db, dir, {"wait", id, "--timeout", "200ms", "-o", "json"});
+  CHECK(as_json.code == 124);
+  REQUIRE_MESSAGE(!as_json.out.empty(), as_json.err);
+  auto shown = json::parse(as_json.out);
+  CHECK(shown["id"] == id);
+  CHECK(shown["status"] == "pending");
+  CHECK(shown["waiting"].get<std::string>().find("no live agent serves queue default") != std::string::npos);
 }
 
 TEST_CASE("cli: wait reads the SQLite file its path names now, once the one it opened was deleted") {

@@ -248,6 +248,16 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   const std::string fine_id = test::trim(pending.out);
   CHECK(pending.err.find("timed out waiting for DAG run " + fine_id + " (still running, 0 of 2 nodes done)") !=
         std::string::npos);
+  // With -o json, the DAG run as it stands, as dag status shows it: it
+  // printed nothing (for one id; several printed each).
+  for (const auto& args : std::vector<std::vector<std::string>>{{"wait", fine_id, "--timeout", "300ms", "-o", "json"},
+                                                                 {"dag", "wait", fine_id, "--timeout", "300ms", "-o", "json"}}) {
+    CAPTURE(args);
+    auto timed_json = run_jobctl(db, dir, args);
+    CHECK(timed_json.code == 124);
+    REQUIRE_MESSAGE(!timed_json.out.empty(), timed_json.err);
+    CHECK(json::parse(timed_json.out)["status"] == "running");
+  }
 
   auto agent = test::start_agent(db, dir, {"--poll-interval", "100ms"});
   auto done = run_jobctl(db, dir, {"dag", "wait", fine_id});
