@@ -149,7 +149,7 @@ void validate(const JobSpec& s) {
     throw usage_error("--on and --on-each cannot be combined",
                       "--on-each both selects the agents and gives each of them a run");
   validate_idempotency_key(s.idempotency_key, "--idempotency-key");
-  validate(s.retry_given.resolve());
+  validate(s.retry_given);
 }
 
 json to_json(const Run& r) {

@@ -99,6 +99,21 @@ void validate(const RetryPolicy& p) {
     throw usage_error(fmt::format("invalid --max-deliveries {}: use 1 to 1000", p.max_deliveries));
 }
 
+void validate(const RetryOverrides& given) {
+  const RetryPolicy p = given.resolve();
+  // "--max-retry-delay 5m is shorter than --retry-delay 1h" named a flag
+  // the user never gave (a tester): the one not given is the default.
+  if (p.max_delay_us < p.delay_us && !(given.delay_us && given.max_delay_us)) {
+    const auto max = util::format_duration(util::Micros(p.max_delay_us));
+    const auto delay = util::format_duration(util::Micros(p.delay_us));
+    throw usage_error(given.delay_us
+                          ? fmt::format("--retry-delay {} is longer than the default --max-retry-delay {}", delay, max)
+                          : fmt::format("--max-retry-delay {} is shorter than the default --retry-delay {}", max, delay),
+                      fmt::format("raise --max-retry-delay to at least {}", delay));
+  }
+  validate(p);
+}
+
 std::pair<int64_t, int64_t> backoff_bounds(const RetryPolicy& p, int n) {
   if (p.backoff == Backoff::fixed) return {p.delay_us, p.delay_us};
   int64_t e = p.delay_us;

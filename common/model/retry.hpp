@@ -92,6 +92,10 @@ struct RetryOverrides {
 // Throws usage Error for a policy that makes no sense (negative numbers,
 // max delay below the base delay, zero deliveries).
 void validate(const RetryPolicy& p);
+// The same for the policy `given` makes over the built-in defaults, a
+// delay it does not set named as the default ("--retry-delay 1h is longer
+// than the default --max-retry-delay 5m").
+void validate(const RetryOverrides& given);
 
 // The bounds of the delay before retry number `n` (1-based).
 std::pair<int64_t, int64_t> backoff_bounds(const RetryPolicy& p, int n);

@@ -256,7 +256,8 @@ std::vector<model::RetryPolicy> JobWriter::retry_policies(std::span<const model:
     model::RetryOverrides policy = queue;
     policy.merge(s.retry_given);
     try {
-      model::validate(retry.emplace_back(policy.resolve()));
+      model::validate(policy);
+      retry.push_back(policy.resolve());
     } catch (const Error& e) {
       if (queue.empty()) throw JobRefused(e, given_ + i);
       // The queue's defaults are part of it: the job may not have set

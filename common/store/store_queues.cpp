@@ -45,7 +45,7 @@ void Queues::set_queue_defaults(const std::string& queue, const model::RetryOver
   model::RetryOverrides merged;
   if (clear == Clear::no) merged = queue_defaults(*conn_, {queue})[queue];
   merged.merge(given);
-  model::validate(merged.resolve());
+  model::validate(merged);
   // An upsert, so that the queue keeps what else it has (paused).
   conn_->exec(
       "INSERT INTO queues (name, max_retries, backoff, retry_delay_us, max_retry_delay_us, retry_for_us, "

@@ -630,6 +630,38 @@ TEST_CASE("cli: queue set and queue ls show and apply retry defaults") {
   CHECK(table.out.find("backoff=fixed retries=6") != std::string::npos);
 }
 
+TEST_CASE("cli: a retry delay past the longest is said in terms of what was given, the other named as the default") {
+  test::TempDir dir;
+  test::TestDb db(dir);
+  struct Case {
+    std::vector<std::string> args;
+    std::string stdin_text, error, hint;
+  };
+  // "--max-retry-delay 5m is shorter than --retry-delay 1h" named a flag
+  // never given.
+  for (const auto& c : std::vector<Case>{
+           {{"submit", "--retry-delay", "1h", "--", "true"}, "",
+            "--retry-delay 1h is longer than the default --max-retry-delay 5m", "raise --max-retry-delay to at least 1h"},
+           {{"submit", "--max-retry-delay", "500ms", "--", "true"}, "",
+            "--max-retry-delay 500ms is shorter than the default --retry-delay 1s", "raise --max-retry-delay to at least 1s"},
+           {{"queue", "set", "reports", "--retry-delay", "10m"}, "",
+            "--retry-delay 10m is longer than the default --max-retry-delay 5m", "raise --max-retry-delay to at least 10m"},
+           {{"submit", "--file", "-"}, "{\"command\": \"true\", \"retry_delay\": \"10m\"}\n",
+            "line 1: field 'retry_delay' 10m is longer than the default field 'max_retry_delay' 5m",
+            "raise field 'max_retry_delay' to at least 10m"},
+           // Both given: as before.
+           {{"submit", "--retry-delay", "1h", "--max-retry-delay", "30m", "--", "true"}, "",
+            "--max-retry-delay 30m is shorter than --retry-delay 1h", "raise --max-retry-delay or lower --retry-delay"},
+       }) {
+    CAPTURE(c.args);
+    auto r = run_jobctl(db, dir, c.args, c.stdin_text);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(c.error) != std::string::npos);
+    CHECK(r.err.find("hint: " + c.hint) != std::string::npos);
+  }
+  CHECK(job_count(db, dir) == 0);
+}
+
 TEST_CASE("cli: --in and --at delay a job, and bad combinations are refused") {
   test::TempDir dir;
   test::TestDb db(dir);
