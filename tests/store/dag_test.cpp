@@ -377,13 +377,13 @@ TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a 
   store::SchedulerSettings settings;
   settings.horizon_us = 60'000'000;
   f.s->scheduler().materialise(f.worker, *epoch, settings);
-  // The DAG runs well ahead (their occurrence 10 s away or more), by state.
+  // The DAG runs well ahead (their occurrence 10 s away or more, from
+  // now: read at each count, a slow machine saw one fewer), by state.
+  const int64_t well_ahead = f.s->now() + 10'000'000;
   auto ahead = [&](const char* where) {
     return f.s->connection()
-        .query(fmt::format("SELECT count(*) FROM dag_runs d WHERE d.dag_id = $1 AND d.occurrence > NOW_US + 10000000 "
-                           "AND {}",
-                           where),
-               {r.dag_id})
+        .query(fmt::format("SELECT count(*) FROM dag_runs d WHERE d.dag_id = $1 AND d.occurrence > $2 AND {}", where),
+               {r.dag_id, well_ahead})
         .at(0)
         .i64(0);
   };
