@@ -51,7 +51,12 @@ Awaited awaited(Context& ctx, const std::string& id) {
     }
   }
   try {
-    return {ops::resolve_id(ctx.store(), id).job.job.id, false};
+    const auto r = ops::resolve_id(ctx.store(), id);
+    // A scheduled DAG (its id, or its schedule's job) runs as DAG runs,
+    // never a run of its own: its newest DAG run is awaited, as dag wait
+    // does (waiting on the schedule's job waited for ever).
+    if (r.job.job.kind == "dag") return {ctx.store().dags().get_dag_run(r.job.job.dag_id).id, true};
+    return {r.job.job.id, false};
   } catch (const Error& e) {
     if (e.code() != ExitCode::not_found) throw;
     try {

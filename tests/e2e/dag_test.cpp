@@ -193,6 +193,11 @@ TEST_CASE("dag: the id dag submit --cron prints is taken by schedule trigger, ba
   REQUIRE_MESSAGE(triggered.code == 0, triggered.err);
   auto dag_run = test::trim(triggered.out);
   CHECK(run_jobctl(db, dir, {"dag", "status", dag_run}).code == 0);
+  // wait takes it as dag wait does: its newest DAG run (no agent runs it
+  // here). Taken as its schedule's job, which never runs, it waited for ever.
+  auto waited = run_jobctl(db, dir, {"wait", "--timeout", "1s", "-o", "json", dag_id});
+  CHECK(waited.code == 124);
+  CHECK_MESSAGE(waited.out.find(dag_run) != std::string::npos, waited.out);
 
   auto backfilled = run_jobctl(db, dir, {"schedule", "backfill", dag_id, "--from", "2026-01-01 00:00", "--to",
                                          "2026-01-02 23:59", "-o", "json"});
