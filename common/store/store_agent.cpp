@@ -82,10 +82,9 @@ WITH input AS (
   -- runs times the batch: 1 ms of the 2 a batch of 64 took).
   -- A retry of a run asked to stop is cancelled too (RECORDED_STATUS).
   UPDATE runs r SET status = CASE WHEN d.deleted THEN 'cancelled' ELSE RECORDED_STATUS END,
-         finished_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NULL
-                       ELSE GREATEST(LEAST(COALESCE(d.ended, NOW_US), NOW_US), COALESCE(r.attempt_started_at, NOW_US)) END,
+         finished_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted THEN NULL ELSE ENDED_AT END,
          available_at = CASE WHEN RECORDED_STATUS = 'pending' AND NOT d.deleted
-                        THEN GREATEST(COALESCE(d.ended, NOW_US) + d.delay, NOW_US) ELSE r.available_at END,
+                        THEN GREATEST(ENDED_AT + d.delay, NOW_US) ELSE r.available_at END,
          failures = r.failures + CASE WHEN d.outcome = 'failed' THEN 1 ELSE 0 END,
          LEASE_ENDED, exit_code = d.exit_code,
          error = CASE WHEN d.deleted THEN 'cancelled: the job was deleted' ELSE CANCEL_ERROR END
@@ -117,6 +116,10 @@ const std::string& complete_postgres_sql() {
               cancelled_error_sql(recorded, "r.cancel_requested", "d.error"));
     for (size_t at = s.find("RECORDED_STATUS"); at != std::string::npos; at = s.find("RECORDED_STATUS", at))
       s.replace(at, std::string_view("RECORDED_STATUS").size(), recorded);
+    // When the attempt ended: as its agent says, between its start and now.
+    const std::string ended = "GREATEST(LEAST(COALESCE(d.ended, NOW_US), NOW_US), COALESCE(r.attempt_started_at, NOW_US))";
+    for (size_t at = s.find("ENDED_AT"); at != std::string::npos; at = s.find("ENDED_AT", at))
+      s.replace(at, std::string_view("ENDED_AT").size(), ended);
     s.replace(s.find("LEASE_ENDED"), std::string_view("LEASE_ENDED").size(), kLeaseEnded);
     s.replace(s.find("ATTEMPT_OPENED"), std::string_view("ATTEMPT_OPENED").size(), kAttemptOpened);
     return s;
@@ -138,8 +141,8 @@ const std::string& finish_run_sql() {
         "COALESCE(attempt_started_at, NOW_US) THEN COALESCE(attempt_started_at, NOW_US) ELSE COALESCE($8, NOW_US) END";
     return fmt::format(
         "UPDATE runs SET status = {0}, finished_at = CASE WHEN {0} = 'pending' THEN NULL ELSE {4} END, "
-        "available_at = CASE WHEN {0} = 'pending' THEN CASE WHEN COALESCE($8, NOW_US) + $6 > NOW_US THEN "
-        "COALESCE($8, NOW_US) + $6 ELSE NOW_US END ELSE available_at END, failures = failures + $7, "
+        "available_at = CASE WHEN {0} = 'pending' THEN CASE WHEN {4} + $6 > NOW_US THEN {4} + $6 ELSE NOW_US END "
+        "ELSE available_at END, failures = failures + $7, "
         "{1}, exit_code = $4, error = {2} WHERE id = $1 AND fence = $2 AND status = 'running' "
         "RETURNING error, {4}, {3}, status",
         status, kLeaseEnded, cancelled_error_sql(status, "cancel_requested", "$5"), kAttemptOpened, ended);

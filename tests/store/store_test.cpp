@@ -857,9 +857,9 @@ TEST_CASE("store: an attempt is recorded as ended when its agent says, between i
   test::TestDb db(dir);
   auto s = db.open();
   auto w = worker(*s);
-  s->jobs().submit(std::vector<model::JobSpec>(5, job("ended")));
-  auto claimed = s->agent().claim(w, {"default"}, 5, 30'000'000);
-  REQUIRE(claimed.size() == 5);
+  s->jobs().submit(std::vector<model::JobSpec>(6, job("ended")));
+  auto claimed = s->agent().claim(w, {"default"}, 6, 30'000'000);
+  REQUIRE(claimed.size() == 6);
   const int64_t start = claimed[0].claimed_at;
   constexpr int64_t kHour = 3'600'000'000;
   std::vector<store::Completion> done;
@@ -875,8 +875,12 @@ TEST_CASE("store: an attempt is recorded as ended when its agent says, between i
   done[4].outcome = model::AttemptOutcome::failed;
   done[4].retry_delay_us = 1000;
   done[4].ended_at_us = start;
+  done[5].status = RunStatus::pending;        // a retry counted from the end recorded (now), not one ahead of it
+  done[5].outcome = model::AttemptOutcome::failed;
+  done[5].retry_delay_us = kHour;
+  done[5].ended_at_us = s->now() + kHour;
   const int64_t before = s->now();
-  REQUIRE(s->agent().complete(done) == std::vector<bool>(5, true));
+  REQUIRE(s->agent().complete(done) == std::vector<bool>(6, true));
   const int64_t after = s->now();
   auto ended = [&](int i) {
     auto att = s->jobs().attempts(claimed[i].run_id);
@@ -893,6 +897,9 @@ TEST_CASE("store: an attempt is recorded as ended when its agent says, between i
   CHECK(s->jobs().get_run(claimed[3].run_id)->available_at == start + 2000 + kHour);
   CHECK(s->jobs().get_run(claimed[4].run_id)->available_at >= before);
   CHECK(s->jobs().get_run(claimed[4].run_id)->available_at <= after);
+  CHECK(ended(5) <= after);
+  CHECK(s->jobs().get_run(claimed[5].run_id)->available_at >= before + kHour);
+  CHECK(s->jobs().get_run(claimed[5].run_id)->available_at <= after + kHour);
 }
 
 TEST_CASE("store: an attempt running when the store is upgraded to migration 15 moves onto its run") {
