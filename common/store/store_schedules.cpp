@@ -281,10 +281,12 @@ namespace {
 // them under skip; under buffer-one, all but the earliest. Only a live
 // lease counts as running: a run whose agent died, or that nobody could
 // renew during a store outage, is no reason to skip (it is rescued, or its
-// agent reports, soon). Under skip, only an attempt that started before
-// the occurrence came due counts: one due while nothing ran (every agent
-// was down) waits its turn behind the older one started since, as misfire
-// all means (they were all skipped for the first that started, a tester).
+// agent reports, soon). Under skip, an older occurrence of the same
+// schedule that started after this one came due does not count: one due
+// while nothing ran (every agent was down) waits its turn behind it, as
+// misfire all means (they were all skipped for the first that started, a
+// tester). Any other run holding the group (another job's under the same
+// key, a trigger) counts however late it started.
 // Each is a due occurrence p, of job g, in a group with runs running; $1
 // is the overlap policy, $2 the error recorded.
 //
@@ -302,7 +304,7 @@ std::string skip_blocked(Dialect d) {
   constexpr const char* kHeld =
       "g.overlap = $1 AND (SELECT count(*) FROM runs o WHERE o.group_key = p.group_key AND o.status = 'running' "
       "AND o.lease_expires_at > NOW_US AND ($1 <> 'skip' OR COALESCE(o.attempt_started_at, o.started_at) <= "
-      "p.available_at)) >= p.group_max "
+      "p.available_at OR o.job_id <> p.job_id OR o.occurrence IS NULL OR o.occurrence >= p.occurrence)) >= p.group_max "
       "AND ($1 = 'skip' OR EXISTS (SELECT 1 FROM runs e WHERE e.job_id = p.job_id AND e.status = 'pending' "
       "AND e.occurrence < p.occurrence AND COALESCE(e.pinned_to, '') = COALESCE(p.pinned_to, '')))";
   constexpr const char* kBusy = "SELECT DISTINCT group_key FROM runs WHERE status = 'running' AND group_key IS NOT NULL";
