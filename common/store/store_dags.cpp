@@ -315,13 +315,27 @@ DagRunView dag_run_from_row(Connection& c, const Row& row) {
   return v;
 }
 
-// What a DAG run's cancel, pause, resume or retry did to each of its
-// nodes, in the node job's history with the DAG run's id: they changed
-// the nodes' runs and left no trace (a tester).
-void audit_nodes(Connection& c, const std::string& actor, const std::string& run_id, const char* action) {
-  for (const auto& row : c.query("SELECT DISTINCT job_id FROM runs WHERE dag_run_id = $1 ORDER BY job_id", {run_id}))
-    audit(c, actor, row.text(0), action, nlohmann::json{{"dag_run", run_id}}.dump());
+// What a DAG run's cancel, pause, resume or retry did to its nodes, in
+// the history of each node job it changed (`which`: their runs' test, $1
+// the DAG run), with the DAG run's id: they changed the nodes' runs and
+// left no trace (a tester). Read before the change; none: nothing is said.
+std::vector<std::string> nodes_where(Connection& c, const std::string& run_id, const char* which) {
+  std::vector<std::string> jobs;
+  for (const auto& row : c.query(fmt::format("SELECT DISTINCT job_id FROM runs WHERE dag_run_id = $1 AND ({}) "
+                                             "ORDER BY job_id",
+                                             which),
+                                 {run_id}))
+    jobs.push_back(row.text(0));
+  return jobs;
 }
+void audit_nodes(Connection& c, const std::string& actor, const std::string& run_id,
+                 const std::vector<std::string>& jobs, const char* action) {
+  for (const auto& job : jobs) audit(c, actor, job, action, nlohmann::json{{"dag_run", run_id}}.dump());
+}
+// The nodes a cancel stops (waiting, or running and not yet asked), and
+// those a pause or resume holds or lets go (not ended).
+constexpr const char* kStopped = "status IN ('blocked', 'pending') OR (status = 'running' AND cancel_requested = 0)";
+constexpr const char* kNotEnded = "status IN ('blocked', 'pending', 'running')";
 
 }  // namespace
 
@@ -359,6 +373,7 @@ int Dags::cancel_dag_run(const std::string& id) {
   Transaction tx(*conn_, TxMode::write);
   const std::string run_id = lock_dag_run(*conn_, resolve_dag_run(*conn_, id));
   refuse_finished(*conn_, run_id, "cancel");
+  const auto stopped = nodes_where(*conn_, run_id, kStopped);
   conn_->exec("UPDATE dag_runs SET cancelled_at = NOW_US WHERE id = $1", {run_id});
   // Running nodes first, then those waiting: a completion also locks a
   // parent before its children, so the two cannot deadlock.
@@ -366,7 +381,7 @@ int Dags::cancel_dag_run(const std::string& id) {
   int64_t n = conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user "
                           "(dag cancel)' WHERE dag_run_id = $1 AND status IN ('blocked', 'pending')",
                           {run_id});
-  audit_nodes(*conn_, actor_, run_id, "cancel");
+  audit_nodes(*conn_, actor_, run_id, stopped, "cancel");
   tx.commit();
   return static_cast<int>(n + static_cast<int64_t>(asked.size()));
 }
@@ -389,7 +404,7 @@ bool Dags::set_dag_run_paused(const std::string& id, bool paused) {
     wake_queues(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'",
                                      {run_id}));
   }
-  audit_nodes(*conn_, actor_, run_id, paused ? "pause" : "resume");
+  audit_nodes(*conn_, actor_, run_id, nodes_where(*conn_, run_id, kNotEnded), paused ? "pause" : "resume");
   tx.commit();
   return true;
 }
@@ -421,14 +436,15 @@ int Dags::retry_dag_run(const std::string& id) {
   conn_->exec("UPDATE runs SET replayed_at = NOW_US WHERE dag_run_id = $1 AND status = 'dead' AND replayed_at IS NULL",
               {run_id});
   const int64_t due = now_us(*conn_);
-  int n = 0;
+  std::vector<std::string> again;
   for (const auto& row : latest) {
     if (done.count(row.text(0))) continue;
     conn_->exec(kNodeRunInsert, {util::new_ulid(), run_id, row.text(1), waiting[row.text(0)], due, int64_t{0}, row.text(0)});
-    ++n;
+    again.push_back(row.text(0));
   }
+  const int n = static_cast<int>(again.size());
   wake_queues(*conn_, conn_->query("SELECT DISTINCT queue FROM runs WHERE dag_run_id = $1 AND status = 'pending'", {run_id}));
-  audit_nodes(*conn_, actor_, run_id, "retry");
+  audit_nodes(*conn_, actor_, run_id, again, "retry");
   tx.commit();
   return n;
 }
