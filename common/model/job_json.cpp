@@ -149,7 +149,17 @@ void validate(const JobSpec& s) {
     throw usage_error("--on and --on-each cannot be combined",
                       "--on-each both selects the agents and gives each of them a run");
   validate_idempotency_key(s.idempotency_key, "--idempotency-key");
-  validate(s.retry_given);
+  // A delay against a maximum the job does not give is checked once its
+  // queue's defaults are merged in, as it is written
+  // (JobWriter::retry_policies): --retry-delay 10m under a queue's
+  // --max-retry-delay 30m was refused against the built-in 5m.
+  if (s.retry_given.delay_us && s.retry_given.max_delay_us) {
+    validate(s.retry_given);
+  } else {
+    auto own = s.retry_given.resolve();
+    own.max_delay_us = std::max(own.max_delay_us, own.delay_us);
+    validate(own);
+  }
 }
 
 json to_json(const Run& r) {

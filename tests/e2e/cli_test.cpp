@@ -660,6 +660,12 @@ TEST_CASE("cli: a retry delay past the longest is said in terms of what was give
     CHECK(r.err.find("hint: " + c.hint) != std::string::npos);
   }
   CHECK(job_count(db, dir) == 0);
+  // A queue's longest delay holds for its jobs: --retry-delay 10m was
+  // refused against the built-in 5m all the same (a reviewer).
+  REQUIRE(run_jobctl(db, dir, {"queue", "set", "etl", "--max-retry-delay", "30m"}).code == 0);
+  auto under_queue = run_jobctl(db, dir, {"submit", "--queue", "etl", "--retry-delay", "10m", "--", "true"});
+  CHECK_MESSAGE(under_queue.code == 0, under_queue.err);
+  CHECK(job_count(db, dir) == 1);
 }
 
 TEST_CASE("cli: --in and --at delay a job, and bad combinations are refused") {
