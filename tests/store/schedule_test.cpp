@@ -346,6 +346,42 @@ TEST_CASE("schedule: overlap skip skips only what came due while an earlier occu
   }
 }
 
+TEST_CASE("schedule: overlap skip still skips an occurrence held by another job's run under the same key, however late it started") {
+  // A reviewer: the exemption for an older occurrence started late made an
+  // occurrence wait, possibly for hours, behind any run of its group that
+  // started after it came due.
+  test::TempDir dir;
+  test::TestDb db(dir);
+  auto s = db.open();
+  auto a = worker(*s, "a");
+  model::JobSpec other;
+  other.command.argv = {"true"};
+  other.concurrency_key = "shared";
+  other.max_concurrent = 1;
+  model::ScheduleSpec sc;
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  spec.concurrency_key = "shared";
+  spec.max_concurrent = 1;
+  sc.cron = "* * * * * *";
+  sc.overlap = model::Overlap::skip;
+  sc.misfire = model::Misfire::all;
+  sc.catchup_window_us = 60 * kSecond;
+  spec.schedule = sc;
+  auto job = s->jobs().submit({spec})[0].job_id;
+  s->jobs().submit({other});  // due now, ahead of the occurrences
+  auto epoch = s->scheduler().lead(a, 10 * kSecond);
+  s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
+  outlive(*s, 2'100'000);  // the occurrences due, the other job's run not started
+  auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
+  REQUIRE(claimed.size() == 1);
+  CHECK(claimed[0].job_id != job);  // the other job's, started after they came due
+  s->scheduler().enforce_overlap();
+  auto skipped = runs_with(*s, job, RunStatus::skipped);
+  CHECK_FALSE(skipped.empty());
+  for (const auto& r : skipped) CHECK(r.error.find("overlap skip") != std::string::npos);
+}
+
 TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due occurrences runs the latest") {
   test::TempDir dir;
   test::TestDb db(dir);
