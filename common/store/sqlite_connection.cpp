@@ -388,7 +388,28 @@ class SqliteConnection final : public Connection {
 
 }  // namespace
 
+namespace {
+
+// Which file `path` names now (device and inode); none when it names none.
+std::optional<std::pair<dev_t, ino_t>> file_at(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::pair{st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
 std::unique_ptr<Connection> open_sqlite(const std::string& path, Create create) {
+  // A file deleted or replaced while it was being opened (an operator
+  // resetting or restoring the store) failed its first read with "disk I/O
+  // error" (exit 5): the file the path names now is opened instead, once,
+  // or said to be missing.
+  const auto opened = file_at(path);
+  try {
+    return std::make_unique<SqliteConnection>(path, create);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::store || !opened || file_at(path) == opened) throw;
+  }
   return std::make_unique<SqliteConnection>(path, create);
 }
 

@@ -159,6 +159,13 @@ bool Process::running() {
   return true;
 }
 
+bool Process::sleeping() const {
+  std::ifstream wchan("/proc/" + std::to_string(pid_) + "/wchan");
+  std::string where;
+  std::getline(wchan, where);
+  return where.find("nanosleep") != std::string::npos;
+}
+
 int Process::wait(std::chrono::seconds limit) {
   eventually([&] { return !running(); }, "process " + std::to_string(pid_) + " to exit", limit);
   return status_;

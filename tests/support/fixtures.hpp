@@ -72,6 +72,9 @@ class Process {
   // code, or 128+signal.
   int wait(std::chrono::seconds limit = std::chrono::seconds(60));
   bool running();
+  // Whether it is asleep in nanosleep(2) now (/proc/PID/wchan): a command
+  // that polls, between two looks.
+  bool sleeping() const;
   std::string out() const;
   std::string err() const;
 
