@@ -353,7 +353,7 @@ const Field kFields[] = {
      },
      .flag = "--max-runs",
      .kind = FlagKind::count,
-     .help = "Run at most this many occurrences, then end (one skipped before it ran does not count; triggers and backfills are extra)",
+     .help = "Fire at most this many occurrences, then end (triggers and backfills are extra)",
      .update_help = "A schedule: fire at most this many occurrences in all (0 removes the limit)",
      .min = 1,
      .max = model::kMaxRunsLimit,

@@ -122,7 +122,7 @@ struct Job {
   // not fire again), and where @every intervals count from.
   std::optional<int64_t> next_fire_at;
   int64_t schedule_anchor = 0;
-  int64_t fired = 0;  // occurrences the leader made (with max_runs: that ran or may run)
+  int64_t fired = 0;  // occurrences the leader has made, held to max_runs
   // "job"; "node": a DAG's node (dag_id its DAG); "dag": the schedule that
   // starts a DAG's runs (its occurrences become DAG runs, not runs);
   // "notification": a --notify delivery of another job's run.

@@ -23,7 +23,7 @@ void validate_user_name(const std::string& user, std::string_view label);
 void validate_idempotency_key(const std::string& key, std::string_view label);
 
 nlohmann::json to_json(const RetryPolicy& p);
-// `fired`: the occurrences the leader made of it (with max_runs, those that ran or may run).
+// `fired`: the occurrences the leader has made of it, held to max_runs.
 nlohmann::json to_json(const ScheduleSpec& s, std::optional<int64_t> next_fire_at, int64_t fired);
 // Only the fields that are set, spelled as in to_json(RetryPolicy).
 nlohmann::json to_json(const RetryOverrides& o);

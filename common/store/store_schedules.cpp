@@ -143,8 +143,7 @@ model::Job schedule_job(Connection& c, const std::string& job_id, bool lock) {
 namespace {
 
 // Where a schedule the leader went through resumes (none: it has ended),
-// and how many more of its occurrences count against --max-runs (those
-// it fired, less those given back).
+// and how many occurrences it fired.
 struct Resumed {
   std::string job_id;
   std::optional<int64_t> next_fire_at;
@@ -164,40 +163,6 @@ void resume_schedules(Connection& c, const std::vector<Resumed>& resumed) {
                  cells[1] = nullable(resumed[i].next_fire_at);
                  cells[2] = resumed[i].fired;
                });
-}
-
-// How many of a schedule's occurrences count against --max-runs: those
-// made that ran, run or may still run. One missed, skipped as
-// overlapping, or dropped before any run of it started never ran, and
-// gives its place back (--max-runs 2 ran once when the first occurrence
-// made ahead was then missed).
-int64_t counted_occurrences(Connection& c, const std::string& job_id) {
-  return c
-      .query("SELECT count(DISTINCT occurrence) FROM runs WHERE job_id = $1 AND origin = 'schedule' "
-             "AND occurrence IS NOT NULL AND (status <> 'skipped' OR attempts > 0)",
-             {job_id})
-      .at(0)
-      .i64(0);
-}
-
-// Bounded schedules that had ended at their --max-runs, one of whose
-// occurrences was just skipped before it ran: each goes on from after
-// the last occurrence it made, for the one given back. A schedule whose
-// row another transaction holds (an update under way) is passed over
-// rather than waited for, since its runs are locked here already.
-void give_back_skipped(Connection& c, const std::set<std::string>& job_ids) {
-  if (job_ids.empty()) return;
-  auto rows = c.query(fmt::format("SELECT {} FROM jobs j WHERE {} AND j.next_fire_at IS NULL AND j.max_runs IS NOT "
-                                  "NULL AND j.kind <> 'dag' AND j.paused = 0 AND j.deleted_at IS NULL{}",
-                                  select_list(kJobs), c.in_list("j.id", 1), c.row_lock("FOR UPDATE SKIP LOCKED")),
-                      {c.list(std::vector<std::string>(job_ids.begin(), job_ids.end()))});
-  for (const auto& row : rows) {
-    auto job = job_from_row(row);
-    if (!job.spec.schedule) continue;
-    job.fired = counted_occurrences(c, job.id);
-    c.exec("UPDATE jobs SET fired = $2, next_fire_at = $3 WHERE id = $1",
-           {job.id, job.fired, nullable(cron::next_occurrence(job, resume_after(c, job)))});
-  }
 }
 
 }  // namespace
@@ -257,17 +222,13 @@ MaterialiseResult Scheduler::materialise(const std::string& worker_id, int64_t e
     try {
       auto job = job_from_row(row);
       const auto& sc = *job.spec.schedule;
-      // Counted again: an occurrence made ahead and skipped since (missed,
-      // overlapping) gives its place back.
-      const int64_t counted_before = job.fired;
-      if (sc.max_runs && job.kind != "dag") job.fired = counted_occurrences(*conn_, job.id);
       auto expr = cron::expr_of(job);
       auto zone = util::TimeZone::locate(sc.tz);
       cron::PlanInput in{&expr, zone.get(), job.schedule_anchor, sc.misfire, sc.catchup_window_us,
                          *job.next_fire_at, now, s.horizon_us, s.misfire_after_us, sc.ends_at_us,
                          cron::remaining_runs(job)};
       auto plan = cron::plan_occurrences(in);
-      fired = job.fired - counted_before + static_cast<int64_t>(plan.fire.size());
+      fired = static_cast<int64_t>(plan.fire.size());
       if (job.kind == "dag") {
         // A scheduled DAG: each occurrence is a DAG run, made once.
         // One refused as made already does not count again.
@@ -421,20 +382,12 @@ int Scheduler::enforce_overlap() {
       "AND (h.paused = 1 OR h.deleted_at IS NOT NULL))",
       missed_occurrence("runs"));
   Transaction tx(*conn_, TxMode::write);
-  // The jobs whose occurrences were skipped here.
-  std::set<std::string> skipped;
-  const auto skip = [&](const std::string& sql, const Params& params) {
-    auto rows = conn_->query(sql + " RETURNING job_id", params);
-    for (const auto& row : rows) skipped.insert(row.text(0));
-    return static_cast<int64_t>(rows.size());
-  };
-  int64_t n = skip(kMissed, {});
-  n += skip(kSuperseded, {});
+  int64_t n = conn_->exec(kMissed);
+  n += conn_->exec(kSuperseded);
   const std::string blocked = skip_blocked(conn_->dialect());
   for (auto [policy, reason] : {std::pair{"skip", "overlap: an earlier occurrence was still running (overlap skip)"},
                                 std::pair{"buffer-one", "overlap: another occurrence already waited (overlap buffer-one)"}})
-    n += skip(blocked, {std::string(policy), std::string(reason)});
-  give_back_skipped(*conn_, skipped);
+    n += conn_->exec(blocked, {std::string(policy), std::string(reason)});
   // cancel-other: a due occurrence asks the older running ones to stop; it
   // starts once they have.
   auto cancelled = ask_to_stop(*conn_, CancelReason::overlap,

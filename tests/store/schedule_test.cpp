@@ -931,53 +931,6 @@ TEST_CASE("schedule: --max-runs makes that many occurrences in all, across ticks
   }
 }
 
-TEST_CASE("schedule: an occurrence made ahead and then missed or skipped as overlapping does not count against --max-runs") {
-  test::TempDir dir;
-  test::TestDb db(dir);
-  auto s = db.open();
-  auto a = worker(*s, "a");
-  model::ScheduleSpec bounds;
-  bounds.max_runs = 2;
-  auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
-  auto epoch = s->scheduler().lead(a, 60 * kSecond);
-  const auto count = [&] { return s->jobs().get_job(job)->job.fired; };
-
-  SUBCASE("after the schedule ended: it goes on for the one given back") {
-    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
-    const auto made = occurrences_of(*s, job, RunStatus::pending);
-    REQUIRE(made.size() == 2);
-    REQUIRE_FALSE(s->jobs().get_job(job)->job.next_fire_at);  // ended
-    // Both come due with no agent up: the older is missed, the newer runs.
-    outlive(*s, *made.rbegin() - s->now());
-    CHECK(s->scheduler().enforce_overlap() == 1);
-    REQUIRE(runs_with(*s, job, RunStatus::skipped).size() == 1);
-    CHECK(count() == 1);
-    const auto next = s->jobs().get_job(job)->job.next_fire_at;
-    REQUIRE(next);
-    CHECK(*next > *made.rbegin());
-    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
-    const auto now_made = occurrences_of(*s, job, RunStatus::pending);
-    CHECK(now_made == std::set<int64_t>{*made.rbegin(), *next});
-    CHECK(count() == 2);
-    CHECK_FALSE(s->jobs().get_job(job)->job.next_fire_at);
-  }
-  SUBCASE("before it ended: the leader counts again what its runs say") {
-    s->scheduler().materialise(a, *epoch, settings(kSecond));
-    const auto made = occurrences_of(*s, job, RunStatus::pending);
-    REQUIRE(made.size() == 1);
-    // Its run is missed (no agent started it in time).
-    outlive(*s, *made.begin() - s->now() + 6 * kSecond);
-    s->scheduler().materialise(a, *epoch, settings(kSecond));
-    s->scheduler().enforce_overlap();
-    CHECK(runs_with(*s, job, RunStatus::skipped).size() >= 1);
-    s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
-    // Two made that still may run: the limit, and the schedule ends.
-    CHECK(occurrences_of(*s, job, RunStatus::pending).size() == 2);
-    CHECK(count() == 2);
-    CHECK_FALSE(s->jobs().get_job(job)->job.next_fire_at);
-  }
-}
-
 TEST_CASE("schedule: backfill refuses a span reaching past now, and writes nothing") {
   test::TempDir dir;
   test::TestDb db(dir);
