@@ -82,6 +82,9 @@ void stop_counting_allocations() {
   (void)once;
 }
 
+// The file was deleted or replaced as it was opened (a failed first read).
+struct MovedWhileOpening {};
+
 class SqliteConnection final : public Connection {
  public:
   SqliteConnection(const std::string& path, Create create) : path_(path), busy_timeout_(store_timeout()) {
@@ -130,7 +133,11 @@ class SqliteConnection final : public Connection {
       // was left in WAL mode by the command that refused it.
       if (new_or_ours()) exec_script("PRAGMA journal_mode=WAL;");
     } catch (...) {
+      // Asked while the file is still held, so that its inode is not one
+      // a new file at the path could have been given.
+      const bool moved = file_replaced();
       sqlite3_close(db_);
+      if (moved) throw MovedWhileOpening{};
       throw;
     }
   }
@@ -388,29 +395,21 @@ class SqliteConnection final : public Connection {
 
 }  // namespace
 
-namespace {
-
-// Which file `path` names now (device and inode); none when it names none.
-std::optional<std::pair<dev_t, ino_t>> file_at(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return std::pair{st.st_dev, st.st_ino};
-}
-
-}  // namespace
-
 std::unique_ptr<Connection> open_sqlite(const std::string& path, Create create) {
   // A file deleted or replaced while it was being opened (an operator
   // resetting or restoring the store) failed its first read with "disk I/O
   // error" (exit 5): the file the path names now is opened instead, once,
   // or said to be missing.
-  const auto opened = file_at(path);
   try {
     return std::make_unique<SqliteConnection>(path, create);
-  } catch (const Error& e) {
-    if (e.code() != ExitCode::store || !opened || file_at(path) == opened) throw;
+  } catch (const MovedWhileOpening&) {
   }
-  return std::make_unique<SqliteConnection>(path, create);
+  try {
+    return std::make_unique<SqliteConnection>(path, create);
+  } catch (const MovedWhileOpening&) {
+    throw Error(ExitCode::store, fmt::format("SQLite database '{}' was deleted or replaced twice as it was opened", path),
+                "run the command again once nothing replaces the file");
+  }
 }
 
 }  // namespace jobctl::store

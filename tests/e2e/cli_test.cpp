@@ -606,8 +606,10 @@ TEST_CASE("cli: a SQLite file deleted as a command opens it is said to be missin
     // Looked for without a pause (test::eventually's 20 ms is longer than
     // the whole command).
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!opened())
+    while (!opened()) {
       if (std::chrono::steady_clock::now() > give_up) FAIL("jobctl get did not open the store in a minute");
+      std::this_thread::yield();
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(500 * (i % 6)));
     for (const char* end : {"", "-wal", "-shm"}) std::filesystem::remove(file + end);
     const int code = get.wait();

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,10 +161,19 @@ bool Process::running() {
 }
 
 bool Process::sleeping() const {
-  std::ifstream wchan("/proc/" + std::to_string(pid_) + "/wchan");
+  const std::string proc = "/proc/" + std::to_string(pid_);
+  std::ifstream wchan(proc + "/wchan");
   std::string where;
   std::getline(wchan, where);
-  return where.find("nanosleep") != std::string::npos;
+  if (where.find("nanosleep") != std::string::npos) return true;
+  // A kernel without symbols says "0" there: the system call it is in.
+  std::ifstream syscall(proc + "/syscall");
+  long number = -1;
+  syscall >> number;
+#ifdef SYS_nanosleep
+  if (number == SYS_nanosleep) return true;
+#endif
+  return number == SYS_clock_nanosleep;
 }
 
 int Process::wait(std::chrono::seconds limit) {
