@@ -132,6 +132,9 @@ class SqliteConnection final : public Connection {
       // file or a jobctl store. A --db naming another program's database
       // was left in WAL mode by the command that refused it.
       if (new_or_ours()) exec_script("PRAGMA journal_mode=WAL;");
+      // Deleted since it was opened, before the reads above found its
+      // write-ahead log: they read the file without it, an older store.
+      if (file_replaced()) throw MovedWhileOpening{};
     } catch (...) {
       // Asked while the file is still held, so that its inode is not one
       // a new file at the path could have been given.
