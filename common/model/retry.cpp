@@ -114,6 +114,19 @@ void validate(const RetryOverrides& given) {
   validate(p);
 }
 
+void validate_update(const RetryPolicy& p, const RetryOverrides& given) {
+  if (p.max_delay_us < p.delay_us && given.delay_us.has_value() != given.max_delay_us.has_value()) {
+    const auto max = util::format_duration(util::Micros(p.max_delay_us));
+    const auto delay = util::format_duration(util::Micros(p.delay_us));
+    if (given.delay_us)
+      throw usage_error(fmt::format("--retry-delay {} is longer than the job's --max-retry-delay {}", delay, max),
+                        fmt::format("give --max-retry-delay {} or longer with it", delay));
+    throw usage_error(fmt::format("--max-retry-delay {} is shorter than the job's --retry-delay {}", max, delay),
+                      fmt::format("give a --retry-delay of {} or less with it", max));
+  }
+  validate(p);
+}
+
 std::pair<int64_t, int64_t> backoff_bounds(const RetryPolicy& p, int n) {
   if (p.backoff == Backoff::fixed) return {p.delay_us, p.delay_us};
   int64_t e = p.delay_us;

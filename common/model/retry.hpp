@@ -96,6 +96,10 @@ void validate(const RetryPolicy& p);
 // delay it does not set named as the default ("--retry-delay 1h is longer
 // than the default --max-retry-delay 5m").
 void validate(const RetryOverrides& given);
+// The same for a job's `policy` once an update gave `given` over it, a
+// delay the update does not set named as the job's ("--retry-delay 10m is
+// longer than the job's --max-retry-delay 5m").
+void validate_update(const RetryPolicy& policy, const RetryOverrides& given);
 
 // The bounds of the delay before retry number `n` (1-based).
 std::pair<int64_t, int64_t> backoff_bounds(const RetryPolicy& p, int n);

@@ -132,7 +132,7 @@ model::Job updated(const model::Job& job, const JobUpdate& u) {
     apply_schedule(*s.schedule, su);
   }
   model::validate(s);
-  model::validate(s.retry);
+  model::validate_update(s.retry, u.retry);
   // The jitter is looked at again only with the timing it is bounded by:
   // any other change of a job saved before the bound passes.
   const bool timing = su.cron || su.tz || su.jitter_us || su.starts_at || su.ends_at || u.name;  // a name seeds H

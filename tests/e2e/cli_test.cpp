@@ -706,6 +706,25 @@ TEST_CASE("cli: a retry delay past the longest is said in terms of what was give
     CHECK(r.err.find("hint: " + c.hint) != std::string::npos);
   }
   CHECK(job_count(db, dir) == 0);
+  // An update: the delay it does not give is the job's ("--max-retry-delay
+  // 5m is shorter than --retry-delay 10m" named a flag the update lacked).
+  const std::string job = test::submit(db, dir, {"--", "true"});
+  for (const auto& c : std::vector<Case>{
+           {{"update", job, "--retry-delay", "10m"}, "",
+            "--retry-delay 10m is longer than the job's --max-retry-delay 5m", "give --max-retry-delay 10m or longer with it"},
+           {{"update", job, "--max-retry-delay", "500ms"}, "",
+            "--max-retry-delay 500ms is shorter than the job's --retry-delay 1s", "give a --retry-delay of 500ms or less with it"},
+           {{"update", job, "--retry-delay", "1h", "--max-retry-delay", "30m"}, "",
+            "--max-retry-delay 30m is shorter than --retry-delay 1h", "raise --max-retry-delay or lower --retry-delay"},
+       }) {
+    CAPTURE(c.args);
+    auto r = run_jobctl(db, dir, c.args);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(c.error) != std::string::npos);
+    CHECK(r.err.find("hint: " + c.hint) != std::string::npos);
+  }
+  CHECK(test::get(db, dir, job)["version"] == 1);
+  REQUIRE(run_jobctl(db, dir, {"delete", job}).code == 0);  // ls lists it no more
   // A queue's longest delay holds for its jobs: --retry-delay 10m was
   // refused against the built-in 5m all the same (a reviewer).
   REQUIRE(run_jobctl(db, dir, {"queue", "set", "etl", "--max-retry-delay", "30m"}).code == 0);
