@@ -120,9 +120,9 @@ void validate_update(const RetryPolicy& p, const RetryOverrides& given) {
     const auto delay = util::format_duration(util::Micros(p.delay_us));
     if (given.delay_us)
       throw usage_error(fmt::format("--retry-delay {} is longer than the job's --max-retry-delay {}", delay, max),
-                        fmt::format("give --max-retry-delay {} or longer with it", delay));
+                        fmt::format("raise --max-retry-delay to at least {} too", delay));
     throw usage_error(fmt::format("--max-retry-delay {} is shorter than the job's --retry-delay {}", max, delay),
-                      fmt::format("give a --retry-delay of {} or less with it", max));
+                      fmt::format("lower --retry-delay to at most {} too", max));
   }
   validate(p);
 }

@@ -85,6 +85,11 @@ void stop_counting_allocations() {
 // The file was deleted or replaced as it was opened (a failed first read).
 struct MovedWhileOpening {};
 
+Error no_store(const std::string& path) {
+  return Error(ExitCode::store, fmt::format("no store at '{}'", path),
+               fmt::format("check --db and JOBCTL_DB, or create it with `jobctl --db sqlite:{} init`", path));
+}
+
 class SqliteConnection final : public Connection {
  public:
   SqliteConnection(const std::string& path, Create create) : path_(path), busy_timeout_(store_timeout()) {
@@ -96,8 +101,7 @@ class SqliteConnection final : public Connection {
       auto parent = std::filesystem::path(path).parent_path();
       if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     } else if (std::error_code ec; !std::filesystem::exists(path, ec)) {
-      throw Error(ExitCode::store, fmt::format("no store at '{}'", path),
-                  fmt::format("check --db and JOBCTL_DB, or create it with `jobctl --db sqlite:{} init`", path));
+      throw no_store(path);
     }
     refuse_special_file(path);
     int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
@@ -105,6 +109,8 @@ class SqliteConnection final : public Connection {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
       db_ = nullptr;
+      // Deleted since it was looked for: missing, as it would be a moment later.
+      if (std::error_code ec; create == Create::no && !std::filesystem::exists(path, ec)) throw no_store(path);
       throw Error(ExitCode::store, fmt::format("cannot open SQLite database '{}': {}", path, msg),
                   "check that the directory exists and is writable, or pass another --db");
     }

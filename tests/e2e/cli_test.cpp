@@ -596,7 +596,7 @@ TEST_CASE("cli: a SQLite file deleted as a command opens it is said to be missin
   for (int i = 0; i < 40; ++i) {
     for (const char* end : {"", "-wal", "-shm"})
       std::filesystem::copy_file(kept + end, file + end, std::filesystem::copy_options::overwrite_existing);
-    test::Process get({JOBCTL_BIN, "--db", db.dsn(), "get", job, "-o", "json"}, {}, dir, "get");
+    test::Process get({JOBCTL_BIN, "--db", db.dsn(), "get", job, "-o", "json"}, {}, dir, fmt::format("get-{}", i));
     const auto opened = [&] {
       std::error_code ec;
       for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(get.pid()) + "/fd", ec))
@@ -711,9 +711,9 @@ TEST_CASE("cli: a retry delay past the longest is said in terms of what was give
   const std::string job = test::submit(db, dir, {"--", "true"});
   for (const auto& c : std::vector<Case>{
            {{"update", job, "--retry-delay", "10m"}, "",
-            "--retry-delay 10m is longer than the job's --max-retry-delay 5m", "give --max-retry-delay 10m or longer with it"},
+            "--retry-delay 10m is longer than the job's --max-retry-delay 5m", "raise --max-retry-delay to at least 10m too"},
            {{"update", job, "--max-retry-delay", "500ms"}, "",
-            "--max-retry-delay 500ms is shorter than the job's --retry-delay 1s", "give a --retry-delay of 500ms or less with it"},
+            "--max-retry-delay 500ms is shorter than the job's --retry-delay 1s", "lower --retry-delay to at most 500ms too"},
            {{"update", job, "--retry-delay", "1h", "--max-retry-delay", "30m"}, "",
             "--max-retry-delay 30m is shorter than --retry-delay 1h", "raise --max-retry-delay or lower --retry-delay"},
        }) {
