@@ -82,7 +82,8 @@ void stop_counting_allocations() {
   (void)once;
 }
 
-// The file was deleted or replaced as it was opened (a failed first read).
+// The file was deleted or replaced as it was opened: its first reads failed,
+// or read it without its write-ahead log.
 struct MovedWhileOpening {};
 
 Error no_store(const std::string& path) {
