@@ -29,6 +29,12 @@ if(JOBCTL_SANITIZE)
     target_compile_options(jobctl_build_flags INTERFACE --param=asan-globals=0
       -ffunction-sections -fdata-sections)
     target_link_options(jobctl_build_flags INTERFACE -Wl,--gc-sections)
+    # The runtimes linked in rather than loaded: each sanitized process
+    # (thousands of jobctl calls in the suite) then starts and exits in
+    # three quarters of the CPU: jobctl submit took 108 ms of CPU with
+    # leak checks, 79 ms linked so (perf stat -r 20), LSan's exit scan
+    # alone 44 ms against 22.
+    target_link_options(jobctl_build_flags INTERFACE -static-libasan -static-libubsan)
     # Linked by lld where it is installed (scripts/install-deps): GNU ld
     # took 15.1 s to link this tree's jobctl, lld 2.7 s, and there are
     # eight such programs. The plain tree, which ships, keeps GNU ld.
