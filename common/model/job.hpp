@@ -222,7 +222,7 @@ struct JobEvent {
   std::string id;       // ULID: events sort by it
   std::string job_id;
   int64_t at = 0;       // store clock
-  std::string action;   // create, update, pause, resume, cancel, retry, replay, dismiss, trigger, backfill, delete, restore
+  std::string action;   // create, update, pause, resume, cancel, retry, replay, dismiss, purge, trigger, backfill, delete, restore
   std::string actor;    // who: --actor / JOBCTL_ACTOR, else user@host of the jobctl that made it
   int version = 1;      // the job's version after the change
   std::string details;  // JSON object: for update, {"field": {"from": …, "to": …}}; else what the action touched

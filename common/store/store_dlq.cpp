@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/store/dead_letter.hpp"
@@ -221,12 +222,15 @@ int DeadLetter::purge_dead(int64_t older_than_us) {
   // a run that was gone (a tester). SQLite: one writer.
   std::vector<std::string> runs;
   std::set<std::string> jobs;
+  std::map<std::string, std::vector<std::string>> runs_of_job;
   for (const auto& row : conn_->query(fmt::format("SELECT r.id, r.job_id FROM runs r WHERE {} "
-                                                  "AND r.finished_at < NOW_US - $1 AND r.dag_run_id IS NULL{}",
+                                                  "AND r.finished_at < NOW_US - $1 AND r.dag_run_id IS NULL "
+                                                  "ORDER BY r.id{}",
                                                   kInDeadLetter, conn_->row_lock("FOR UPDATE")),
                                       {older_than_us})) {
     runs.push_back(row.text(0));
     jobs.insert(row.text(1));
+    runs_of_job[row.text(1)].push_back(row.text(0));
   }
   if (!runs.empty()) {
     const auto ids = conn_->list(runs);
@@ -235,6 +239,10 @@ int DeadLetter::purge_dead(int64_t older_than_us) {
     // A one-off job goes with its last run, as under gc: left with none,
     // `jobctl wait` waited for ever and `retry` had nothing to retry.
     delete_jobs_left_without_runs(*conn_, jobs);
+    // A job that stays (a schedule's, or one run again before) keeps a
+    // record of the dead runs it lost; audit() writes none for a job gone.
+    for (const auto& [job, purged] : runs_of_job)
+      audit(*conn_, actor_, job, "purge", nlohmann::json{{"runs", purged}}.dump());
   }
   tx.commit();
   return static_cast<int>(runs.size());

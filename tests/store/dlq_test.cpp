@@ -1,5 +1,6 @@
 // The dead-letter queue, manual retry and pause, at the store level.
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -221,16 +222,31 @@ TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
 TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts") {
   Fixture f;
   auto a = f.dead_job();
+  // A job that keeps a run (its first, run again by a retry) stays, and
+  // its history says which dead run the purge took.
+  auto kept = f.dead_job("other");
+  REQUIRE(f.s->dead_letter().retry_job(kept.job_id).size() == 1);
+  auto again = f.s->agent().claim(f.worker, {"other"}, 1, 30'000'000);
+  REQUIRE(again.size() == 1);
+  auto done = store::completion_of(again[0], RunStatus::dead);
+  done.outcome = model::AttemptOutcome::failed;
+  REQUIRE(f.s->agent().complete({done}) == std::vector<bool>{true});
   CHECK(f.s->dead_letter().purge_dead(3600'000'000) == 0);
   int64_t until = f.s->now() + 2000;
   while (f.s->now() <= until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  CHECK(f.s->dead_letter().purge_dead(1000) == 1);
+  CHECK(f.s->dead_letter().purge_dead(1000) == 2);
   CHECK(f.s->dead_letter().dead_runs({}).empty());
   CHECK_FALSE(f.s->jobs().get_run(a.run_id));
   CHECK(f.s->jobs().attempts(a.run_id).empty());
   // A one-off job goes with its last run, as under gc: left with none,
   // jobctl wait waited for ever and retry had nothing to retry.
   CHECK_FALSE(f.s->jobs().get_job(a.job_id).has_value());
+  CHECK_FALSE(f.s->jobs().get_run(again[0].run_id));
+  CHECK(f.s->jobs().get_run(kept.run_id));
+  auto events = f.s->jobs().history(kept.job_id, 10);
+  auto purge = std::find_if(events.begin(), events.end(), [](const auto& e) { return e.action == "purge"; });
+  REQUIRE(purge != events.end());
+  CHECK(nlohmann::json::parse(purge->details) == nlohmann::json{{"runs", nlohmann::json::array({again[0].run_id})}});
 }
 
 TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor its job") {
