@@ -13,6 +13,7 @@
 #include "common/ops/dags.hpp"
 #include "common/ops/ids.hpp"
 #include "common/dag/dag.hpp"
+#include "common/model/job_json.hpp"
 #include "common/store/dags.hpp"
 #include "common/util/duration.hpp"
 #include "common/util/error.hpp"
@@ -36,7 +37,7 @@ store::DagRunView require_run(Context& ctx, const std::string& id) {
 
 void add_submit(CLI::App& group, Context& ctx) {
   struct Flags {
-    std::string file, on_failure = "stop", cron, tz, timeout;
+    std::string file, on_failure = "stop", cron, tz, timeout, idempotency_key;
     bool wait = false;
   };
   auto f = std::make_shared<Flags>();
@@ -49,6 +50,8 @@ void add_submit(CLI::App& group, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--cron", f->cron, "Run the DAG on this cron expression: one DAG run per occurrence");
   cmd->add_option("--tz", f->tz, fmt::format("IANA time zone of --cron (default {})", model::ScheduleSpec{}.tz));
+  cmd->add_option("--idempotency-key", f->idempotency_key,
+                  "Submit only once: a DAG submitted with this key already is printed again, nothing written");
   cmd->add_flag("--wait", f->wait, "Then wait for the DAG run as dag wait does (exit 0 all succeeded, 1 not, 124 timeout)");
   cmd->add_option("--timeout", f->timeout, "With --wait: give up waiting after this long (exit 124)");
   cmd->footer("Prints the DAG run's id alone on stdout; with --cron, the DAG's id (each occurrence starts a run).\n"
@@ -61,9 +64,18 @@ void add_submit(CLI::App& group, Context& ctx) {
                         "wait for one of them with jobctl dag wait DAG_ID (its newest run)");
     std::optional<util::Micros> timeout;
     if (!f->timeout.empty()) timeout = util::parse_duration(f->timeout, "--timeout");
+    model::validate_idempotency_key(f->idempotency_key, "--idempotency-key");
     auto d = ops::dag_submission(read_input(f->file, "dag submit", kDocumentLimit), f->on_failure, f->cron,
                                  cmd->count("--tz") ? std::optional<std::string>(f->tz) : std::nullopt);
+    d.idempotency_key = f->idempotency_key;
     auto r = ctx.store().dags().submit_dag(d);
+    if (r.existed)
+      std::fprintf(stderr, "jobctl: DAG %s already exists with idempotency key '%s'; not submitted again\n",
+                   r.dag_id.c_str(), d.idempotency_key.c_str());
+    if (f->wait && r.dag_run_id.empty())  // gc took the run the first submit started
+      throw Error(ExitCode::not_found, fmt::format("DAG {} (idempotency key '{}') has no run left to wait for",
+                                                   r.dag_id, d.idempotency_key),
+                  "its runs were removed by jobctl gc; submit it with a new key to run it again");
     if (f->wait) {  // -o json: the finished run, as dag wait prints it
       if (ctx.output != "json") std::printf("%s\n", r.dag_run_id.c_str());
       std::fflush(stdout);

@@ -236,13 +236,13 @@ nlohmann::json openapi_document() {
                         {"required", p.in == "path" || p.required},
                         {"description", p.description},
                         {"schema", {{"type", "string"}}}});
-    if (r.path == "/jobs" || r.path == "/schedules")
-      if (r.method == "POST")
-        params.push_back({{"name", "Idempotency-Key"},
-                          {"in", "header"},
-                          {"required", false},
-                          {"description", "The job's idempotency key: a retried POST makes one job"},
-                          {"schema", {{"type", "string"}}}});
+    if ((r.path == "/jobs" || r.path == "/schedules" || r.path == "/dags") && r.method == "POST")
+      params.push_back({{"name", "Idempotency-Key"},
+                        {"in", "header"},
+                        {"required", false},
+                        {"description", r.path == "/dags" ? "The DAG's idempotency key: a retried POST makes one DAG"
+                                                          : "The job's idempotency key: a retried POST makes one job"},
+                        {"schema", {{"type", "string"}}}});
     if (!params.empty()) op["parameters"] = params;
     if (!r.body.empty())
       op["requestBody"] = {{"required", true},

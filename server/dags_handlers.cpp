@@ -2,6 +2,7 @@
 // cancel, pause, resume or retry one.
 #include <optional>
 
+#include "common/model/job_json.hpp"
 #include "common/ops/dags.hpp"
 #include "common/util/json_input.hpp"
 #include "server/handlers.hpp"
@@ -17,9 +18,12 @@ Reply submit_dag(Call& c) {
   // a well-formed one asks is the body's (422).
   ops::check_dag_options(on_failure, c.query("cron"), tz);
   util::parse_json_input(c.request.body, "the DAG document", "");
+  const std::string key = c.request.get_header_value("Idempotency-Key");
+  model::validate_idempotency_key(key, "the Idempotency-Key header");
   auto d = from_body([&] { return ops::dag_submission(c.request.body, on_failure, c.query("cron"), tz); });
+  d.idempotency_key = key;
   auto r = c.store.dags().submit_dag(d);
-  return {201, ops::dag_submitted_json(r), {}};
+  return {r.existed ? 200 : 201, ops::dag_submitted_json(r), {}};
 }
 
 Reply list_dag_runs(Call& c) { return {200, ops::dag_runs_json(c.store, query_int(c, "limit", 50, 1, 100000)), {}}; }

@@ -20,12 +20,14 @@ struct DagSubmit {
   std::string document;  // kept for `dag graph` and `dag status`
   dag::OnFailure on_failure = dag::OnFailure::stop;
   std::optional<model::ScheduleSpec> schedule;  // --cron: one DAG run per occurrence
+  std::string idempotency_key;  // --idempotency-key: a DAG with it already is returned, nothing written
 };
 
 struct DagSubmitResult {
   std::string dag_id;
   std::string dag_run_id;       // empty for a scheduled DAG
   std::string schedule_job_id;  // a scheduled DAG: the job that fires it
+  bool existed = false;         // the idempotency key matched an earlier DAG
 };
 
 // One node of a DAG run, with its latest run.
@@ -54,7 +56,8 @@ class Dags {
   explicit Dags(Connection& conn, std::string actor = "unknown") : conn_(&conn), actor_(std::move(actor)) {}
 
   // Writes the DAG, its node jobs and edges, and (unless scheduled) its
-  // first DAG run, in one transaction.
+  // first DAG run, in one transaction. With an idempotency key that a DAG
+  // has already, writes nothing and returns that DAG (its first run).
   DagSubmitResult submit_dag(const DagSubmit& dag);
   // A DAG run with its nodes; `id` may also name a DAG (its newest run).
   // Throws not_found.
@@ -79,6 +82,8 @@ class Dags {
   std::string schedule_job_of(const std::string& dag_id);
 
  private:
+  DagSubmitResult write_dag(const DagSubmit& dag);  // submit_dag's one try
+
   Connection* conn_;
   std::string actor_;  // who changes are recorded as
 };

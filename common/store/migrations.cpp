@@ -446,6 +446,14 @@ constexpr const char* kV18 = R"SQL(
 ALTER TABLE runs ADD COLUMN dismissed_at BIGINT;
 )SQL";
 
+// Migration 19: `jobctl dag submit --idempotency-key` (and POST /dags'
+// Idempotency-Key header): a DAG submitted again with the key of one
+// that exists is that one, as a job is.
+constexpr const char* kV19 = R"SQL(
+ALTER TABLE dags ADD COLUMN idempotency_key TEXT;
+CREATE UNIQUE INDEX dags_idempotency_key ON dags (idempotency_key) WHERE idempotency_key IS NOT NULL;
+)SQL";
+
 // PostgreSQL only: runs and workers are updated in place all day. Leave
 // room on each page for HOT updates and vacuum them long before the default
 // 20 % of dead rows.
@@ -496,6 +504,8 @@ std::string migration_sql(Dialect d, int version) {
     sql = kV17;
   } else if (version == 18) {
     sql = kV18;
+  } else if (version == 19) {
+    sql = kV19;
   }
   // BLOB_T: the bytes type.
   const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";

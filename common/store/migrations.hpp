@@ -11,7 +11,7 @@
 namespace jobctl::store {
 
 // The schema version this build reads and writes.
-constexpr int kSchemaVersion = 18;
+constexpr int kSchemaVersion = 19;
 
 // 0 when the database holds no jobctl schema yet.
 int schema_version(Connection& conn);

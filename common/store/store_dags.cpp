@@ -179,13 +179,41 @@ std::map<std::string, std::string> parent_results(Connection& c, const std::stri
 }
 
 DagSubmitResult Dags::submit_dag(const DagSubmit& d) {
+  // A concurrent submit with the same idempotency key can win the race
+  // between our lookup and our insert; the second try then finds its DAG.
+  for (int tries = 0;; ++tries) {
+    try {
+      return write_dag(d);
+    } catch (const UniqueViolation& e) {
+      if (d.idempotency_key.empty() || tries == 2)
+        throw Error(ExitCode::internal, fmt::format("dag submit kept conflicting: {}", e.what()));
+    }
+  }
+}
+
+DagSubmitResult Dags::write_dag(const DagSubmit& d) {
   // One transaction around the whole: the nodes' jobs, the graph, and the
   // first DAG run.
   Transaction tx(*conn_, TxMode::write);
   DagSubmitResult result;
+  if (!d.idempotency_key.empty()) {
+    auto same = conn_->query("SELECT id FROM dags WHERE idempotency_key = $1", {d.idempotency_key});
+    if (!same.empty()) {
+      result.existed = true;
+      result.dag_id = same[0].text(0);
+      result.schedule_job_id = schedule_job_of(result.dag_id);
+      // The run the first submit started (gc may have taken it since).
+      auto first = conn_->query("SELECT min(id) FROM dag_runs WHERE dag_id = $1", {result.dag_id});
+      if (result.schedule_job_id.empty() && !first[0].is_null(0)) result.dag_run_id = first[0].text(0);
+      tx.commit();
+      return result;
+    }
+  }
   result.dag_id = util::new_ulid();
-  conn_->exec("INSERT INTO dags (id, name, definition, on_failure, created_at) VALUES ($1, $2, $3, $4, NOW_US)",
-              {result.dag_id, d.definition.name, d.document, std::string(dag::to_string(d.on_failure))});
+  conn_->exec("INSERT INTO dags (id, name, definition, on_failure, created_at, idempotency_key) "
+              "VALUES ($1, $2, $3, $4, NOW_US, $5)",
+              {result.dag_id, d.definition.name, d.document, std::string(dag::to_string(d.on_failure)),
+               nullable(d.idempotency_key)});
   std::vector<model::JobSpec> specs;
   for (const auto& n : d.definition.nodes) specs.push_back(n.spec);
   auto jobs = insert_node_jobs(*conn_, actor_, specs, JobOrigin{"node", result.dag_id});

@@ -282,6 +282,25 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   CHECK(submitted_json.code == 0);
   CHECK(json::parse(submitted_json.out)["status"] == "succeeded");  // the finished run, one document
 
+  // A CI step run again: with its idempotency key, the first DAG run is
+  // printed and waited for, and nothing is submitted.
+  auto keyed = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--idempotency-key", "ci-step-42"}, fine.dump());
+  CHECK(keyed.code == 0);
+  const std::string keyed_id = test::trim(keyed.out);
+  CHECK(keyed.err.find("already exists") == std::string::npos);
+  const size_t dag_runs = json::parse(run_jobctl(db, dir, {"dag", "ls", "-o", "json"}).out).size();
+  auto rerun = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--idempotency-key", "ci-step-42"}, failing.dump());
+  CHECK(rerun.code == 0);
+  CHECK(test::trim(rerun.out) == keyed_id);
+  CHECK(rerun.err.find("already exists with idempotency key 'ci-step-42'; not submitted again") != std::string::npos);
+  auto rerun_json = run_jobctl(db, dir, {"dag", "submit", "-", "--idempotency-key", "ci-step-42", "-o", "json"}, fine.dump());
+  CHECK(rerun_json.code == 0);
+  CHECK(json::parse(rerun_json.out)["dag_run_id"] == keyed_id);
+  auto too_long = run_jobctl(db, dir, {"dag", "submit", "-", "--idempotency-key", std::string(256, 'k')}, fine.dump());
+  CHECK(too_long.code == 2);
+  CHECK(too_long.err.find("--idempotency-key is 256 bytes, more than 255") != std::string::npos);
+  CHECK(json::parse(run_jobctl(db, dir, {"dag", "ls", "-o", "json"}).out).size() == dag_runs);
+
   // wait: several ids, jobs and DAG runs alike; the worst outcome wins.
   const std::string job = test::submit(db, dir, {"--", "true"});
   auto both = run_jobctl(db, dir, {"wait", job, fine_id});

@@ -417,7 +417,7 @@ TEST_CASE("serve: errors are problem details with the CLI's message, and the sta
   CHECK(cli_json(db, dir, {"ls"}).size() == 2);  // the schedule submitted above, and the job cancelled
 }
 
-TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
+TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job, or one DAG run") {
   test::TempDir dir;
   test::TestDb db(dir);
   Server server(db, dir);
@@ -444,6 +444,19 @@ TEST_CASE("serve: the Idempotency-Key header makes a retried POST one job") {
   CHECK(batch->status == 201);
   CHECK(body_of(batch).size() == 2);
   CHECK(cli_json(db, dir, {"ls"}).size() == 3);
+
+  // POST /dags too: the DAG's key, a retried POST one DAG run.
+  const std::string dag = R"({"name": "report", "jobs": {"a": {"command": "true"}}})";
+  auto dag_first = c.Post("/api/v1/dags", key, dag, "application/json");
+  auto dag_again = c.Post("/api/v1/dags", key, dag, "application/json");
+  CHECK(dag_first->status == 201);
+  CHECK(dag_again->status == 200);
+  CHECK(body_of(dag_first)["dag_run_id"] == body_of(dag_again)["dag_run_id"]);
+  CHECK(cli_json(db, dir, {"dag", "ls"}).size() == 1);
+  check_problem(c.Post("/api/v1/dags", {{"Idempotency-Key", std::string(256, 'k')}}, dag, "application/json"), 400,
+                "the Idempotency-Key header is 256 bytes, more than 255");
+  CHECK(c.Post("/api/v1/dags", dag, "application/json")->status == 201);
+  CHECK(cli_json(db, dir, {"dag", "ls"}).size() == 2);
 }
 
 TEST_CASE("serve: a POST without a body or its length is answered at once, as one with an empty body") {

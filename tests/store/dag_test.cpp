@@ -375,6 +375,68 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
   CHECK(f.s->jobs().list_jobs({}).empty());
 }
 
+TEST_CASE("dag: a DAG submitted again with its idempotency key is the first one, and nothing more is written") {
+  Fixture f;
+  auto keyed = [&](const std::string& key, const char* doc = kDiamond) {
+    store::DagSubmit d;
+    d.document = doc;
+    d.definition = dag::parse(doc);
+    d.idempotency_key = key;
+    return d;
+  };
+  auto count = [&](const char* table) {
+    return f.s->connection().query(fmt::format("SELECT count(*) FROM {}", table)).at(0).i64(0);
+  };
+  auto first = f.s->dags().submit_dag(keyed("release-1.2"));
+  CHECK_FALSE(first.existed);
+  REQUIRE_FALSE(first.dag_run_id.empty());
+  const int64_t dags = count("dags"), runs = count("runs"), jobs = count("jobs");
+  // Again, even with another document: the first DAG and its run.
+  auto again = f.s->dags().submit_dag(keyed("release-1.2", R"({"name": "other", "jobs": {"x": {"command": "true"}}})"));
+  CHECK(again.existed);
+  CHECK(again.dag_id == first.dag_id);
+  CHECK(again.dag_run_id == first.dag_run_id);
+  CHECK(count("dags") == dags);
+  CHECK(count("runs") == runs);
+  CHECK(count("jobs") == jobs);
+  // Another key, or none, is another DAG; a scheduled one is found by its key too.
+  CHECK(f.s->dags().submit_dag(keyed("release-1.3")).dag_id != first.dag_id);
+  CHECK(f.submit(kDiamond).dag_id != first.dag_id);
+  auto scheduled = keyed("nightly");
+  scheduled.schedule = model::ScheduleSpec{};
+  scheduled.schedule->cron = "0 3 * * *";
+  auto nightly = f.s->dags().submit_dag(scheduled);
+  auto nightly_again = f.s->dags().submit_dag(scheduled);
+  CHECK(nightly_again.existed);
+  CHECK(nightly_again.dag_id == nightly.dag_id);
+  CHECK(nightly_again.schedule_job_id == nightly.schedule_job_id);
+  CHECK(nightly_again.dag_run_id.empty());
+
+  // Two stores at once with one key: one DAG, and the other is told it existed.
+  auto other = f.db.open();
+  std::latch go(2);
+  store::DagSubmitResult a, b;
+  std::string failed_a, failed_b;
+  auto submit_from = [&](store::Store& s, store::DagSubmitResult& out, std::string& failed) {
+    go.arrive_and_wait();
+    try {
+      out = s.dags().submit_dag(keyed("at-once"));
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+  };
+  std::thread ta([&] { submit_from(*f.s, a, failed_a); });
+  std::thread tb([&] { submit_from(*other, b, failed_b); });
+  ta.join();
+  tb.join();
+  CHECK(failed_a == "");
+  CHECK(failed_b == "");
+  CHECK(a.dag_id == b.dag_id);
+  CHECK(a.dag_run_id == b.dag_run_id);
+  CHECK(a.existed != b.existed);
+  CHECK(f.s->connection().query("SELECT count(*) FROM dags WHERE idempotency_key = 'at-once'").at(0).i64(0) == 1);
+}
+
 TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a restore in time brings them back") {
   Fixture f;
   auto r = f.submit_scheduled("* * * * * *");

@@ -927,6 +927,8 @@ TEST_CASE("store: an attempt running when the store is upgraded to migration 15 
       c->exec(fmt::format("ALTER TABLE runs DROP COLUMN {}", column));
     c->exec("ALTER TABLE scheduler_lease DROP COLUMN misfire_after");  // migration 17's, made again
     c->exec("ALTER TABLE runs DROP COLUMN dismissed_at");              // and 18's
+    c->exec("DROP INDEX dags_idempotency_key");                        // and 19's
+    c->exec("ALTER TABLE dags DROP COLUMN idempotency_key");
     c->exec("DELETE FROM schema_migrations WHERE version >= 15");
   }
   auto s = db.open();  // migrated again
