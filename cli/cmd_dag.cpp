@@ -72,6 +72,11 @@ void add_submit(CLI::App& group, Context& ctx) {
     if (r.existed)
       std::fprintf(stderr, "jobctl: DAG %s already exists with idempotency key '%s'; not submitted again\n",
                    r.dag_id.c_str(), d.idempotency_key.c_str());
+    if (f->wait && !r.schedule_job_id.empty())  // the key's DAG is scheduled (this submit had no --cron)
+      throw Error(ExitCode::invalid_state,
+                  fmt::format("DAG {} (idempotency key '{}') is scheduled: its runs start at its occurrences",
+                              r.dag_id, d.idempotency_key),
+                  fmt::format("wait for its newest run with jobctl dag wait {}", r.dag_id));
     if (f->wait && r.dag_run_id.empty())  // gc took the run the first submit started
       throw Error(ExitCode::not_found, fmt::format("DAG {} (idempotency key '{}') has no run left to wait for",
                                                    r.dag_id, d.idempotency_key),

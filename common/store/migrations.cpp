@@ -448,9 +448,10 @@ ALTER TABLE runs ADD COLUMN dismissed_at BIGINT;
 
 // Migration 19: `jobctl dag submit --idempotency-key` (and POST /dags'
 // Idempotency-Key header): a DAG submitted again with the key of one
-// that exists is that one, as a job is.
+// that exists is that one, as a job is. KEY_T: compared as bytes, as
+// every text an index keys on (migration 16).
 constexpr const char* kV19 = R"SQL(
-ALTER TABLE dags ADD COLUMN idempotency_key TEXT;
+ALTER TABLE dags ADD COLUMN idempotency_key KEY_T;
 CREATE UNIQUE INDEX dags_idempotency_key ON dags (idempotency_key) WHERE idempotency_key IS NOT NULL;
 )SQL";
 
@@ -507,10 +508,13 @@ std::string migration_sql(Dialect d, int version) {
   } else if (version == 19) {
     sql = kV19;
   }
-  // BLOB_T: the bytes type.
-  const char* blob = d == Dialect::postgres ? "BYTEA" : "BLOB";
-  for (auto pos = sql.find("BLOB_T"); pos != std::string::npos; pos = sql.find("BLOB_T", pos))
-    sql.replace(pos, 6, blob);
+  // BLOB_T: the bytes type; KEY_T: text compared as bytes (SQLite's is).
+  const auto put = [&sql](std::string_view name, std::string_view type) {
+    for (auto pos = sql.find(name); pos != std::string::npos; pos = sql.find(name, pos))
+      sql.replace(pos, name.size(), type);
+  };
+  put("BLOB_T", d == Dialect::postgres ? "BYTEA" : "BLOB");
+  put("KEY_T", d == Dialect::postgres ? "TEXT COLLATE \"C\"" : "TEXT");
   return sql;
 }
 

@@ -212,6 +212,9 @@ int DeadLetter::dismiss_all(const DeadFilter& filter) {
   return dismissed;
 }
 
+// A purge's history entry names at most this many of a job's runs.
+constexpr size_t kPurgedRunsShown = 100;
+
 int DeadLetter::purge_dead(int64_t older_than_us) {
   Transaction tx(*conn_, TxMode::write);
   // A DAG node's runs stay: its DAG run's status and retry read them.
@@ -240,9 +243,17 @@ int DeadLetter::purge_dead(int64_t older_than_us) {
     // `jobctl wait` waited for ever and `retry` had nothing to retry.
     delete_jobs_left_without_runs(*conn_, jobs);
     // A job that stays (a schedule's, or one run again before) keeps a
-    // record of the dead runs it lost; audit() writes none for a job gone.
-    for (const auto& [job, purged] : runs_of_job)
-      audit(*conn_, actor_, job, "purge", nlohmann::json{{"runs", purged}}.dump());
+    // record of the dead runs it lost: how many, and the first of them
+    // (a per-second schedule failing for a day has 86,400).
+    for (const auto& row : conn_->query("SELECT id FROM jobs WHERE " + conn_->in_list("id", 1),
+                                        {conn_->list({jobs.begin(), jobs.end()})})) {
+      const auto& purged = runs_of_job.at(row.text(0));
+      const auto shown = std::min(purged.size(), kPurgedRunsShown);
+      audit(*conn_, actor_, row.text(0), "purge",
+            nlohmann::json{{"count", purged.size()},
+                           {"runs", std::vector<std::string>(purged.begin(), purged.begin() + static_cast<std::ptrdiff_t>(shown))}}
+                .dump());
+    }
   }
   tx.commit();
   return static_cast<int>(runs.size());

@@ -300,6 +300,16 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   CHECK(too_long.code == 2);
   CHECK(too_long.err.find("--idempotency-key is 256 bytes, more than 255") != std::string::npos);
   CHECK(json::parse(run_jobctl(db, dir, {"dag", "ls", "-o", "json"}).out).size() == dag_runs);
+  // A scheduled DAG's key: its id again; --wait has no run to wait for.
+  auto nightly = run_jobctl(db, dir, {"dag", "submit", "-", "--cron", "0 3 * * *", "--idempotency-key", "nightly"},
+                            fine.dump());
+  REQUIRE(nightly.code == 0);
+  auto nightly_again = run_jobctl(db, dir, {"dag", "submit", "-", "--idempotency-key", "nightly"}, fine.dump());
+  CHECK(nightly_again.code == 0);
+  CHECK(nightly_again.out == nightly.out);
+  auto nightly_wait = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--idempotency-key", "nightly"}, fine.dump());
+  CHECK(nightly_wait.code == 4);
+  CHECK(nightly_wait.err.find("is scheduled: its runs start at its occurrences") != std::string::npos);
 
   // wait: several ids, jobs and DAG runs alike; the worst outcome wins.
   const std::string job = test::submit(db, dir, {"--", "true"});

@@ -246,7 +246,10 @@ TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts"
   auto events = f.s->jobs().history(kept.job_id, 10);
   auto purge = std::find_if(events.begin(), events.end(), [](const auto& e) { return e.action == "purge"; });
   REQUIRE(purge != events.end());
-  CHECK(nlohmann::json::parse(purge->details) == nlohmann::json{{"runs", nlohmann::json::array({again[0].run_id})}});
+  CHECK(nlohmann::json::parse(purge->details) ==
+        nlohmann::json{{"count", 1}, {"runs", nlohmann::json::array({again[0].run_id})}});
+  // Only the jobs that stay have an entry: the deleted one left no history.
+  CHECK(f.s->connection().query("SELECT count(*) FROM job_events WHERE action = 'purge'").at(0).i64(0) == 1);
 }
 
 TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor its job") {
