@@ -548,7 +548,25 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
     }
     details["with"] = ids;
   }
-  if (!changed) return CancelOutcome::requested_already;
+  if (!changed) {
+    // Nothing was asked or cancelled: what runs was asked to stop before,
+    // or (PostgreSQL: statuses were read before the ask took the rows) it
+    // ended or went back to wait in between, where "requested already"
+    // would have said that it still runs.
+    std::vector<std::string> asked{run_id};
+    for (const auto& row : siblings) asked.push_back(row.text(0));
+    if (conn_->query("SELECT 1 FROM runs WHERE " + conn_->in_list("id", 1) + " AND status = 'running'",
+                     {conn_->list(asked)})
+            .empty()) {
+      const std::string now = conn_->query("SELECT status FROM runs WHERE id = $1", {run_id}).at(0).text(0);
+      throw Error(ExitCode::invalid_state,
+                  fmt::format("job {}'s run {} while it was being cancelled", job_id,
+                              now == "pending" ? std::string("went back to wait for a retry")
+                                               : fmt::format("ended ({})", now)),
+                  "look at it with `jobctl get`, and cancel again if it still runs or waits");
+    }
+    return CancelOutcome::requested_already;
+  }
   audit(*conn_, actor_, job_id, "cancel", details.dump());
   tx.commit();
   return outcome;
