@@ -4,7 +4,11 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <functional>
+
+#include "common/dag/dag.hpp"
 #include "common/store/agent.hpp"
+#include "common/store/dags.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/faults.hpp"
@@ -114,8 +118,40 @@ TEST_CASE("fault: a completion whose answer is lost is applied once, and sending
   CHECK(check->jobs().attempts(run_id).size() == 1);
 }
 
-TEST_CASE("fault: a submit that breaks at any statement or at its commit writes all or nothing, and a retry makes each job once") {
+namespace {
+
+// A write that breaks at each of its statements and at its commit, refused
+// or with its answer lost: `write(round)` makes the write of a round (its
+// first, round 0, counts the steps), and `check(round, committed)` what it
+// left and a retry, as a script's after exit 5.
+void break_at_each_step(FaultyStore& f, const std::function<void(int)>& write,
+                        const std::function<void(int, bool)>& check) {
   using Fault = test::FaultyConnection::Fault;
+  int before = f.faulty->steps();
+  write(0);
+  const int steps = f.faulty->steps() - before;
+  REQUIRE(steps >= 2);
+  int round = 1;
+  for (auto fault : {Fault::refused, Fault::answer_lost}) {
+    for (int n = 1; n <= steps; ++n, ++round) {
+      CAPTURE(n);
+      CAPTURE(static_cast<int>(fault));
+      f.faulty->fail_at(n, fault);
+      try {
+        write(round);
+        FAIL("the injected fault did not surface");
+      } catch (const Error& e) {
+        CHECK(e.code() == ExitCode::store);
+      }
+      // Only a commit that was applied leaves anything; nothing is half there.
+      check(round, fault == Fault::answer_lost && n == steps);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fault: a submit that breaks at any statement or at its commit writes all or nothing, and a retry makes each job once") {
   FaultyStore f;
   auto specs = [](int round) {
     std::vector<model::JobSpec> out(2);
@@ -126,34 +162,51 @@ TEST_CASE("fault: a submit that breaks at any statement or at its commit writes 
     out[1].delay_us = 60'000'000;
     return out;
   };
-  int before = f.faulty->steps();
-  f.s->jobs().submit(specs(0));
-  const int steps = f.faulty->steps() - before;
-  REQUIRE(steps >= 2);
-  size_t jobs = f.check->jobs().list_jobs({}).size();
-  int round = 1;
-  for (auto fault : {Fault::refused, Fault::answer_lost}) {
-    for (int n = 1; n <= steps; ++n, ++round) {
-      CAPTURE(n);
-      CAPTURE(static_cast<int>(fault));
-      f.faulty->fail_at(n, fault);
-      try {
+  size_t jobs = 0;
+  break_at_each_step(
+      f,
+      [&](int round) {
         f.s->jobs().submit(specs(round));
-        FAIL("the injected fault did not surface");
-      } catch (const Error& e) {
-        CHECK(e.code() == ExitCode::store);
-      }
-      // Only a commit that was applied leaves the jobs; nothing is half there.
-      const bool committed = fault == Fault::answer_lost && n == steps;
-      CHECK(f.check->jobs().list_jobs({}).size() == jobs + (committed ? 2 : 0));
-      // The caller tries again, as a script would after exit 5.
-      auto again = f.s->jobs().submit(specs(round));
-      CHECK(again[0].existed == committed);
-      CHECK(again[1].existed == committed);
-      jobs += 2;
-      CHECK(f.check->jobs().list_jobs({}).size() == jobs);
-    }
-  }
+        if (round == 0) jobs = f.check->jobs().list_jobs({}).size();
+      },
+      [&](int round, bool committed) {
+        CHECK(f.check->jobs().list_jobs({}).size() == jobs + (committed ? 2 : 0));
+        auto again = f.s->jobs().submit(specs(round));
+        CHECK(again[0].existed == committed);
+        CHECK(again[1].existed == committed);
+        jobs += 2;
+        CHECK(f.check->jobs().list_jobs({}).size() == jobs);
+      });
+}
+
+TEST_CASE("fault: a DAG submit that breaks at any statement or at its commit, retried with its key, makes one DAG") {
+  FaultyStore f;
+  constexpr const char* kDoc =
+      R"({"name": "nightly", "jobs": {"a": {"command": "true"}, "b": {"command": "true", "depends_on": ["a"]}}})";
+  auto keyed = [&](int round) {
+    store::DagSubmit d;
+    d.document = kDoc;
+    d.definition = dag::parse(kDoc);
+    d.idempotency_key = fmt::format("nightly-{}", round);
+    return d;
+  };
+  auto dags = [&] { return f.check->connection().query("SELECT count(*) FROM dags").at(0).i64(0); };
+  int64_t made = 0;
+  break_at_each_step(
+      f,
+      [&](int round) {
+        f.s->dags().submit_dag(keyed(round));
+        if (round == 0) made = dags();
+      },
+      [&](int round, bool committed) {
+        CHECK(dags() == made + (committed ? 1 : 0));
+        // "The outcome is unknown": the caller submits again with the key.
+        auto again = f.s->dags().submit_dag(keyed(round));
+        CHECK(again.existed == committed);
+        CHECK_FALSE(again.dag_run_id.empty());
+        ++made;
+        CHECK(dags() == made);
+      });
 }
 
 TEST_CASE("fault: a claim whose locked groups stopped waiting before it claimed locks others instead of reading every due run") {
@@ -228,4 +281,39 @@ TEST_CASE("fault: a run claimed as a completion frees its group starts, on recor
   REQUIRE(ended.finished_at);
   CHECK(started.started_at >= *ended.finished_at);
   CHECK(f.check->jobs().get_run(grouped[1].run_id)->started_at == started.started_at);
+}
+
+TEST_CASE("fault: a cancel that meets its run ending says it ended, never that a cancel was requested already") {
+  // On PostgreSQL the cancel reads the run's status, then asks its agent to
+  // stop it in a statement of its own. A completion that commits between
+  // the two left the ask nothing to change, and the cancel answered
+  // "cancel requested already" (exit 0) of a run that had succeeded.
+  // SQLite cancels inside the write lock: no completion commits meanwhile.
+  FaultyStore f;
+  auto& s = *f.s;
+  if (s.connection().dialect() != store::Dialect::postgres) return;
+  const std::string job_id = f.check->jobs().get_run(f.run_id)->job_id;
+  auto claimed = f.check->agent().claim(worker(*f.check, "a"), {"default"}, 1, 60'000'000);
+  REQUIRE(claimed.size() == 1);
+  f.faulty->after_next("SELECT r.id, r.status FROM runs r WHERE r.id =", [&] {
+    REQUIRE(f.check->agent().complete({store::completion_of(claimed[0], RunStatus::succeeded)}) ==
+            std::vector<bool>{true});
+  });
+  try {
+    s.jobs().cancel(job_id);
+    FAIL("the cancel of a run that ended meanwhile answered as if it still ran");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+    CHECK(std::string(e.what()) == "job " + job_id + "'s run ended (succeeded) while it was being cancelled");
+  }
+  CHECK(f.check->jobs().get_run(f.run_id)->status == RunStatus::succeeded);
+  for (const auto& e : f.check->jobs().history(job_id, 10)) CHECK(e.action != "cancel");
+
+  // A run asked to stop before, and still running, is still "requested already".
+  model::JobSpec spec;
+  spec.command.argv = {"true"};
+  auto second = f.check->jobs().submit({spec})[0];
+  REQUIRE(f.check->agent().claim(worker(*f.check, "b"), {"default"}, 1, 60'000'000).size() == 1);
+  CHECK(s.jobs().cancel(second.job_id) == store::CancelOutcome::requested);
+  CHECK(s.jobs().cancel(second.job_id) == store::CancelOutcome::requested_already);
 }
