@@ -498,16 +498,20 @@ std::pair<std::string, model::RunStatus> latest_run_for(Connection& c, const std
   return {rows[0].text(0), model::parse_run_status(rows[0].text(1))};
 }
 
-CancelOutcome Jobs::cancel(const std::string& job_id) {
-  Transaction tx(*conn_, TxMode::write);
-  const auto [run_id, status] = latest_run_for(*conn_, job_id, "cancel");
+namespace {
+
+// One look at a job's runs for Jobs::cancel, and what it does from it; no
+// value when what it saw had changed by the time it acted, and nothing
+// was written.
+std::optional<CancelOutcome> cancel_as_seen(Connection& c, const std::string& actor, const std::string& job_id) {
+  const auto [run_id, status] = latest_run_for(c, job_id, "cancel");
   // A run of --on-each goes with its siblings: the runs of the same submit
   // or occurrence on the other agents that have not ended (the latest may
   // have ended while the others run).
-  auto siblings = conn_->query(fmt::format("SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 "
-                                           "AND s.id <> $1 AND {} AND s.status IN ('pending', 'blocked', 'running')",
-                                           kSiblingRuns),
-                               {run_id, job_id});
+  auto siblings = c.query(fmt::format("SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 "
+                                      "AND s.id <> $1 AND {} AND s.status IN ('pending', 'blocked', 'running')",
+                                      kSiblingRuns),
+                          {run_id, job_id});
   const bool open =
       status == model::RunStatus::pending || status == model::RunStatus::blocked || status == model::RunStatus::running;
   if (!open && siblings.empty())
@@ -519,17 +523,15 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
   if (!open) {
     details["run"] = nullptr;  // it had ended: only its siblings are cancelled
   } else if (status == model::RunStatus::running) {
-    changed = !ask_to_stop(*conn_, CancelReason::user, "id = $1", {run_id}).empty();
+    changed = !ask_to_stop(c, CancelReason::user, "id = $1", {run_id}).empty();
     outcome = CancelOutcome::requested;
     details["running"] = true;
   } else {
-    auto dag = conn_->query("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
-                            "WHERE id = $1 AND status IN ('pending', 'blocked') RETURNING dag_run_id",
-                            {run_id});
-    if (dag.empty())
-      throw Error(ExitCode::invalid_state, fmt::format("job {}'s run started or ended while it was being cancelled", job_id),
-                  "look at it with `jobctl get`, and cancel again if it still runs");
-    advance_dag(*conn_, dag[0].text(0), job_id, model::RunStatus::cancelled);
+    auto dag = c.query("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
+                       "WHERE id = $1 AND status IN ('pending', 'blocked') RETURNING dag_run_id",
+                       {run_id});
+    if (dag.empty()) return std::nullopt;  // it started or ended meanwhile: nothing written yet
+    advance_dag(c, dag[0].text(0), job_id, model::RunStatus::cancelled);
     changed = true;
   }
   if (!siblings.empty()) {
@@ -537,11 +539,11 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
     for (const auto& row : siblings) {
       const std::string id = row.text(0);
       ids.push_back(id);
-      if (conn_->exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
-                      "WHERE id = $1 AND status IN ('pending', 'blocked')",
-                      {id}) > 0)
+      if (c.exec("UPDATE runs SET status = 'cancelled', finished_at = NOW_US, error = 'cancelled by user' "
+                 "WHERE id = $1 AND status IN ('pending', 'blocked')",
+                 {id}) > 0)
         changed = true;
-      if (!ask_to_stop(*conn_, CancelReason::user, "id = $1 AND status = 'running'", {id}).empty()) {
+      if (!ask_to_stop(c, CancelReason::user, "id = $1 AND status = 'running'", {id}).empty()) {
         outcome = CancelOutcome::requested;
         changed = true;
       }
@@ -549,27 +551,37 @@ CancelOutcome Jobs::cancel(const std::string& job_id) {
     details["with"] = ids;
   }
   if (!changed) {
-    // Nothing was asked or cancelled: what runs was asked to stop before,
-    // or (PostgreSQL: statuses were read before the ask took the rows) it
-    // ended or went back to wait in between, where "requested already"
-    // would have said that it still runs.
-    std::vector<std::string> asked{run_id};
-    for (const auto& row : siblings) asked.push_back(row.text(0));
-    if (conn_->query("SELECT 1 FROM runs WHERE " + conn_->in_list("id", 1) + " AND status = 'running'",
-                     {conn_->list(asked)})
-            .empty()) {
-      const std::string now = conn_->query("SELECT status FROM runs WHERE id = $1", {run_id}).at(0).text(0);
-      throw Error(ExitCode::invalid_state,
-                  fmt::format("job {}'s run {} while it was being cancelled", job_id,
-                              now == "pending" ? std::string("went back to wait for a retry")
-                                               : fmt::format("ended ({})", now)),
-                  "look at it with `jobctl get`, and cancel again if it still runs or waits");
-    }
+    // Nothing asked or cancelled, nothing written: what runs was asked to
+    // stop before, or what was seen has ended or gone back to wait since.
+    std::vector<std::string> seen{run_id};
+    for (const auto& row : siblings) seen.push_back(row.text(0));
+    if (c.query("SELECT 1 FROM runs WHERE " + c.in_list("id", 1) + " AND status = 'running' AND cancel_requested <> 0",
+                {c.list(seen)})
+            .empty())
+      return std::nullopt;
     return CancelOutcome::requested_already;
   }
-  audit(*conn_, actor_, job_id, "cancel", details.dump());
-  tx.commit();
+  audit(c, actor, job_id, "cancel", details.dump());
   return outcome;
+}
+
+}  // namespace
+
+CancelOutcome Jobs::cancel(const std::string& job_id) {
+  Transaction tx(*conn_, TxMode::write);
+  // PostgreSQL: each statement sees what committed before it, so a run can
+  // start, end or go back to wait between the look at its status and the
+  // statement that acts on it. Such a look is taken again: a run that ended
+  // meanwhile "already finished", one back to wait for a retry is
+  // cancelled. SQLite: the write lock keeps every run as it was seen.
+  for (int look = 0; look < 3; ++look) {
+    if (auto outcome = cancel_as_seen(*conn_, actor_, job_id)) {
+      if (*outcome != CancelOutcome::requested_already) tx.commit();
+      return *outcome;
+    }
+  }
+  throw Error(ExitCode::invalid_state, fmt::format("job {}'s runs kept changing while it was being cancelled", job_id),
+              "look at it with `jobctl get`, and cancel again if it still runs or waits");
 }
 
 }  // namespace jobctl::store

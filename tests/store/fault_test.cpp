@@ -283,19 +283,22 @@ TEST_CASE("fault: a run claimed as a completion frees its group starts, on recor
   CHECK(f.check->jobs().get_run(grouped[1].run_id)->started_at == started.started_at);
 }
 
-TEST_CASE("fault: a cancel that meets its run ending says it ended, never that a cancel was requested already") {
-  // On PostgreSQL the cancel reads the run's status, then asks its agent to
-  // stop it in a statement of its own. A completion that commits between
-  // the two left the ask nothing to change, and the cancel answered
-  // "cancel requested already" (exit 0) of a run that had succeeded.
-  // SQLite cancels inside the write lock: no completion commits meanwhile.
+TEST_CASE("fault: a cancel that meets its run ending or going back to wait looks again, never answering 'requested already'") {
+  // On PostgreSQL the cancel reads the run's status, then acts on it in a
+  // statement of its own. A completion that committed between the two left
+  // the ask nothing to change, and the cancel answered "cancel requested
+  // already" (exit 0) of a run that had succeeded; one that put the run
+  // back to wait for a retry was not cancelled either. SQLite cancels
+  // inside the write lock: no completion commits meanwhile.
   FaultyStore f;
   auto& s = *f.s;
   if (s.connection().dialect() != store::Dialect::postgres) return;
+  const std::string a = worker(*f.check, "a");
   const std::string job_id = f.check->jobs().get_run(f.run_id)->job_id;
-  auto claimed = f.check->agent().claim(worker(*f.check, "a"), {"default"}, 1, 60'000'000);
+  auto claimed = f.check->agent().claim(a, {"default"}, 1, 60'000'000);
   REQUIRE(claimed.size() == 1);
-  f.faulty->after_next("SELECT r.id, r.status FROM runs r WHERE r.id =", [&] {
+  constexpr const char* kLook = "SELECT r.id, r.status FROM runs r WHERE r.id =";
+  f.faulty->after_next(kLook, [&] {
     REQUIRE(f.check->agent().complete({store::completion_of(claimed[0], RunStatus::succeeded)}) ==
             std::vector<bool>{true});
   });
@@ -304,13 +307,28 @@ TEST_CASE("fault: a cancel that meets its run ending says it ended, never that a
     FAIL("the cancel of a run that ended meanwhile answered as if it still ran");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::invalid_state);
-    CHECK(std::string(e.what()) == "job " + job_id + "'s run ended (succeeded) while it was being cancelled");
+    CHECK(std::string(e.what()) == "job " + job_id + " already finished (succeeded); there is nothing to cancel");
   }
   CHECK(f.check->jobs().get_run(f.run_id)->status == RunStatus::succeeded);
   for (const auto& e : f.check->jobs().history(job_id, 10)) CHECK(e.action != "cancel");
 
-  // A run asked to stop before, and still running, is still "requested already".
+  // Its attempt fails as the cancel looks, and the run waits for a retry:
+  // the cancel looks again and cancels it.
   model::JobSpec spec;
+  spec.command.argv = {"false"};
+  auto retried = f.check->jobs().submit({spec})[0];
+  auto failing = f.check->agent().claim(a, {"default"}, 1, 60'000'000);
+  REQUIRE(failing.size() == 1);
+  f.faulty->after_next(kLook, [&] {
+    auto failed = store::completion_of(failing[0], RunStatus::pending);
+    failed.retry_delay_us = 60'000'000;
+    REQUIRE(f.check->agent().complete({failed}) == std::vector<bool>{true});
+    REQUIRE(f.check->jobs().get_run(retried.run_id)->status == RunStatus::pending);
+  });
+  CHECK(s.jobs().cancel(retried.job_id) == store::CancelOutcome::cancelled);
+  CHECK(f.check->jobs().get_run(retried.run_id)->status == RunStatus::cancelled);
+
+  // A run asked to stop before, and still running, is still "requested already".
   spec.command.argv = {"true"};
   auto second = f.check->jobs().submit({spec})[0];
   REQUIRE(f.check->agent().claim(worker(*f.check, "b"), {"default"}, 1, 60'000'000).size() == 1);
