@@ -248,11 +248,9 @@ int DeadLetter::purge_dead(int64_t older_than_us) {
     for (const auto& row : conn_->query("SELECT id FROM jobs WHERE " + conn_->in_list("id", 1),
                                         {conn_->list({jobs.begin(), jobs.end()})})) {
       const auto& purged = runs_of_job.at(row.text(0));
-      const auto shown = std::min(purged.size(), kPurgedRunsShown);
-      audit(*conn_, actor_, row.text(0), "purge",
-            nlohmann::json{{"count", purged.size()},
-                           {"runs", std::vector<std::string>(purged.begin(), purged.begin() + static_cast<std::ptrdiff_t>(shown))}}
-                .dump());
+      const auto shown = static_cast<std::ptrdiff_t>(std::min(purged.size(), kPurgedRunsShown));
+      const std::vector<std::string> named(purged.begin(), purged.begin() + shown);
+      audit(*conn_, actor_, row.text(0), "purge", nlohmann::json{{"count", purged.size()}, {"runs", named}}.dump());
     }
   }
   tx.commit();
