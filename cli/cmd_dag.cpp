@@ -103,13 +103,15 @@ void add_status(CLI::App& group, Context& ctx) {
       return;
     }
     auto v = require_run(ctx, *id);
-    print_fields({{"id", v.id},
-                  {"dag", v.name + " (" + v.dag_id + ")"},
-                  {"status", v.status},
-                  {"on failure", std::string(dag::to_string(v.on_failure))},
-                  {"created", util::format_time(v.created_at)},
-                  {"finished", opt_time(v.finished_at)},
-                  {"nodes", counts_text(v.counts)}});
+    std::vector<std::pair<std::string, std::string>> fields{{"id", v.id},
+                                                            {"dag", v.name + " (" + v.dag_id + ")"},
+                                                            {"status", v.status},
+                                                            {"on failure", std::string(dag::to_string(v.on_failure))},
+                                                            {"created", util::format_time(v.created_at)},
+                                                            {"finished", opt_time(v.finished_at)},
+                                                            {"nodes", counts_text(v.counts)}};
+    if (!v.idempotency_key.empty()) fields.emplace_back("idempotency key", v.idempotency_key);
+    print_fields(fields);
     std::vector<TableRow> rows;
     for (const auto& n : v.nodes) {
       std::string after;

@@ -55,6 +55,8 @@ nlohmann::json dag_run_summary_json(const store::DagRunView& v) {
                         {"created_at", util::format_time(v.created_at)},
                         {"finished_at", time_or_null(v.finished_at)},
                         {"occurrence", time_or_null(v.occurrence)},
+                        {"idempotency_key", v.idempotency_key.empty() ? nlohmann::json(nullptr)
+                                                                      : nlohmann::json(v.idempotency_key)},
                         {"nodes", v.counts}};
 }
 

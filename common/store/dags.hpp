@@ -47,6 +47,7 @@ struct DagRunView {
   int64_t created_at = 0;
   std::optional<int64_t> finished_at;  // when its last node ended
   std::optional<int64_t> occurrence;   // a scheduled DAG's fire time
+  std::string idempotency_key;         // the DAG's (dag submit --idempotency-key); empty: none
   std::map<std::string, int64_t> counts;  // nodes by the status of their latest run
   std::vector<DagNodeView> nodes;         // get_dag_run only, in topological order
 };

@@ -279,7 +279,8 @@ namespace {
 // its DAG d.
 constexpr const char* kDagRunSelect =
     "SELECT r.id, r.dag_id, d.name, r.on_failure, r.created_at, r.occurrence, r.paused, r.cancelled_at, "
-    "(SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id) FROM dag_runs r JOIN dags d ON d.id = r.dag_id ";
+    "(SELECT max(x.finished_at) FROM runs x WHERE x.dag_run_id = r.id), d.idempotency_key "
+    "FROM dag_runs r JOIN dags d ON d.id = r.dag_id ";
 
 constexpr const char* kCancelledByDelete = "cancelled: its schedule was deleted";
 
@@ -340,6 +341,7 @@ DagRunView dag_run_from_row(Connection& c, const Row& row) {
   v.counts = node_counts(c, v.id);
   v.status = dag_status(v.counts, row.i64(6) != 0, !row.is_null(7));
   if (v.status == "succeeded" || v.status == "failed" || v.status == "cancelled") v.finished_at = row.opt_i64(8);
+  if (!row.is_null(9)) v.idempotency_key = row.text(9);
   return v;
 }
 

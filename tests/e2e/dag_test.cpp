@@ -288,6 +288,11 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   CHECK(keyed.code == 0);
   const std::string keyed_id = test::trim(keyed.out);
   CHECK(keyed.err.find("already exists") == std::string::npos);
+  CHECK(json::parse(run_jobctl(db, dir, {"dag", "status", keyed_id, "-o", "json"}).out)["idempotency_key"] ==
+        "ci-step-42");
+  CHECK(json::parse(run_jobctl(db, dir, {"dag", "status", fine_id, "-o", "json"}).out)["idempotency_key"].is_null());
+  CHECK(run_jobctl(db, dir, {"dag", "status", keyed_id, "-o", "table"}).out.find("idempotency key:  ci-step-42") !=
+        std::string::npos);
   const size_t dag_runs = json::parse(run_jobctl(db, dir, {"dag", "ls", "-o", "json"}).out).size();
   auto rerun = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--idempotency-key", "ci-step-42"}, failing.dump());
   CHECK(rerun.code == 0);

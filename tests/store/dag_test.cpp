@@ -390,6 +390,7 @@ TEST_CASE("dag: a DAG submitted again with its idempotency key is the first one,
   auto first = f.s->dags().submit_dag(keyed("release-1.2"));
   CHECK_FALSE(first.existed);
   REQUIRE_FALSE(first.dag_run_id.empty());
+  CHECK(f.s->dags().get_dag_run(first.dag_run_id).idempotency_key == "release-1.2");
   const int64_t dags = count("dags"), runs = count("runs"), jobs = count("jobs");
   // Again, even with another document: the first DAG and its run.
   auto again = f.s->dags().submit_dag(keyed("release-1.2", R"({"name": "other", "jobs": {"x": {"command": "true"}}})"));
