@@ -43,10 +43,10 @@ std::string post(httplib::Client& c, int64_t from_ns, std::vector<double>& laten
   return error;
 }
 
-void report(Samples& s, double seconds) {
+void report(Samples& s, double elapsed_s) {
   put("requests", static_cast<double>(s.latency_ms.size()));
-  put("seconds", seconds);
-  put("jobs_per_s", static_cast<double>(s.latency_ms.size() - static_cast<size_t>(s.errors)) / seconds);
+  put("seconds", elapsed_s);
+  put("jobs_per_s", static_cast<double>(s.latency_ms.size() - static_cast<size_t>(s.errors)) / elapsed_s);
   put("p50_ms", percentile(s.latency_ms, 0.50));
   put("p99_ms", percentile(s.latency_ms, 0.99));
   put("max_ms", percentile(s.latency_ms, 1.0));
@@ -98,10 +98,10 @@ void serve_paced(const Args& args) {
   const std::string url = args[0], token = args[1];
   const int clients = static_cast<int>(number(args, 2, "CLIENTS"));
   const double rate = number(args, 3, "RATE");
-  const double seconds = number(args, 4, "SECONDS");
-  if (clients < 1 || rate <= 0 || seconds <= 0) throw usage_error("CLIENTS, RATE and SECONDS must be positive");
+  const double duration_s = number(args, 4, "SECONDS");
+  if (clients < 1 || rate <= 0 || duration_s <= 0) throw usage_error("CLIENTS, RATE and SECONDS must be positive");
   // Client i sends at start + (i + k * clients) / rate: together, RATE a second.
-  const int64_t total = static_cast<int64_t>(rate * seconds);
+  const int64_t total = static_cast<int64_t>(rate * duration_s);
   const double gap_ns = 1e9 / rate;
   Samples samples;
   const int64_t start = monotonic_ns() + 100'000'000;  // every client connected first

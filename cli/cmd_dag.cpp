@@ -23,8 +23,6 @@
 namespace jobctl::cli {
 namespace {
 
-std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
-
 std::string counts_text(const std::map<std::string, int64_t>& counts) {
   std::string out;
   for (const auto& [status, n] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
@@ -108,7 +106,7 @@ void add_status(CLI::App& group, Context& ctx) {
                                                             {"status", v.status},
                                                             {"on failure", std::string(dag::to_string(v.on_failure))},
                                                             {"created", util::format_time(v.created_at)},
-                                                            {"finished", opt_time(v.finished_at)},
+                                                            {"finished", time_or_dash(v.finished_at)},
                                                             {"nodes", counts_text(v.counts)}};
     if (!v.idempotency_key.empty()) fields.emplace_back("idempotency key", v.idempotency_key);
     print_fields(fields);

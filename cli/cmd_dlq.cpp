@@ -33,7 +33,7 @@ void add_filter_flags(CLI::App* cmd, FilterFlags& f) {
 
 store::DeadFilter to_filter(const FilterFlags& f) { return ops::dead_filter(f.queue, f.since, f.until, f.limit); }
 
-void register_ls(CLI::App& dlq, Context& ctx) {
+void register_dlq_ls(CLI::App& dlq, Context& ctx) {
   auto f = std::make_shared<FilterFlags>();
   auto* cmd = dlq.add_subcommand("ls", "List dead runs, newest first");
   add_filter_flags(cmd, *f);
@@ -74,7 +74,7 @@ void print_tail(const char* stream, const std::string& tail) {
   for (size_t i = from; i < lines.size(); ++i) std::printf("%s\n", cell(util::one_line(lines[i]), 2000).c_str());
 }
 
-void register_show(CLI::App& dlq, Context& ctx) {
+void register_dlq_show(CLI::App& dlq, Context& ctx) {
   auto id = std::make_shared<std::string>();
   auto* cmd = dlq.add_subcommand("show", "Show a dead run: reason, payload, every attempt with its output");
   completes(cmd->add_option("id", *id, "Run id (or job id)"), Completes::job_id)->required();
@@ -92,7 +92,7 @@ void register_show(CLI::App& dlq, Context& ctx) {
                   {"name", r.job.job.spec.name.empty() ? "-" : r.job.job.spec.name},
                   {"command", r.job.job.spec.command.display()},
                   {"queue", r.job.job.spec.queue},
-                  {"died", r.run->finished_at ? util::format_time(*r.run->finished_at) : "-"},
+                  {"died", time_or_dash(r.run->finished_at)},
                   {"reason", r.run->error},
                   {"payload", r.job.job.spec.payload.value_or("-")},
                   {"replayed", r.run->replayed_at ? util::format_time(*r.run->replayed_at) : "no"},
@@ -172,8 +172,8 @@ void register_purge(CLI::App& dlq, Context& ctx) {
 void register_dlq(CLI::App& app, Context& ctx) {
   auto* dlq = app.add_subcommand("dlq", "The dead-letter queue: runs that failed for good");
   dlq->require_subcommand(1);
-  register_ls(*dlq, ctx);
-  register_show(*dlq, ctx);
+  register_dlq_ls(*dlq, ctx);
+  register_dlq_show(*dlq, ctx);
   register_bulk(*dlq, ctx,
                 {"replay", "Replay", "replayed",
                  "Run dead runs again with a fresh retry budget: ID... or --all [filters]", ops::replay_json,

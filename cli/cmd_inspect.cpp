@@ -24,8 +24,6 @@
 namespace jobctl::cli {
 namespace {
 
-std::string opt_time(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
-
 std::string duration_between(int64_t from, const std::optional<int64_t>& to) {
   if (!to) return "-";
   return util::format_duration(util::Micros(*to - from));
@@ -72,8 +70,8 @@ void show_job(const model::JobView& v, const ops::WaitingReason& waiting) {
   if (const auto& r = v.latest_run) {
     f.emplace_back("run", r->id);
     f.emplace_back("available", util::format_time(r->available_at));
-    f.emplace_back("started", opt_time(r->started_at));
-    f.emplace_back("finished", opt_time(r->finished_at));
+    f.emplace_back("started", time_or_dash(r->started_at));
+    f.emplace_back("finished", time_or_dash(r->finished_at));
     if (r->started_at) f.emplace_back("duration", duration_between(*r->started_at, r->finished_at));
     f.emplace_back("attempts", std::to_string(r->attempts));
     if (r->exit_code) f.emplace_back("exit code", std::to_string(*r->exit_code));
@@ -96,7 +94,7 @@ void show_per_agent(const model::Job& job, const std::vector<model::Run>& runs, 
     std::string status = status_text(r);
     if (auto why = waiting(job, r); !why.empty()) status += " (" + why.detail + ")";
     rows.push_back({r.pinned_to, status, std::to_string(r.attempts), r.exit_code ? std::to_string(*r.exit_code) : "-",
-                    opt_time(r.started_at), r.started_at ? duration_between(*r.started_at, r.finished_at) : "-", r.id,
+                    time_or_dash(r.started_at), r.started_at ? duration_between(*r.started_at, r.finished_at) : "-", r.id,
                     r.error.empty() ? "" : cell(r.error, 60)});
   }
   std::printf("\nper agent:\n");

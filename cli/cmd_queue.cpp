@@ -41,7 +41,7 @@ std::string describe_limits(const store::QueueInfo& q) {
   return out.empty() ? "-" : out;
 }
 
-void register_set(CLI::App& queue, Context& ctx) {
+void register_queue_set(CLI::App& queue, Context& ctx) {
   struct Flags {
     std::string name, rate;
     std::unique_ptr<JobFlags> retry;
@@ -73,7 +73,7 @@ void register_set(CLI::App& queue, Context& ctx) {
   });
 }
 
-void register_ls(CLI::App& queue, Context& ctx) {
+void register_queue_ls(CLI::App& queue, Context& ctx) {
   auto* cmd = queue.add_subcommand("ls", "List queues: runs pending, running, dead, limits and retry defaults");
   cmd->callback([&ctx] {
     if (ctx.format() == OutputFormat::json) {
@@ -89,7 +89,7 @@ void register_ls(CLI::App& queue, Context& ctx) {
   });
 }
 
-void register_pause(CLI::App& queue, Context& ctx, bool pause) {
+void register_queue_pause(CLI::App& queue, Context& ctx, bool pause) {
   auto name = std::make_shared<std::string>();
   auto* cmd = pause ? queue.add_subcommand("pause", "Pause a queue: no agent claims its runs until it is resumed")
                     : queue.add_subcommand("resume", "Resume a paused queue");
@@ -107,10 +107,10 @@ void register_pause(CLI::App& queue, Context& ctx, bool pause) {
 void register_queue(CLI::App& app, Context& ctx) {
   auto* queue = app.add_subcommand("queue", "Queues: limits, retry defaults, pause and resume");
   queue->require_subcommand(1);
-  register_set(*queue, ctx);
-  register_ls(*queue, ctx);
-  register_pause(*queue, ctx, true);
-  register_pause(*queue, ctx, false);
+  register_queue_set(*queue, ctx);
+  register_queue_ls(*queue, ctx);
+  register_queue_pause(*queue, ctx, true);
+  register_queue_pause(*queue, ctx, false);
 }
 
 }  // namespace jobctl::cli

@@ -184,7 +184,7 @@ void register_schedule_runs(CLI::App& group, Context& ctx) {
       std::string duration = "-";
       if (run.started_at && run.finished_at) duration = util::format_duration(util::Micros(*run.finished_at - *run.started_at));
       rows.push_back({run.id, run.occurrence ? util::format_local(*run.occurrence, *zone) : "(forced trigger)",
-                      std::string(model::to_string(run.status)), run.started_at ? util::format_time(*run.started_at) : "-",
+                      std::string(model::to_string(run.status)), time_or_dash(run.started_at),
                       duration, std::to_string(run.job_version), cell(run.error, 70)});
     }
     print_table({"RUN", "OCCURRENCE", "STATUS", "STARTED", "DURATION", "VERSION", "NOTE"}, rows);

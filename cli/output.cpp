@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/util/time.hpp"
 #include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
@@ -51,5 +52,7 @@ std::string cell(const std::string& text, size_t width) {
   if (util::display_width(flat) <= width) return flat;
   return flat.substr(0, util::prefix_within(flat, width > 0 ? width - 1 : 0)) + "…";
 }
+
+std::string time_or_dash(const std::optional<int64_t>& t) { return t ? util::format_time(*t) : "-"; }
 
 }  // namespace jobctl::cli

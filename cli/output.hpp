@@ -1,6 +1,8 @@
 #pragma once
 // Shared output formatting: aligned tables and key/value blocks for people,
 // JSON (one document, pretty-printed) for scripts.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,5 +27,8 @@ void print_json_list(const std::vector<T>& items, ToJson&& to_json) {
 
 // Cuts text to `width` characters (with "…") and flattens newlines, for cells.
 std::string cell(const std::string& text, size_t width = 60);
+
+// A time for a cell or field (util::format_time), "-" when there is none.
+std::string time_or_dash(const std::optional<int64_t>& t);
 
 }  // namespace jobctl::cli

@@ -9,6 +9,13 @@ target_compile_options(jobctl_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshad
 if(JOBCTL_WERROR)
   target_compile_options(jobctl_warnings INTERFACE -Werror)
 endif()
+# A unity build (scripts/test's trees) compiles a target's files a batch at
+# a time, each .cpp included into one: GCC's warning for a class whose
+# member's type is in an anonymous namespace is meant for headers, and
+# fires on every such .cpp there.
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(jobctl_warnings INTERFACE -Wno-subobject-linkage)
+endif()
 add_library(jobctl_build_flags INTERFACE)
 target_link_libraries(jobctl_build_flags INTERFACE jobctl_warnings)
 if(JOBCTL_SANITIZE)

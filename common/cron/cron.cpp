@@ -38,7 +38,6 @@
 namespace jobctl::cron {
 namespace {
 
-constexpr int64_t kDay = 86400;
 constexpr int64_t kMicros = 1'000'000;
 
 using util::Civil;
@@ -379,10 +378,10 @@ bool can_fire(const Expr::Fields& f) {
 
 // Offsets in effect in the two days either side of `utc_s`: the smallest.
 int smallest_offset_near(const util::TimeZone& zone, int64_t utc_s) {
-  int64_t t = utc_s - 2 * kDay;
+  int64_t t = utc_s - 2 * util::kSecondsPerDay;
   int lowest = zone.offset_at(t);
   while (auto next = zone.next_transition(t)) {
-    if (*next > utc_s + 2 * kDay) break;
+    if (*next > utc_s + 2 * util::kSecondsPerDay) break;
     lowest = std::min(lowest, zone.offset_at(*next));
     t = *next;
   }
@@ -444,8 +443,8 @@ std::optional<int64_t> Expr::Fields::time_in_day(int64_t tod) const {
 
 // The smallest matching local reading at or after `local_s`.
 std::optional<int64_t> Expr::Fields::next_local(int64_t local_s) const {
-  int64_t day = floor_div(local_s, kDay);
-  int64_t tod = local_s - day * kDay;
+  int64_t day = floor_div(local_s, util::kSecondsPerDay);
+  int64_t tod = local_s - day * util::kSecondsPerDay;
   for (; day <= kLastDay; ++day, tod = 0) {
     Civil c = civil_from_days(day);
     if (!(month & bit(c.month))) {
@@ -454,7 +453,7 @@ std::optional<int64_t> Expr::Fields::next_local(int64_t local_s) const {
       continue;
     }
     if (!day_matches(c, weekday_of(day))) continue;
-    if (auto t = time_in_day(tod)) return day * kDay + *t;
+    if (auto t = time_in_day(tod)) return day * util::kSecondsPerDay + *t;
   }
   return std::nullopt;
 }
@@ -505,7 +504,7 @@ Expr Expr::parse(std::string_view text, std::string_view hash_key) {
 std::optional<int64_t> Expr::next(int64_t after_us, const util::TimeZone& zone, int64_t anchor_us) const {
   const Fields& f = *fields_;
   const int64_t after_s = floor_div(after_us, kMicros);
-  const int64_t last_s = (kLastDay + 1) * kDay;
+  const int64_t last_s = (kLastDay + 1) * util::kSecondsPerDay;
   if (f.every_s) {
     const int64_t anchor_s = floor_div(anchor_us, kMicros);
     const int64_t k = after_s < anchor_s ? 1 : (after_s - anchor_s) / f.every_s + 1;

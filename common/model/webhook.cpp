@@ -30,12 +30,12 @@ bool has_control(std::string_view s) {
   return false;
 }
 
-Error field_error(std::string_view field, std::string_view why) {
+Error webhook_field_error(std::string_view field, std::string_view why) {
   return usage_error(fmt::format("field 'webhook.{}': {}", field, why));
 }
 
-const std::string& want_string(const json& v, std::string_view field) {
-  if (!v.is_string()) throw field_error(field, "must be a string");
+const std::string& want_webhook_string(const json& v, std::string_view field) {
+  if (!v.is_string()) throw webhook_field_error(field, "must be a string");
   return v.get_ref<const std::string&>();
 }
 
@@ -151,35 +151,35 @@ Webhook webhook_from_json(const json& j) {
   bool has_url = false;
   for (const auto& [key, v] : j.items()) {
     if (key == "url") {
-      w.url = want_string(v, key);
+      w.url = want_webhook_string(v, key);
       has_url = true;
     } else if (key == "method") {
-      w.method = want_string(v, key);
+      w.method = want_webhook_string(v, key);
     } else if (key == "headers") {
       // ["Name: value", …] or {"Name": "value", …}
       if (v.is_array()) {
-        for (const auto& h : v) w.headers.push_back(parse_header(want_string(h, key)));
+        for (const auto& h : v) w.headers.push_back(parse_header(want_webhook_string(h, key)));
       } else if (v.is_object()) {
-        for (const auto& [name, value] : v.items()) w.headers.emplace_back(name, want_string(value, "headers." + name));
+        for (const auto& [name, value] : v.items()) w.headers.emplace_back(name, want_webhook_string(value, "headers." + name));
       } else {
-        throw field_error(key, "must be an array of \"Name: value\" strings or an object");
+        throw webhook_field_error(key, "must be an array of \"Name: value\" strings or an object");
       }
     } else if (key == "data") {
-      if (!v.is_null()) w.body = want_string(v, key);
+      if (!v.is_null()) w.body = want_webhook_string(v, key);
     } else if (key == "insecure") {
-      if (!v.is_boolean()) throw field_error(key, "must be true or false");
+      if (!v.is_boolean()) throw webhook_field_error(key, "must be true or false");
       w.insecure = v.get<bool>();
     } else if (key == "literal_body") {
-      if (!v.is_boolean()) throw field_error(key, "must be true or false");
+      if (!v.is_boolean()) throw webhook_field_error(key, "must be true or false");
       w.literal_body = v.get<bool>();
     } else if (key == "sign_secret") {
-      if (!v.is_null()) w.sign_secret = want_string(v, key);
+      if (!v.is_null()) w.sign_secret = want_webhook_string(v, key);
     } else {
       throw usage_error(fmt::format("unknown field 'webhook.{}'", key),
                         "fields are: url, method, headers, data, insecure, sign_secret (see jobctl(1), BATCH FORMAT)");
     }
   }
-  if (!has_url) throw field_error("url", "is required");
+  if (!has_url) throw webhook_field_error("url", "is required");
   validate(w);
   return w;
 }

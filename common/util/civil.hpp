@@ -7,6 +7,8 @@
 
 namespace jobctl::util {
 
+inline constexpr int64_t kSecondsPerDay = 86400;
+
 // Floor division: rounds toward minus infinity, for instants before 1970.
 constexpr int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 

@@ -36,7 +36,6 @@
 namespace jobctl::util {
 namespace {
 
-constexpr int64_t kDay = 86400;
 // RFC 8536 says offsets should lie within -25h..+26h; anything beyond is a
 // broken file. resolve() relies on this bound for its search window.
 constexpr int kMaxOffset = 26 * 3600;
@@ -44,7 +43,7 @@ constexpr int kMaxOffset = 26 * 3600;
 // arithmetic never overflows; no calendar question is meaningful beyond it.
 constexpr int64_t kFar = int64_t{1} << 56;
 
-int64_t year_of(int64_t utc_s) { return civil_from_days(floor_div(utc_s, kDay)).year; }
+int64_t year_of(int64_t utc_s) { return civil_from_days(floor_div(utc_s, kSecondsPerDay)).year; }
 
 // ---------------------------------------------------------------------------
 // The footer: a POSIX TZ string with the RFC 8536 extensions.
@@ -99,9 +98,9 @@ struct PosixTz {
   // year than the start (southern hemisphere, and Dublin, whose "DST" is its
   // winter), the period runs into the next year.
   Period dst_period(int64_t year) const {
-    const int64_t begin = rule_day(start, year) * kDay + start.time - std_off;
-    int64_t end = rule_day(stop, year) * kDay + stop.time - dst_off;
-    if (end < begin) end = rule_day(stop, year + 1) * kDay + stop.time - dst_off;
+    const int64_t begin = rule_day(start, year) * kSecondsPerDay + start.time - std_off;
+    int64_t end = rule_day(stop, year) * kSecondsPerDay + stop.time - dst_off;
+    if (end < begin) end = rule_day(stop, year + 1) * kSecondsPerDay + stop.time - dst_off;
     return {begin, end};
   }
 
@@ -403,7 +402,7 @@ class Zone final : public TimeZone {
     const int64_t local = std::clamp(local_s, -kFar, kFar);
     // Any instant that reads `local` lies within kMaxOffset of it, so the
     // offsets in effect in this window are the only candidates.
-    constexpr int64_t kWindow = 2 * kDay;
+    constexpr int64_t kWindow = 2 * kSecondsPerDay;
     std::vector<int64_t> transitions;
     for (auto t = next_transition(local - kWindow); t && *t <= local + kWindow; t = next_transition(*t))
       transitions.push_back(*t);

@@ -8,11 +8,6 @@
 #include "common/util/tz.hpp"
 
 namespace jobctl::util {
-namespace {
-
-constexpr int64_t kDay = 86400;
-
-}  // namespace
 
 int64_t parse_at(const std::string& text, const std::string& tz, const char* flag, OwnOffset own) {
   auto t = parse_datetime(text, flag);
@@ -24,7 +19,7 @@ int64_t parse_at(const std::string& text, const std::string& tz, const char* fla
     return parse_time_arg(text, flag, 0);
   }
   auto zone = TimeZone::locate(tz);
-  const int64_t local = days_from_civil(t->year, t->month, t->day) * kDay + t->hour * 3600 + t->minute * 60 + t->second;
+  const int64_t local = days_from_civil(t->year, t->month, t->day) * kSecondsPerDay + t->hour * 3600 + t->minute * 60 + t->second;
   auto resolved = zone->resolve(local);
   if (resolved.kind == TimeZone::Local::Kind::gap)
     throw usage_error(fmt::format("{} '{}' does not exist in {}: the clocks skip it", flag, text, zone->name()),
@@ -36,8 +31,8 @@ int64_t parse_at(const std::string& text, const std::string& tz, const char* fla
 std::string format_local(int64_t micros, const TimeZone& zone) {
   const int64_t s = floor_div(micros, 1'000'000);
   const int64_t local = s + zone.offset_at(s);
-  const int64_t day = floor_div(local, kDay);
-  const int64_t sod = local - day * kDay;
+  const int64_t day = floor_div(local, kSecondsPerDay);
+  const int64_t sod = local - day * kSecondsPerDay;
   const Civil c = civil_from_days(day);
   return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} {}", c.year, c.month, c.day, sod / 3600, sod / 60 % 60, sod % 60,
                      zone.abbreviation_at(s));

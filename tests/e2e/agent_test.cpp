@@ -27,8 +27,6 @@ using test::submit;
 
 namespace {
 
-const std::vector<std::string> kFast{"--poll-interval", "100ms"};
-
 // Whether this host has Kerberos set up where the PostgreSQL client
 // module looks before it loads GSSAPI (common/config/libpq_lazy_deps.cpp).
 bool kerberos_configured() {
@@ -43,7 +41,7 @@ bool kerberos_configured() {
 }
 
 std::vector<std::string> with_fast(std::vector<std::string> flags) {
-  flags.insert(flags.end(), kFast.begin(), kFast.end());
+  flags.insert(flags.end(), test::kFastPoll.begin(), test::kFastPoll.end());
   return flags;
 }
 
@@ -73,7 +71,7 @@ long cpu_ticks(pid_t pid) {
 TEST_CASE("agent: runs a job with its payload, environment and identifiers, and keeps its output") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--env", "GREETING=hi", "--idempotency-key", "k-1", "--queue", "default", "--payload",
                              R"({"n": 7})", "--cwd", dir.path(), "--",
                              "cat; echo; echo $GREETING $JOB_ID $JOB_RUN_ID $JOB_ATTEMPT $JOB_FENCE_TOKEN "
@@ -108,7 +106,7 @@ TEST_CASE("agent: the PostgreSQL client is loaded only for a PostgreSQL store, w
   // (postgres: TLS … checks that a TLS connection opens it).
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   const std::string id = submit(db, dir, {"--", "true"});
   test::eventually([&] { return status_of(db, dir, id) == "succeeded"; }, "the job to run");
   const std::string maps = test::read_file(fmt::format("/proc/{}/maps", agent->pid()));
@@ -160,7 +158,7 @@ TEST_CASE("agent: libpq's question for a Kerberos ticket loads GSSAPI only where
 TEST_CASE("agent: a payload too large for the environment reaches the job on standard input only") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   // 300 KiB: more than Linux takes in one environment variable (128 KiB).
   std::ofstream(dir.file("big.json")) << "\"" << std::string(300 * 1024, 'x') << "\"";
   std::string seen = dir.file("seen");
@@ -176,7 +174,7 @@ TEST_CASE("agent: a payload too large for the environment reaches the job on sta
 TEST_CASE("agent: a failing command, a missing command and a signal are recorded as failures") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto exit3 = submit(db, dir, {"--retries", "0", "--", "exit 3"});
   auto missing = submit(db, dir, {"--", "/no/such/program", "arg"});
   auto killed = submit(db, dir, {"--retries", "0", "--", "kill -9 $$"});
@@ -210,7 +208,7 @@ TEST_CASE("agent: with every slot busy, the agent sleeps: no claim is due, and t
 TEST_CASE("agent: cancel kills a running sleep 60 and its whole process group") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   std::string pidfile = dir.file("child.pid");
   auto id = submit(db, dir, {"--", "sleep 60 & echo $! > " + pidfile + "; wait"});
   test::eventually([&] { return !test::trim(test::read_file(pidfile)).empty(); }, "the job to start");
@@ -238,7 +236,7 @@ TEST_CASE("agent: a job past its timeout is terminated and fails") {
 TEST_CASE("agent: output beyond 64 KiB keeps the last 64 KiB of each stream") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--", "head -c 3000000 /dev/zero | tr '\\0' a; echo END; head -c 100000 /dev/zero | "
                                    "tr '\\0' b >&2; echo ERR-END >&2"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
@@ -253,7 +251,7 @@ TEST_CASE("agent: output beyond 64 KiB keeps the last 64 KiB of each stream") {
 TEST_CASE("agent: SIGTERM drains, letting a running job finish") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   std::string marker = dir.file("started");
   auto id = submit(db, dir, {"--", "touch " + marker + "; sleep 1; echo finished"});
   test::eventually([&] { return !test::read_file(marker).empty() || access(marker.c_str(), F_OK) == 0; },
@@ -282,7 +280,7 @@ TEST_CASE("agent: past the drain timeout, jobs are killed and released for anoth
   CHECK(attempts(db, dir, id)[0]["outcome"] == "released");
   // Another agent picks it up.
   unlink(marker.c_str());
-  auto second = test::start_agent(db, dir, kFast, "second");
+  auto second = test::start_agent(db, dir, test::kFastPoll, "second");
   test::eventually([&] { return status_of(db, dir, id) == "running"; }, "the second agent to claim the job");
   CHECK(get(db, dir, id)["run"]["attempts"] == 2);
 }
@@ -304,7 +302,7 @@ TEST_CASE("agent: a run given back on drain is released only once what its job l
   auto id = submit(db, dir, {"--retries", "2", "--", script});
   const std::string first_left = left + "1";
   test::eventually([&] { return access(first_left.c_str(), F_OK) == 0; }, "the first attempt to leave a process");
-  auto second = test::start_agent(db, dir, kFast, "second");
+  auto second = test::start_agent(db, dir, test::kFastPoll, "second");
   first->signal(SIGTERM);
   const std::string second_left = left + "2";
   test::eventually([&] { return access(second_left.c_str(), F_OK) == 0; }, "the second agent to run it again");
@@ -316,7 +314,7 @@ TEST_CASE("agent: a run given back on drain is released only once what its job l
 TEST_CASE("agent: a second SIGTERM stops at once and releases the runs") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   std::string marker = dir.file("started");
   auto id = submit(db, dir, {"--", "touch " + marker + "; sleep 60"});
   test::eventually([&] { return access(marker.c_str(), F_OK) == 0; }, "the job to start");
@@ -410,7 +408,7 @@ TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrad
   test::TempDir dir;
   SUBCASE("older: jobctl init upgrades it, then the agent runs jobs") {
     test::TestDb db(dir, 1);
-    auto refused = test::start_agent(db, dir, kFast, "refused");
+    auto refused = test::start_agent(db, dir, test::kFastPoll, "refused");
     CHECK(refused->wait() == 5);
     CHECK(refused->err().find("run `jobctl init`") != std::string::npos);
     CHECK(run_jobctl(db, dir, {"submit", "--", "true"}).code == 5);  // jobctl refuses it too
@@ -418,14 +416,14 @@ TEST_CASE("agent: refuses a schema that is not current, until jobctl init upgrad
     CHECK(init.code == 0);
     CHECK(init.out == fmt::format("schema upgraded to version {} ({} migrations applied)\n", store::kSchemaVersion,
                                   store::kSchemaVersion - 1));
-    auto agent = test::start_agent(db, dir, kFast);
+    auto agent = test::start_agent(db, dir, test::kFastPoll);
     auto id = submit(db, dir, {"--", "true"});
     CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
   }
   SUBCASE("newer than this build: refused by both programs") {
     test::TestDb db(dir);
     db.open()->connection().exec("INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)");
-    auto agent = test::start_agent(db, dir, kFast);
+    auto agent = test::start_agent(db, dir, test::kFastPoll);
     CHECK(agent->wait() == 5);
     CHECK(agent->err().find("upgrade") != std::string::npos);
     CHECK(run_jobctl(db, dir, {"init"}).code == 5);

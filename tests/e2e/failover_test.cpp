@@ -49,7 +49,7 @@ class PgPair {
   std::string data_, dsn_;
 };
 
-test::Result run_on(const std::string& dsn, const test::TempDir& dir, std::vector<std::string> args) {
+test::Result run_during_failover(const std::string& dsn, const test::TempDir& dir, std::vector<std::string> args) {
   static int n = 0;
   args.insert(args.begin(), {JOBCTL_BIN, "--db", dsn});
   test::Process p(args, {"JOBCTL_STORE_TIMEOUT=5s"}, dir, "jobctl-" + std::to_string(++n));
@@ -63,7 +63,7 @@ TEST_CASE("failover: jobctl and agents carry on when the synchronous standby is 
   if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
   test::TempDir dir;
   PgPair pg(dir);
-  REQUIRE(run_on(pg.dsn(), dir, {"init"}).code == 0);
+  REQUIRE(run_during_failover(pg.dsn(), dir, {"init"}).code == 0);
   std::string ledger = dir.file("ledger"), ticks = dir.file("ticks");
   auto agent = [&](const std::string& name) {
     return std::make_unique<test::Process>(
@@ -75,11 +75,11 @@ TEST_CASE("failover: jobctl and agents carry on when the synchronous standby is 
   auto job = [&] { return "sleep 0.3; echo $JOB_ID $JOB_IDEMPOTENCY_KEY >> " + ledger; };
   std::vector<std::string> ids;
   for (int i = 0; i < 30; ++i) {
-    auto r = run_on(pg.dsn(), dir, {"submit", "--retries", "10", "--retry-delay", "1s", "--", job()});
+    auto r = run_during_failover(pg.dsn(), dir, {"submit", "--retries", "10", "--retry-delay", "1s", "--", job()});
     REQUIRE(r.code == 0);
     ids.push_back(test::trim(r.out));
   }
-  auto tick = run_on(pg.dsn(), dir, {"submit", "--cron", "* * * * * *", "--", "echo $JOB_SCHEDULED_AT >> " + ticks});
+  auto tick = run_during_failover(pg.dsn(), dir, {"submit", "--cron", "* * * * * *", "--", "echo $JOB_SCHEDULED_AT >> " + ticks});
   REQUIRE(tick.code == 0);
   test::eventually([&] { return test::lines(test::read_file(ticks)).size() >= 3; }, "the schedule to fire");
 
@@ -87,11 +87,11 @@ TEST_CASE("failover: jobctl and agents carry on when the synchronous standby is 
   size_t ticks_at_failover = test::lines(test::read_file(ticks)).size();
   // jobctl reaches the new primary through the same DSN.
   for (int i = 0; i < 10; ++i) {
-    auto r = run_on(pg.dsn(), dir, {"submit", "--retries", "10", "--retry-delay", "1s", "--", job()});
+    auto r = run_during_failover(pg.dsn(), dir, {"submit", "--retries", "10", "--retry-delay", "1s", "--", job()});
     REQUIRE_MESSAGE(r.code == 0, r.err);
     ids.push_back(test::trim(r.out));
   }
-  for (const auto& id : ids) CHECK(run_on(pg.dsn(), dir, {"wait", "--timeout", "120s", id}).code == 0);
+  for (const auto& id : ids) CHECK(run_during_failover(pg.dsn(), dir, {"wait", "--timeout", "120s", id}).code == 0);
   // The schedule goes on under a leader on the new primary.
   test::eventually([&] { return test::lines(test::read_file(ticks)).size() >= ticks_at_failover + 3; },
                    "the schedule to fire after the failover");
@@ -108,7 +108,7 @@ TEST_CASE("failover: jobctl and agents carry on when the synchronous standby is 
     CHECK(keys[id].size() == 1);
   }
   // Nothing stuck: only the schedule's current occurrence may be running.
-  for (const auto& j : json::parse(run_on(pg.dsn(), dir, {"ls", "--status", "running", "-o", "json"}).out))
+  for (const auto& j : json::parse(run_during_failover(pg.dsn(), dir, {"ls", "--status", "running", "-o", "json"}).out))
     CHECK(j["id"] == test::trim(tick.out));
   std::set<std::string> occurrences;
   size_t twice = 0;
@@ -120,32 +120,32 @@ TEST_CASE("failover: a commit the standby never confirms is exit 5 saying its ou
   if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
   test::TempDir dir;
   PgPair pg(dir);
-  REQUIRE(run_on(pg.dsn(), dir, {"init"}).code == 0);
+  REQUIRE(run_during_failover(pg.dsn(), dir, {"init"}).code == 0);
   pg.freeze_standby();
   // The commit reaches the primary, which waits for the standby; jobctl
   // gives up after JOBCTL_STORE_TIMEOUT. It said the store was unreachable,
   // and a script that retried made the job twice (a tester).
-  auto lost = run_on(pg.dsn(), dir, {"submit", "--idempotency-key", "deploy-7", "--", "true"});
+  auto lost = run_during_failover(pg.dsn(), dir, {"submit", "--idempotency-key", "deploy-7", "--", "true"});
   pg.thaw_standby();
   CHECK(lost.code == 5);
   CHECK_MESSAGE(lost.err.find("the outcome is unknown: the change may or may not have been saved") != std::string::npos,
                 lost.err);
   CHECK(lost.err.find("--idempotency-key") != std::string::npos);
-  auto listed = json::parse(run_on(pg.dsn(), dir, {"ls", "-o", "json"}).out);
+  auto listed = json::parse(run_during_failover(pg.dsn(), dir, {"ls", "-o", "json"}).out);
   CHECK(listed.size() == 1);  // committed on the primary all the same
   // The retry the hint suggests makes no second job.
-  auto again = run_on(pg.dsn(), dir, {"submit", "--idempotency-key", "deploy-7", "--", "true"});
+  auto again = run_during_failover(pg.dsn(), dir, {"submit", "--idempotency-key", "deploy-7", "--", "true"});
   CHECK(again.code == 0);
-  CHECK(json::parse(run_on(pg.dsn(), dir, {"ls", "-o", "json"}).out).size() == 1);
+  CHECK(json::parse(run_during_failover(pg.dsn(), dir, {"ls", "-o", "json"}).out).size() == 1);
 }
 
 TEST_CASE("failover: doctor fails the store while commits wait for a synchronous standby that does not answer") {
   if (test::test_backend() != config::Backend::postgres) return;  // PostgreSQL's own
   test::TempDir dir;
   PgPair pg(dir);
-  REQUIRE(run_on(pg.dsn(), dir, {"init"}).code == 0);
+  REQUIRE(run_during_failover(pg.dsn(), dir, {"init"}).code == 0);
   auto replication = [&] {
-    auto r = run_on(pg.dsn(), dir, {"doctor", "-o", "json"});
+    auto r = run_during_failover(pg.dsn(), dir, {"doctor", "-o", "json"});
     for (const auto& f : json::parse(r.out))
       if (f["check"] == "replication") return std::make_pair(r.code, f);
     FAIL("no replication finding: " << r.out);

@@ -21,8 +21,6 @@ using test::submit;
 
 namespace {
 
-const std::vector<std::string> kFast{"--poll-interval", "100ms"};
-
 // A test that failed may leave a job's sleeps behind: end those (and only
 // processes that are still a sleep), not what reuses their pids later.
 struct SleepsReaper {
@@ -49,7 +47,7 @@ struct SleepsReaper {
 TEST_CASE("failure: a job that fails twice then succeeds is retried at spacings within the policy's bounds") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   std::string counter = dir.file("count"), sched = dir.file("scheduled");
   // Attempts 1 and 2 fail, attempt 3 succeeds; each records when it was
   // scheduled to run (JOB_SCHEDULED_AT = the run's available_at).
@@ -86,7 +84,7 @@ TEST_CASE("failure: a job that fails twice then succeeds is retried at spacings 
 TEST_CASE("failure: a permanent exit code goes dead at once, without a retry") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--retries", "5", "--no-retry-exit-codes", "2,64-78", "--", "exit 65"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   auto job = get(db, dir, id);
@@ -98,7 +96,7 @@ TEST_CASE("failure: a permanent exit code goes dead at once, without a retry") {
 TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the DLQ can replay it") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--name", "flaky", "--retries", "2", "--backoff", "fixed", "--retry-delay", "50ms",
                              "--payload", R"({"order": 7})", "--", "echo attempt $JOB_ATTEMPT; exit 1"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
@@ -162,7 +160,7 @@ TEST_CASE("failure: exhausted retries end dead with every attempt kept, and the 
 TEST_CASE("failure: dlq dismiss takes a dead DAG node out of the queue, and check --max-dlq 0 passes again") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   json broken{{"name", "broken"}, {"jobs", {{"a", {{"command", "exit 3"}, {"retries", 0}}}}}};
   auto dag = run_jobctl(db, dir, {"dag", "submit", "-", "--wait"}, broken.dump());
   REQUIRE(dag.code == 1);
@@ -218,7 +216,7 @@ TEST_CASE("failure: dlq dismiss takes a dead DAG node out of the queue, and chec
 TEST_CASE("failure: bulk replay, purge and manual retry from the CLI") {
   test::TempDir dir;
   test::TestDb db(dir);
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   std::vector<std::string> ids;
   for (const char* q : {"a", "a", "b"}) {
     auto id = submit(db, dir, {"--queue", q, "--retries", "0", "--", "exit 1"});

@@ -21,7 +21,7 @@ using test::run_jobctl;
 
 namespace {
 
-constexpr int64_t kSecond = 1'000'000;
+using test::kSecond;
 
 int64_t count(store::Store& s, const std::string& sql) { return s.connection().query(sql).at(0).i64(0); }
 

@@ -31,8 +31,6 @@ using test::submit;
 
 namespace {
 
-const std::vector<std::string> kFast{"--poll-interval", "100ms"};
-
 HttpResponse status(int code, std::string body = "") {
   HttpResponse r;
   r.status = code;
@@ -86,7 +84,7 @@ TEST_CASE("webhook: a 200 succeeds, with the job's method, headers, body and the
   test::TempDir dir;
   test::TestDb db(dir);
   HttpServer server([](const HttpRequest&) { return status(200, "thanks"); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--webhook", server.url("/hooks/nightly?x=1"), "--method", "PUT", "--header",
                              "X-Custom: yes", "--data", R"({"n": 1})"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
@@ -129,7 +127,7 @@ TEST_CASE("webhook: libcurl is loaded with the agent's first webhook, not by an 
   test::TempDir dir;
   test::TestDb db(dir);
   HttpServer server([](const HttpRequest&) { return status(204); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   const std::string maps_path = fmt::format("/proc/{}/maps", agent->pid());
   CHECK(run_jobctl(db, dir, {"wait", submit(db, dir, {"--", "true"})}).code == 0);
   REQUIRE(test::read_file(maps_path).find("libc.so") != std::string::npos);
@@ -153,7 +151,7 @@ TEST_CASE("webhook: a libcurl that cannot be used fails the webhook with what to
     std::ofstream(fake + "/libcurl.so.4", std::ios::binary) << in.rdbuf();
   }
   HttpServer server([](const HttpRequest&) { return status(204); });
-  auto agent = test::start_agent(db, dir, kFast, "agent", {"LD_LIBRARY_PATH=" + fake});
+  auto agent = test::start_agent(db, dir, test::kFastPoll, "agent", {"LD_LIBRARY_PATH=" + fake});
   auto id = submit(db, dir, {"--retries", "1", "--retry-delay", "100ms", "--webhook", server.url("/never")});
   test::eventually([&] { return get(db, dir, id)["status"] == "dead"; }, "the webhook to fail twice");
   auto attempts = attempts_of(db, dir, id);
@@ -169,7 +167,7 @@ TEST_CASE("webhook: 500 then 200 is retried and succeeds on the second attempt, 
   test::TestDb db(dir);
   std::atomic<int> calls{0};
   HttpServer server([&](const HttpRequest&) { return ++calls == 1 ? status(500, "oops") : status(200); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--webhook", server.url("/flaky"), "--retry-delay", "50ms", "--retries", "3"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
   auto attempts = attempts_of(db, dir, id);
@@ -191,7 +189,7 @@ TEST_CASE("webhook: a 404 is permanent: dead at once, without a retry") {
   test::TempDir dir;
   test::TestDb db(dir);
   HttpServer server([](const HttpRequest&) { return status(404, "no such hook"); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--webhook", server.url("/missing"), "--retries", "5", "--retry-delay", "10ms"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   auto job = get(db, dir, id);
@@ -213,7 +211,7 @@ TEST_CASE("webhook: a 429 with Retry-After waits at least that long before the n
     r.headers.emplace_back("Retry-After", "2");
     return r;
   });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   // The policy alone would retry after ~10 ms.
   auto id = submit(db, dir, {"--webhook", server.url("/busy"), "--backoff", "fixed", "--retry-delay", "10ms"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
@@ -238,7 +236,7 @@ TEST_CASE("webhook: connection refused and a timeout are retried, then dead when
     r.delay = 5000ms;
     return r;
   });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto refused = submit(db, dir, {"--webhook", "http://127.0.0.1:" + std::to_string(test::unused_port()) + "/x",
                                   "--retries", "1", "--retry-delay", "10ms"});
   auto timeout = submit(db, dir, {"--webhook", slow.url("/slow"), "--timeout", "300ms", "--retries", "1",
@@ -311,7 +309,7 @@ TEST_CASE("webhook: an unset secret fails the attempt permanently, naming the se
   test::TempDir dir;
   test::TestDb db(dir);
   HttpServer server([](const HttpRequest&) { return status(200); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--webhook", server.url("/s"), "--header", "X-Key: {{secret:NOT_THERE}}", "--retries", "3"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
   auto job = get(db, dir, id);
@@ -365,7 +363,7 @@ TEST_CASE("notify: failure and dead are each delivered once, through a receiver 
   test::TestDb db(dir);
   std::atomic<int> calls{0};
   HttpServer receiver([&](const HttpRequest&) { return ++calls == 1 ? status(500) : status(200); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--name", "nightly-report", "--retries", "1", "--retry-delay", "10ms", "--notify",
                              receiver.url("/jobs"), "--", "echo bad; exit 3"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 1);
@@ -410,7 +408,7 @@ TEST_CASE("notify: --notify-on success reports a success, and a failing receiver
   test::TempDir dir;
   test::TestDb db(dir);
   HttpServer receiver([](const HttpRequest&) { return status(404); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--notify", receiver.url("/n"), "--notify-on", "success", "--", "true"});
   CHECK(run_jobctl(db, dir, {"wait", id}).code == 0);
   test::eventually([&] { return receiver.request_count() >= 1; }, "the notification");
@@ -461,7 +459,7 @@ TEST_CASE("webhook: batch lines and DAG nodes take a webhook") {
   test::TempDir dir;
   test::TestDb db(dir);
   HttpServer server([](const HttpRequest&) { return status(200); });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   std::string batch = json{{"webhook", {{"url", server.url("/batch")}, {"headers", {"X-A: 1"}}}}}.dump() + "\n";
   auto r = run_jobctl(db, dir, {"submit", "--file", "-"}, batch);
   REQUIRE(r.code == 0);
@@ -508,7 +506,7 @@ TEST_CASE("webhook: cancelling a request in flight aborts it and records it as c
     r.delay = 60000ms;
     return r;
   });
-  auto agent = test::start_agent(db, dir, kFast);
+  auto agent = test::start_agent(db, dir, test::kFastPoll);
   auto id = submit(db, dir, {"--webhook", slow.url("/slow"), "--timeout", "2m"});
   REQUIRE(slow.wait_for_requests(1, 60000ms));
   CHECK(run_jobctl(db, dir, {"cancel", id}).code == 0);

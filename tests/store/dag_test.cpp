@@ -25,7 +25,7 @@ using model::RunStatus;
 
 namespace {
 
-constexpr int64_t kLease = 30'000'000;
+constexpr int64_t kNodeLease = 30'000'000;
 
 // a -> {b, c} -> d, and e on its own.
 constexpr const char* kDiamond = R"({"name": "diamond", "jobs": {
@@ -35,11 +35,11 @@ constexpr const char* kDiamond = R"({"name": "diamond", "jobs": {
   "d": {"command": "true", "depends_on": ["b", "c"]},
   "e": {"command": "true"}}})";
 
-struct Fixture {
+struct DagFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
-  std::string worker = s->agent().register_worker({"w", "host", 1, {"default"}, 64, "test", kLease, {}});
+  std::string worker = s->agent().register_worker({"w", "host", 1, {"default"}, 64, "test", kNodeLease, {}});
 
   store::DagSubmitResult submit(const char* doc, dag::OnFailure on_failure = dag::OnFailure::stop) {
     store::DagSubmit d;
@@ -62,7 +62,7 @@ struct Fixture {
   // Claims what is due; returns it by node name.
   std::map<std::string, store::ClaimedRun> claim() {
     std::map<std::string, store::ClaimedRun> out;
-    for (auto& c : s->agent().claim(worker, {"default"}, 64, kLease)) out[c.dag_node] = std::move(c);
+    for (auto& c : s->agent().claim(worker, {"default"}, 64, kNodeLease)) out[c.dag_node] = std::move(c);
     return out;
   }
 
@@ -89,7 +89,7 @@ std::set<std::string> names(const std::map<std::string, store::ClaimedRun>& m) {
 }  // namespace
 
 TEST_CASE("dag: a node starts only once all its parents succeeded, and gets their results") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   auto st = f.statuses(r.dag_run_id);
   CHECK(st["a"] == RunStatus::pending);
@@ -118,7 +118,7 @@ TEST_CASE("dag: a node starts only once all its parents succeeded, and gets thei
 }
 
 TEST_CASE("dag: a DAG run's status, counts and nodes are read in one snapshot") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   auto first = f.claim();  // a and e run
   auto conn = std::make_unique<test::FaultyConnection>(f.db.connect());
@@ -145,7 +145,7 @@ TEST_CASE("dag: a DAG run's status, counts and nodes are read in one snapshot") 
 TEST_CASE("dag: on-failure stop cancels every node not started, continue only the dead node's descendants") {
   for (auto policy : {dag::OnFailure::stop, dag::OnFailure::continue_}) {
     CAPTURE(dag::to_string(policy));
-    Fixture f;
+    DagFixture f;
     auto r = f.submit(kDiamond, policy);
     auto first = f.claim();  // a and e
     f.finish(first["a"], RunStatus::dead);
@@ -161,7 +161,7 @@ TEST_CASE("dag: on-failure stop cancels every node not started, continue only th
     "a": {"command": "true"}, "a2": {"command": "true", "depends_on": ["a"]},
     "x": {"command": "true"}, "x2": {"command": "true", "depends_on": ["x"]}}})";
   for (auto policy : {dag::OnFailure::stop, dag::OnFailure::continue_}) {
-    Fixture f;
+    DagFixture f;
     auto r = f.submit(kTwoBranches, policy);
     auto first = f.claim();
     f.finish(first["a"], RunStatus::dead);
@@ -173,7 +173,7 @@ TEST_CASE("dag: on-failure stop cancels every node not started, continue only th
 }
 
 TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did not succeed") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   auto first = f.claim();
   f.finish(first["a"], RunStatus::succeeded);
@@ -222,7 +222,7 @@ TEST_CASE("dag: cancel stops a DAG run mid-way, and retry reruns only what did n
 }
 
 TEST_CASE("dag: a paused DAG run starts no node until resumed") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   CHECK(f.s->dags().set_dag_run_paused(r.dag_run_id, true));
   CHECK_FALSE(f.s->dags().set_dag_run_paused(r.dag_run_id, true));
@@ -246,7 +246,7 @@ TEST_CASE("dag: a paused DAG run starts no node until resumed") {
 }
 
 TEST_CASE("dag: a paused DAG run starts no node that comes back to wait: a retry, a run given back") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   auto first = f.claim();
   REQUIRE(names(first) == std::set<std::string>{"a", "e"});
@@ -267,9 +267,9 @@ TEST_CASE("dag: a paused DAG run starts no node that comes back to wait: a retry
 }
 
 TEST_CASE("dag: two parents finishing at once on two agents release their child exactly once") {
-  Fixture f;
+  DagFixture f;
   auto other = f.db.open();
-  std::string worker2 = other->agent().register_worker({"w2", "host", 1, {"default"}, 64, "test", kLease, {}});
+  std::string worker2 = other->agent().register_worker({"w2", "host", 1, {"default"}, 64, "test", kNodeLease, {}});
   for (int round = 0; round < 10; ++round) {
     auto r = f.submit(kDiamond);
     auto first = f.claim();
@@ -303,7 +303,7 @@ TEST_CASE("dag: releasing a node's children and reading its parents' results loo
   // scripts/bench's DAG figure). PostgreSQL, asked for a node's children
   // or parents among its DAG run's runs, read every run of the DAG run
   // for each (0.85 ms each at 1,000 nodes).
-  Fixture f;
+  DagFixture f;
   constexpr int kWidth = 100;
   std::string doc = R"({"name": "layers", "jobs": {)";
   for (int layer = 0; layer < 3; ++layer)
@@ -353,11 +353,11 @@ TEST_CASE("dag: releasing a node's children and reading its parents' results loo
 }
 
 TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit_scheduled("* * * * * *");
   CHECK(r.dag_run_id.empty());
   REQUIRE_FALSE(r.schedule_job_id.empty());
-  auto epoch = f.s->scheduler().lead(f.worker, kLease);
+  auto epoch = f.s->scheduler().lead(f.worker, kNodeLease);
   REQUIRE(epoch);
   store::SchedulerSettings settings;
   settings.horizon_us = 3'000'000;
@@ -376,7 +376,7 @@ TEST_CASE("dag: a scheduled DAG starts one DAG run per occurrence, once") {
 }
 
 TEST_CASE("dag: a DAG submitted again with its idempotency key is the first one, and nothing more is written") {
-  Fixture f;
+  DagFixture f;
   auto keyed = [&](const std::string& key, const char* doc = kDiamond) {
     store::DagSubmit d;
     d.document = doc;
@@ -439,9 +439,9 @@ TEST_CASE("dag: a DAG submitted again with its idempotency key is the first one,
 }
 
 TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a restore in time brings them back") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit_scheduled("* * * * * *");
-  auto epoch = f.s->scheduler().lead(f.worker, kLease);
+  auto epoch = f.s->scheduler().lead(f.worker, kNodeLease);
   REQUIRE(epoch);
   store::SchedulerSettings settings;
   settings.horizon_us = 60'000'000;
@@ -482,7 +482,7 @@ TEST_CASE("dag: deleting a scheduled DAG cancels the DAG runs made ahead, and a 
 }
 
 TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends on it") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond, dag::OnFailure::continue_);
   auto b_job = f.s->dags().get_dag_run(r.dag_run_id).nodes[1].job_id;
   CHECK(f.s->jobs().cancel(b_job) == store::CancelOutcome::cancelled);
@@ -494,7 +494,7 @@ TEST_CASE("dag: a node's cancel under --on-failure continue cancels what depends
 }
 
 TEST_CASE("dag: a node is run again only with its DAG run, and its history stays") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   auto first = f.claim();
   f.finish(first["a"], RunStatus::dead);
@@ -518,7 +518,7 @@ TEST_CASE("dag: a node is run again only with its DAG run, and its history stays
 }
 
 TEST_CASE("dag: a dead node dismissed leaves the dead-letter queue, its DAG run stays failed, and dag retry reruns it") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit(kDiamond);
   auto first = f.claim();
   f.finish(first["a"], RunStatus::dead);
@@ -531,7 +531,7 @@ TEST_CASE("dag: a dead node dismissed leaves the dead-letter queue, its DAG run 
 }
 
 TEST_CASE("dag: triggering or backfilling a scheduled DAG makes DAG runs, never a run of its own") {
-  Fixture f;
+  DagFixture f;
   auto r = f.submit_scheduled("0 3 * * *");
   auto triggered = f.s->schedules().trigger(r.schedule_job_id, false);
   CHECK(f.s->dags().get_dag_run(triggered).nodes.size() == 5);

@@ -19,7 +19,7 @@ using model::RunStatus;
 
 namespace {
 
-struct Fixture {
+struct DlqFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
@@ -44,7 +44,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves the queue") {
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   auto dead = f.s->dead_letter().dead_runs({});
   REQUIRE(dead.size() == 1);
@@ -72,7 +72,7 @@ TEST_CASE("dlq: a dead run is listed, replayed once with a fresh run, and leaves
 }
 
 TEST_CASE("dlq: dismiss takes dead runs out of the queue without a new run, and they stay in history") {
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   auto b = f.dead_job("other");
   auto c = f.dead_job("other");
@@ -143,7 +143,7 @@ TEST_CASE("dlq: dismiss takes dead runs out of the queue without a new run, and 
 TEST_CASE("dlq: replays and retries of one dead run at once make one fresh run, and the others are refused") {
   // Found by a tester on PostgreSQL: each read the run before locking it,
   // and two or three copies of one dead run ran side by side.
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   auto b = f.dead_job("other");
   auto c = f.dead_job("other");
@@ -185,7 +185,7 @@ TEST_CASE("dlq: replays and retries of one dead run at once make one fresh run, 
 }
 
 TEST_CASE("dlq: replay is all or nothing") {
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   model::JobSpec spec;
   spec.command.argv = {"true"};
@@ -202,7 +202,7 @@ TEST_CASE("dlq: replay is all or nothing") {
 }
 
 TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
-  Fixture f;
+  DlqFixture f;
   f.dead_job("default");
   f.dead_job("other");
   f.dead_job("other");
@@ -220,7 +220,7 @@ TEST_CASE("dlq: bulk replay and listing honour queue and time filters") {
 }
 
 TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts") {
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   // A job that keeps a run (its first, run again by a retry) stays, and
   // its history says which dead run the purge took.
@@ -253,7 +253,7 @@ TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts"
 }
 
 TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor its job") {
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   auto b = f.dead_job();
   int64_t until = f.s->now() + 2000;
@@ -279,7 +279,7 @@ TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor i
 TEST_CASE("dlq: a bulk replay never replays a run that a dismissal under way dismisses") {
   // Found by a tester on PostgreSQL: replay --all and dismiss --all at
   // once both acted on the same runs, and both said they had.
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   auto b = f.dead_job();
   // A dismissal of b that has stamped it but not committed yet.
@@ -299,7 +299,7 @@ TEST_CASE("dlq: a bulk replay never replays a run that a dismissal under way dis
 }
 
 TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses others") {
-  Fixture f;
+  DlqFixture f;
   auto a = f.dead_job();
   auto fresh = f.s->dead_letter().retry_job(a.job_id);
   REQUIRE(fresh.size() == 1);
@@ -317,7 +317,7 @@ TEST_CASE("dlq: retry makes a fresh run of a dead or cancelled job and refuses o
 }
 
 TEST_CASE("dlq: a paused job's runs are not claimed until it is resumed") {
-  Fixture f;
+  DlqFixture f;
   model::JobSpec spec;
   spec.command.argv = {"true"};
   auto res = f.s->jobs().submit({spec})[0];
@@ -330,7 +330,7 @@ TEST_CASE("dlq: a paused job's runs are not claimed until it is resumed") {
 }
 
 TEST_CASE("dlq: retries reschedule the run with the delay and count failures") {
-  Fixture f;
+  DlqFixture f;
   model::JobSpec spec;
   spec.command.argv = {"false"};
   auto res = f.s->jobs().submit({spec})[0];
@@ -384,7 +384,7 @@ TEST_CASE("dlq: rescue sends a run delivered too often without a result to the d
 }
 
 TEST_CASE("dlq: queue defaults fill the retry fields a job leaves unset, at submit time") {
-  Fixture f;
+  DlqFixture f;
   model::RetryOverrides defaults;
   defaults.max_retries = 7;
   defaults.backoff = model::Backoff::fixed;

@@ -19,7 +19,7 @@ using model::RunStatus;
 
 namespace {
 
-std::string worker(store::Store& s, const std::string& name) {
+std::string fault_worker(store::Store& s, const std::string& name) {
   return s.agent().register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 60'000'000, {}});
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("fault: a claim whose commit answer is lost is read back by the heartb
   auto& check = f.check;
   auto* faulty = f.faulty;
   const auto& run_id = f.run_id;
-  auto a = worker(s, "a"), b = worker(s, "b");
+  auto a = fault_worker(s, "a"), b = fault_worker(s, "b");
 
   faulty->lose_next_answer();
   try {
@@ -103,7 +103,7 @@ TEST_CASE("fault: a completion whose answer is lost is applied once, and sending
   auto& check = f.check;
   auto* faulty = f.faulty;
   const auto& run_id = f.run_id;
-  auto a = worker(s, "a");
+  auto a = fault_worker(s, "a");
   auto claimed = s.agent().claim(a, {"default"}, 1, 60'000'000);
   REQUIRE(claimed.size() == 1);
   auto done = store::completion_of(claimed[0], RunStatus::succeeded);
@@ -221,7 +221,7 @@ TEST_CASE("fault: a claim whose locked groups stopped waiting before it claimed 
   FaultyStore f;
   auto& s = *f.s;
   if (s.connection().dialect() != store::Dialect::postgres) return;  // SQLite claims one at a time
-  auto a = worker(s, "a");
+  auto a = fault_worker(s, "a");
   model::JobSpec grouped;
   grouped.command.argv = {"true"};
   grouped.max_concurrent = 1;  // a group of its own per job
@@ -258,7 +258,7 @@ TEST_CASE("fault: a run claimed as a completion frees its group starts, on recor
   FaultyStore f;
   auto& s = *f.s;
   if (s.connection().dialect() != store::Dialect::postgres) return;
-  auto a = worker(s, "a"), b = worker(s, "b");
+  auto a = fault_worker(s, "a"), b = fault_worker(s, "b");
   model::JobSpec one_at_a_time;
   one_at_a_time.command.argv = {"true"};
   one_at_a_time.concurrency_key = "one";
@@ -293,7 +293,7 @@ TEST_CASE("fault: a cancel that meets its run ending or going back to wait looks
   FaultyStore f;
   auto& s = *f.s;
   if (s.connection().dialect() != store::Dialect::postgres) return;
-  const std::string a = worker(*f.check, "a");
+  const std::string a = fault_worker(*f.check, "a");
   const std::string job_id = f.check->jobs().get_run(f.run_id)->job_id;
   auto claimed = f.check->agent().claim(a, {"default"}, 1, 60'000'000);
   REQUIRE(claimed.size() == 1);
@@ -331,7 +331,7 @@ TEST_CASE("fault: a cancel that meets its run ending or going back to wait looks
   // A run asked to stop before, and still running, is still "requested already".
   spec.command.argv = {"true"};
   auto second = f.check->jobs().submit({spec})[0];
-  REQUIRE(f.check->agent().claim(worker(*f.check, "b"), {"default"}, 1, 60'000'000).size() == 1);
+  REQUIRE(f.check->agent().claim(fault_worker(*f.check, "b"), {"default"}, 1, 60'000'000).size() == 1);
   CHECK(s.jobs().cancel(second.job_id) == store::CancelOutcome::requested);
   CHECK(s.jobs().cancel(second.job_id) == store::CancelOutcome::requested_already);
 }

@@ -24,7 +24,7 @@ namespace {
 
 constexpr int64_t kLease = 30'000'000;
 
-struct Fixture {
+struct FleetFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
@@ -53,7 +53,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("fleet: a concurrency key holds every job naming it to one run at a time, across agents") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a"), b = f.agent("b");
   std::vector<model::JobSpec> specs(20, f.job());
   for (auto& spec : specs) spec.concurrency_key = "deploy";
@@ -75,7 +75,7 @@ TEST_CASE("fleet: a concurrency key holds every job naming it to one run at a ti
 }
 
 TEST_CASE("fleet: --max-concurrent N lets N of a group run, and the key spans queues") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a");
   std::vector<model::JobSpec> specs;
   for (int i = 0; i < 6; ++i) {
@@ -97,7 +97,7 @@ TEST_CASE("fleet: --max-concurrent N lets N of a group run, and the key spans qu
 }
 
 TEST_CASE("fleet: a job's --max-concurrent without a key limits its own fan-out runs") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a", {"role=web"}), b = f.agent("b", {"role=web"});
   auto spec = f.job();
   spec.fan_out = model::Labels{"role=web"};
@@ -111,7 +111,7 @@ TEST_CASE("fleet: a job's --max-concurrent without a key limits its own fan-out 
 }
 
 TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for its agent, staggered") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("web-1", {"role=web"}), b = f.agent("web-2", {"role=web"}), c = f.agent("db-1", {"role=db"});
   f.agent("web-3", {"role=web"}, {"other"});  // would never claim from default: no run (a tester's jobctl run hung)
   // Killed: not heard from within its lease, though no agent marked it gone yet.
@@ -151,7 +151,7 @@ TEST_CASE("fleet: --on-each makes one run per matching live agent, each only for
 }
 
 TEST_CASE("fleet: a fan-out schedule gets one run per agent per occurrence, or a skipped one naming why") {
-  Fixture f;
+  FleetFixture f;
   auto leader = f.agent("web-1", {"role=web"});
   f.agent("web-2", {"role=web"});
   auto spec = f.job();
@@ -183,7 +183,7 @@ TEST_CASE("fleet: a fan-out schedule gets one run per agent per occurrence, or a
 }
 
 TEST_CASE("fleet: a queue's max-concurrent and tenant-max-concurrent cap what every agent claims") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a"), b = f.agent("b");
   f.s->queues().set_queue_limits("other", {2, std::nullopt, std::nullopt});
   std::vector<model::JobSpec> specs(5, f.job("other"));
@@ -212,7 +212,7 @@ TEST_CASE("fleet: a queue's max-concurrent and tenant-max-concurrent cap what ev
 }
 
 TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another tenant") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a");
   std::vector<model::JobSpec> burst(10000, f.job());
   for (auto& spec : burst) spec.tenant = "analytics";
@@ -244,7 +244,7 @@ TEST_CASE("fleet: a tenant's burst of 10,000 does not starve 10 jobs of another 
 }
 
 TEST_CASE("fleet: a queue's rate spends one token per claim and says when the next one comes") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a");
   f.s->queues().set_queue_limits("default", {std::nullopt, 0.5, std::nullopt});  // one run every 2 s
   std::vector<model::JobSpec> specs(5, f.job());
@@ -258,7 +258,7 @@ TEST_CASE("fleet: a queue's rate spends one token per claim and says when the ne
 }
 
 TEST_CASE("fleet: a queue's next token is at most a day away, even at a rate set below one a day") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a");
   // The store takes any rate above 0; jobctl and the API refuse one below
   // store::kMinRate, but a row may hold one set before they did.
@@ -272,7 +272,7 @@ TEST_CASE("fleet: a queue's next token is at most a day away, even at a rate set
 }
 
 TEST_CASE("fleet: update --concurrency-key moves waiting runs into the new group") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a");
   auto first = f.job(), second = f.job();
   first.concurrency_key = "k";
@@ -286,7 +286,7 @@ TEST_CASE("fleet: update --concurrency-key moves waiting runs into the new group
 }
 
 TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across agents") {
-  Fixture f;
+  FleetFixture f;
   auto leader = f.agent("web-1", {"role=web"});
   f.agent("web-2", {"role=web"});
   auto spec = f.job();
@@ -305,7 +305,7 @@ TEST_CASE("fleet: a fan-out schedule's overlap limit holds per agent, not across
 }
 
 TEST_CASE("fleet: two agents claiming at once on their own connections never exceed a group's or a queue's limit") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a"), b = f.agent("b");
   f.s->queues().set_queue_limits("other", {3, std::nullopt, std::nullopt});
   std::vector<model::JobSpec> specs;
@@ -348,7 +348,7 @@ TEST_CASE("fleet: two agents claiming at once on their own connections never exc
 }
 
 TEST_CASE("fleet: a long backlog in one group and a first run nobody can take do not hold up others") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("a");
   std::vector<model::JobSpec> deploys(600, f.job());
   for (auto& spec : deploys) spec.concurrency_key = "deploy";
@@ -373,7 +373,7 @@ TEST_CASE("fleet: a long backlog in one group and a first run nobody can take do
 }
 
 TEST_CASE("fleet: removing a concurrency key removes the limit it brought") {
-  Fixture f;
+  FleetFixture f;
   auto spec = f.job();
   spec.concurrency_key = "k";
   auto id = f.s->jobs().submit({spec})[0].job_id;
@@ -385,7 +385,7 @@ TEST_CASE("fleet: removing a concurrency key removes the limit it brought") {
 }
 
 TEST_CASE("fleet: cancel stops every agent's run of an --on-each job, not only the latest") {
-  Fixture f;
+  FleetFixture f;
   auto a = f.agent("web-1", {"role=web"}), b = f.agent("web-2", {"role=web"}), c = f.agent("web-3", {"role=web"});
   auto spec = f.job();
   spec.fan_out = model::Labels{"role=web"};
@@ -406,7 +406,7 @@ TEST_CASE("fleet: cancel stops every agent's run of an --on-each job, not only t
 }
 
 TEST_CASE("fleet: retry runs every agent's dead run of an --on-each job again, also when the latest succeeded") {
-  Fixture f;
+  FleetFixture f;
   const std::vector<std::string> agents{f.agent("web-1", {"role=web"}), f.agent("web-2", {"role=web"}),
                                         f.agent("web-3", {"role=web"})};
   auto spec = f.job();

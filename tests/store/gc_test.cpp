@@ -16,7 +16,7 @@ namespace {
 
 constexpr int64_t kDay = 86'400'000'000;
 
-struct Fixture {
+struct GcFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
@@ -60,7 +60,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("gc: finished history past retention goes in batches, while waiting runs, the DLQ and recent history stay") {
-  Fixture f;
+  GcFixture f;
   std::vector<store::SubmitResult> old;
   for (int i = 0; i < 5; ++i) old.push_back(f.ended(RunStatus::succeeded, 40 * kDay));
   auto recent = f.ended(RunStatus::succeeded, 1 * kDay);
@@ -110,7 +110,7 @@ TEST_CASE("gc: finished history past retention goes in batches, while waiting ru
 }
 
 TEST_CASE("gc: at most max_batches transactions per call, then more") {
-  Fixture f;
+  GcFixture f;
   for (int i = 0; i < 5; ++i) f.ended(RunStatus::succeeded, 10 * kDay);
   auto r = f.s->admin().gc(1 * kDay, 2, 1);
   CHECK(r.runs == 2);
@@ -120,7 +120,7 @@ TEST_CASE("gc: at most max_batches transactions per call, then more") {
 }
 
 TEST_CASE("gc: a DAG run goes whole once every node ended before the cutoff") {
-  Fixture f;
+  GcFixture f;
   store::DagSubmit d;
   d.document = R"({"name": "pair", "jobs": {"a": {"command": "true"}, "b": {"command": "true", "depends_on": ["a"]}}})";
   d.definition = dag::parse(d.document);
@@ -141,7 +141,7 @@ TEST_CASE("gc: a DAG run goes whole once every node ended before the cutoff") {
 }
 
 TEST_CASE("gc: dag retry takes the dead nodes it reruns out of the dead-letter queue") {
-  Fixture f;
+  GcFixture f;
   const auto [dag_run, run] = f.dead_node();
   CHECK(f.s->dead_letter().dead_runs({}).size() == 1);
   CHECK(f.s->dags().retry_dag_run(dag_run) == 1);
@@ -149,7 +149,7 @@ TEST_CASE("gc: dag retry takes the dead nodes it reruns out of the dead-letter q
 }
 
 TEST_CASE("gc: a DAG run whose dead node was dismissed goes whole past retention") {
-  Fixture f;
+  GcFixture f;
   const auto [dag_run, run] = f.dead_node();
   f.s->connection().exec("UPDATE runs SET finished_at = $2 WHERE dag_run_id = $1", {dag_run, f.s->now() - 2 * kDay});
   f.s->connection().exec("UPDATE dag_runs SET created_at = $2 WHERE id = $1", {dag_run, f.s->now() - 2 * kDay});

@@ -20,13 +20,11 @@ std::string submit_one(store::Store& s) {
   return s.jobs().submit({spec})[0].run_id;
 }
 
-std::string worker(store::Store& s, const std::string& name) {
+std::string short_lease_worker(store::Store& s, const std::string& name) {
   return s.agent().register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 50'000, {}});
 }
 
-// Lets `us` microseconds pass on the store's clock: its fake clock moves
-// on, nothing sleeps. (Only this store's connection sees the shift.)
-void outlive(store::Store& s, int64_t us) { s.connection().shift_clock(us + 1); }
+using test::outlive;
 
 }  // namespace
 
@@ -34,7 +32,7 @@ TEST_CASE("lease: heartbeat extends every lease the worker holds and nobody else
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a"), b = worker(*s, "b");
+  auto a = short_lease_worker(*s, "a"), b = short_lease_worker(*s, "b");
   submit_one(*s);
   submit_one(*s);
   submit_one(*s);
@@ -53,7 +51,7 @@ TEST_CASE("lease: a run asked to stop whose agent is lost is cancelled, not run 
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = short_lease_worker(*s, "a");
   auto run_id = submit_one(*s);
   auto first = s->agent().claim(a, {"default"}, 1, 20'000);
   REQUIRE(first.size() == 1);
@@ -73,7 +71,7 @@ TEST_CASE("lease: a run asked to stop is cancelled, not run again, however its a
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = short_lease_worker(*s, "a");
   const std::string run_id = submit_one(*s), other_id = submit_one(*s);
   auto claimed = s->agent().claim(a, {"default"}, 2, 20'000'000);
   REQUIRE(claimed.size() == 2);
@@ -121,7 +119,7 @@ TEST_CASE("lease: a run an agent older than migration 15 claimed is shown once a
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = short_lease_worker(*s, "a");
   auto run_id = submit_one(*s);
   REQUIRE(s->agent().claim(a, {"default"}, 1, 20'000).size() == 1);
   auto& c = s->connection();
@@ -150,7 +148,7 @@ TEST_CASE("lease: an expired lease is rescued, and the old owner's completion is
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a"), b = worker(*s, "b");
+  auto a = short_lease_worker(*s, "a"), b = short_lease_worker(*s, "b");
   auto run_id = submit_one(*s);
   auto first = s->agent().claim(a, {"default"}, 1, 20'000);
   REQUIRE(first.size() == 1);
@@ -192,7 +190,7 @@ TEST_CASE("lease: rescue takes nothing while the store's clock reads outside the
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");  // lease 50 ms
+  auto a = short_lease_worker(*s, "a");  // lease 50 ms
   auto run_id = submit_one(*s);
   REQUIRE(s->agent().claim(a, {"default"}, 1, 20'000).size() == 1);
   outlive(*s, 60'000);
@@ -211,7 +209,7 @@ TEST_CASE("lease: a worker that stops heartbeating is marked gone") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");  // lease 50 ms
+  auto a = short_lease_worker(*s, "a");  // lease 50 ms
   outlive(*s, 50'000);
   s->agent().rescue_expired();
   auto workers = s->admin().list_workers();
@@ -224,7 +222,7 @@ TEST_CASE("lease: release gives the run back without spending a delivery") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = short_lease_worker(*s, "a");
   auto run_id = submit_one(*s);
   auto c = s->agent().claim(a, {"default"}, 1, 30'000'000);
   REQUIRE(c.size() == 1);
@@ -257,7 +255,7 @@ TEST_CASE("lease: concurrent claimers never get the same run") {
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
       auto s = store::Store::open(config::parse_dsn(db.dsn()), store::Create::no);
-      auto w = worker(*s, "t" + std::to_string(t));
+      auto w = short_lease_worker(*s, "t" + std::to_string(t));
       for (;;) {
         auto c = s->agent().claim(w, {"default"}, 7, 30'000'000);
         if (c.empty()) break;

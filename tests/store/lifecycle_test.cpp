@@ -20,7 +20,7 @@ using model::RunStatus;
 
 namespace {
 
-constexpr int64_t kSecond = 1'000'000;
+using test::kSecond;
 
 std::string submit(store::Store& s, const std::string& name, Priority p = Priority::normal) {
   model::JobSpec spec;
@@ -30,7 +30,7 @@ std::string submit(store::Store& s, const std::string& name, Priority p = Priori
   return s.jobs().submit({spec})[0].job_id;
 }
 
-std::string submit_schedule(store::Store& s, const std::string& cron) {
+std::string submit_cron_job(store::Store& s, const std::string& cron) {
   model::JobSpec spec;
   spec.command.argv = {"true"};
   spec.schedule = model::ScheduleSpec{};
@@ -38,7 +38,7 @@ std::string submit_schedule(store::Store& s, const std::string& cron) {
   return s.jobs().submit({spec})[0].job_id;
 }
 
-std::string worker(store::Store& s) {
+std::string lifecycle_worker(store::Store& s) {
   return s.agent().register_worker(store::WorkerRegistration{"w", "host", 1, {"default", "other"}, 8, "test", 30 * kSecond, {}});
 }
 
@@ -61,7 +61,7 @@ TEST_CASE("lifecycle: raising a pending job's priority moves it ahead in the cla
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = worker(*s);
+  auto w = lifecycle_worker(*s);
   auto first = submit(*s, "first");
   auto second = submit(*s, "second");
   store::JobUpdate u;
@@ -79,7 +79,7 @@ TEST_CASE("lifecycle: a pending run takes the new definition, a running one keep
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = worker(*s);
+  auto w = lifecycle_worker(*s);
   auto running = submit(*s, "running");
   auto waiting = submit(*s, "waiting");
   auto claimed = s->agent().claim(w, {"default"}, 1, 10 * kSecond);
@@ -166,8 +166,8 @@ TEST_CASE("lifecycle: a schedule's new cron drops the old version's occurrences 
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = worker(*s);
-  auto job = submit_schedule(*s, "* * * * * *");
+  auto w = lifecycle_worker(*s);
+  auto job = submit_cron_job(*s, "* * * * * *");
   auto epoch = s->scheduler().lead(w, 10 * kSecond);
   s->scheduler().materialise(w, *epoch, settings());
   store::JobUpdate u;
@@ -190,8 +190,8 @@ TEST_CASE("lifecycle: delete stops a schedule and keeps its history, and restore
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = worker(*s);
-  auto job = submit_schedule(*s, "* * * * * *");
+  auto w = lifecycle_worker(*s);
+  auto job = submit_cron_job(*s, "* * * * * *");
   auto epoch = s->scheduler().lead(w, 10 * kSecond);
   s->scheduler().materialise(w, *epoch, settings());
   const auto before = s->jobs().runs_of(job).size();
@@ -258,7 +258,7 @@ TEST_CASE("lifecycle: delete lets a running run finish unless asked to cancel it
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = worker(*s);
+  auto w = lifecycle_worker(*s);
   auto job = submit(*s, "long");
   REQUIRE(s->agent().claim(w, {"default"}, 8, 10 * kSecond).size() == 1);
   SUBCASE("default: it finishes") {
@@ -291,7 +291,7 @@ TEST_CASE("lifecycle: a running run of a deleted job that would wait again is ca
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto w = worker(*s);
+  auto w = lifecycle_worker(*s);
   auto job = submit(*s, "long");
   auto claimed = s->agent().claim(w, {"default"}, 8, 10 * kSecond);
   REQUIRE(claimed.size() == 1);
@@ -336,8 +336,8 @@ TEST_CASE("lifecycle: every change appears once in the history, newest first, wi
   auto s = db.open();
   s->set_actor("alice@laptop");
   auto job = submit(*s, "j");
-  auto sched = submit_schedule(*s, "0 3 * * *");
-  auto w = worker(*s);
+  auto sched = submit_cron_job(*s, "0 3 * * *");
+  auto w = lifecycle_worker(*s);
 
   s->set_actor("ci");
   s->jobs().set_paused(job, true);
@@ -408,7 +408,7 @@ TEST_CASE("lifecycle: a new overlap policy brings its own limit unless --max-con
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto job = submit_schedule(*s, "* * * * *");
+  auto job = submit_cron_job(*s, "* * * * *");
   CHECK(model::effective_max_concurrent(*s->jobs().get_job(job)->job.spec.schedule) == 1);
   store::JobUpdate u;
   u.schedule.overlap = model::Overlap::allow;

@@ -15,7 +15,7 @@ using namespace jobctl;
 
 namespace {
 
-struct Fixture {
+struct NewRunsFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
@@ -38,7 +38,7 @@ store::NewRun run(const std::string& id, const std::string& job_id, std::optiona
 }  // namespace
 
 TEST_CASE("new runs: an occurrence written twice has one run, and plain runs are all written") {
-  Fixture f;
+  NewRunsFixture f;
   {
     store::Transaction tx(f.c, store::TxMode::write);
     CHECK(store::insert_runs(f.c, {run("r1", "sched", 1'000'000)}) == 1);
@@ -52,7 +52,7 @@ TEST_CASE("new runs: an occurrence written twice has one run, and plain runs are
 }
 
 TEST_CASE("new runs: a run with an occurrence in a batch written for none is refused, and none of the batch is written") {
-  Fixture f;
+  NewRunsFixture f;
   const std::vector<store::NewRun> runs{run("a1", "job"), run("a2", "job", 1'000'000)};
   {
     store::Transaction tx(f.c, store::TxMode::write);

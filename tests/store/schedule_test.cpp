@@ -21,7 +21,7 @@ using model::RunStatus;
 
 namespace {
 
-constexpr int64_t kSecond = 1'000'000;
+using test::kSecond;
 
 // `sc` gives the rest of the schedule (its bounds).
 std::string submit_schedule(store::Store& s, const std::string& cron, model::Overlap overlap = model::Overlap::skip,
@@ -35,13 +35,11 @@ std::string submit_schedule(store::Store& s, const std::string& cron, model::Ove
   return s.jobs().submit({spec})[0].job_id;
 }
 
-std::string worker(store::Store& s, const std::string& name) {
+std::string schedule_worker(store::Store& s, const std::string& name) {
   return s.agent().register_worker(store::WorkerRegistration{name, "host", 1, {"default"}, 8, "test", 5 * kSecond, {}});
 }
 
-// Lets `us` microseconds pass on the store's clock: its fake clock moves
-// on, nothing sleeps. (Only this store's connection sees the shift.)
-void outlive(store::Store& s, int64_t us) { s.connection().shift_clock(us + 1); }
+using test::outlive;
 
 std::vector<model::Run> runs_with(store::Store& s, const std::string& job_id, RunStatus status) {
   auto runs = s.jobs().runs_of(job_id);
@@ -97,7 +95,7 @@ TEST_CASE("schedule: one leader at a time, a new epoch on takeover, and a depose
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a"), b = worker(*s, "b");
+  auto a = schedule_worker(*s, "a"), b = schedule_worker(*s, "b");
   auto job = submit_schedule(*s, "* * * * * *");
   auto epoch_a = s->scheduler().lead(a, 200'000);
   REQUIRE(epoch_a);
@@ -125,7 +123,7 @@ TEST_CASE("schedule: a lease row another transaction has locked holds back no le
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a"), b = worker(*s, "b");
+  auto a = schedule_worker(*s, "a"), b = schedule_worker(*s, "b");
   submit_schedule(*s, "* * * * * *");
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   REQUIRE(epoch);
@@ -164,7 +162,7 @@ TEST_CASE("schedule: occurrences become runs once each, a horizon ahead, at thei
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   REQUIRE(epoch);
@@ -211,7 +209,7 @@ TEST_CASE("schedule: misfire latest runs the newest missed occurrence and record
   // taken after materialise failed when a minute began ~5-6 s before it.)
   const int64_t into_minute = s->now() % (60 * kSecond);
   s->connection().shift_clock((90 * kSecond - into_minute) % (60 * kSecond));
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::latest);
   rewind(*s, job, 10 * 60 * kSecond);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
@@ -232,7 +230,7 @@ TEST_CASE("schedule: misfire skip runs none of the missed occurrences") {
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::skip);
   rewind(*s, job, 10 * 60 * kSecond);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
@@ -248,7 +246,7 @@ TEST_CASE("schedule: occurrences a backfill ran during an outage are not recorde
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::skip, model::Misfire::skip);
   rewind(*s, job, 10 * 60 * kSecond);
   const int64_t from = *s->jobs().get_job(job)->job.next_fire_at;
@@ -268,7 +266,7 @@ TEST_CASE("schedule: misfire all catches up within the window, rate-limited per 
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   model::JobSpec spec;
   spec.command.argv = {"true"};
   model::ScheduleSpec sc;
@@ -296,7 +294,7 @@ TEST_CASE("schedule: overlap skip holds the next occurrence at claim time and th
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
@@ -322,7 +320,7 @@ TEST_CASE("schedule: overlap skip skips only what came due while an earlier occu
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   model::ScheduleSpec sc;
   sc.catchup_window_us = 60 * kSecond;
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::all, sc);
@@ -353,7 +351,7 @@ TEST_CASE("schedule: overlap skip still skips an occurrence held by another job'
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   model::JobSpec other;
   other.command.argv = {"true"};
   other.concurrency_key = "shared";
@@ -389,7 +387,7 @@ TEST_CASE("schedule: overlap skip counts only a live lease, and a backlog of due
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
@@ -422,7 +420,7 @@ TEST_CASE("schedule: an occurrence made ahead that no agent started in time is m
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto misfire = model::Misfire::latest;
   std::string reason = "missed: a later occurrence runs instead (misfire latest)";
   model::ScheduleSpec sc;
@@ -466,7 +464,7 @@ TEST_CASE("schedule: an occurrence is missed only once late past the leader's th
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::skip);
   auto epoch = s->scheduler().lead(a, 60 * kSecond, 30 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
@@ -487,7 +485,7 @@ TEST_CASE("schedule: an occurrence given back or rescued starts before the newer
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_all);
   make_ahead(*s, a, 4 * kSecond);
   outlive(*s, 1'100'000);
@@ -514,7 +512,7 @@ TEST_CASE("schedule: under misfire latest, a rescued occurrence runs again rathe
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest);
   make_ahead(*s, a, 4 * kSecond);
   outlive(*s, 1'100'000);
@@ -533,7 +531,7 @@ TEST_CASE("schedule: overlap buffer-all waits for the running occurrence and the
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_all);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
@@ -553,7 +551,7 @@ TEST_CASE("schedule: overlap cancel-other asks the running occurrence to stop") 
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   submit_schedule(*s, "* * * * * *", model::Overlap::cancel_other);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
@@ -580,7 +578,7 @@ TEST_CASE("schedule: update bumps the version and drops the occurrences made und
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(30 * kSecond));
@@ -609,7 +607,7 @@ TEST_CASE("schedule: trigger obeys the overlap policy unless forced, backfill fi
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "0 * * * *");
   auto run = s->schedules().trigger(job, false);
   auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
@@ -651,7 +649,7 @@ TEST_CASE("schedule: a forced trigger is never held back, and while it runs it c
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip);
   auto forced = s->schedules().trigger(job, true);
   auto claimed = s->agent().claim(a, {"default"}, 8, 10 * kSecond);
@@ -675,7 +673,7 @@ TEST_CASE("schedule: an occurrence waiting for its retry is shown by schedule ru
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
   make_ahead(*s, a, kSecond);
   outlive(*s, 1'100'000);
@@ -697,7 +695,7 @@ TEST_CASE("schedule: resume continues from now and skips what came due while pau
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *");
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(2 * kSecond));
@@ -734,7 +732,7 @@ TEST_CASE("schedule: overlap buffer-one keeps one occurrence waiting and skips t
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::buffer_one);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(3 * kSecond));
@@ -759,7 +757,7 @@ TEST_CASE("schedule: backfill runs what was skipped, and not what ran under an e
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   SUBCASE("an update in between does not make backfill run an occurrence twice") {
     auto job = submit_schedule(*s, "0 * * * *");
     int64_t day = 86400 * kSecond;
@@ -790,7 +788,7 @@ TEST_CASE("schedule: cancel acts on the run that runs, not on an occurrence made
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto job = submit_schedule(*s, "* * * * *", model::Overlap::allow);
   auto epoch = s->scheduler().lead(a, 10 * kSecond);
   s->scheduler().materialise(a, *epoch, settings(120 * kSecond));
@@ -811,7 +809,7 @@ TEST_CASE("schedule: a schedule this host cannot evaluate is reported and left i
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto good = submit_schedule(*s, "* * * * * *");
   auto broken = submit_schedule(*s, "* * * * * *");
   // As if another host with a zone this one lacks had written it.
@@ -842,7 +840,7 @@ TEST_CASE("schedule: a bounded schedule fires only between --starts-at and --end
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   const int64_t second = (s->now() / kSecond + 1) * kSecond;
   model::ScheduleSpec bounds;
   bounds.starts_at_us = second + 3 * kSecond;
@@ -894,7 +892,7 @@ TEST_CASE("schedule: --max-runs makes that many occurrences in all, across ticks
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   model::ScheduleSpec bounds;
   bounds.max_runs = 3;
   auto job = submit_schedule(*s, "* * * * * *", model::Overlap::skip, model::Misfire::latest, bounds);
@@ -977,7 +975,7 @@ TEST_CASE("schedule: bounds and pauses never make or count an occurrence twice")
   test::TempDir dir;
   test::TestDb db(dir);
   auto s = db.open();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto epoch = s->scheduler().lead(a, 60 * kSecond);
   model::ScheduleSpec bounds;
   bounds.max_runs = 5;
@@ -1064,7 +1062,7 @@ TEST_CASE("schedule: overlap reads the occurrences of busy groups, not every wai
   test::TestDb db(dir);
   auto s = db.open();
   auto& c = s->connection();
-  auto a = worker(*s, "a");
+  auto a = schedule_worker(*s, "a");
   auto epoch = s->scheduler().lead(a, 60 * kSecond);
   constexpr int kSchedules = 1000;
   model::JobSpec spec;

@@ -17,9 +17,9 @@ using model::RunStatus;
 
 namespace {
 
-constexpr int64_t kSecond = 1'000'000;
+using test::kSecond;
 
-struct Fixture {
+struct StatsFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
@@ -75,7 +75,7 @@ const store::QueueStats& find(const std::vector<store::QueueStats>& all, const s
 }  // namespace
 
 TEST_CASE("stats: counts, oldest ready, outcomes, failure rate, lag and duration percentiles per queue and priority") {
-  Fixture f;
+  StatsFixture f;
   const int64_t base = f.now - 600 * kSecond;  // ten minutes ago
   // Ten successes: run k waited k × 100 ms for its claim and ran k s.
   for (int k = 1; k <= 10; ++k)
@@ -137,7 +137,7 @@ TEST_CASE("stats: counts, oldest ready, outcomes, failure rate, lag and duration
 }
 
 TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or quiet for too long") {
-  Fixture f;
+  StatsFixture f;
   // Past --timeout 1s plus the 600 s lease: its agent should have killed it.
   model::JobSpec timed;
   timed.command.argv = {"sleep", "1000"};
@@ -175,7 +175,7 @@ TEST_CASE("stats: stuck runs are those past their timeout plus the lease, or qui
 }
 
 TEST_CASE("stats: stuck runs of one queue only, with the agent's name") {
-  Fixture f;
+  StatsFixture f;
   auto quiet = f.claimed("reports");
   f.times(quiet.run_id, f.now - 120 * kSecond, f.now - 120 * kSecond, std::nullopt);
   CHECK(f.s->admin().stuck_runs(60 * kSecond, 50, std::string("default")).empty());
@@ -185,7 +185,7 @@ TEST_CASE("stats: stuck runs of one queue only, with the agent's name") {
 }
 
 TEST_CASE("doctor: a healthy store is all ok") {
-  Fixture f;
+  StatsFixture f;
   auto findings = f.s->admin().doctor();
   auto named = [&](const std::string& name) {
     auto it = std::find_if(findings.begin(), findings.end(), [&](const auto& x) { return x.name == name; });
@@ -210,7 +210,7 @@ TEST_CASE("doctor: a healthy store is all ok") {
 }
 
 TEST_CASE("workers: an agent that stopped heartbeating is listed as gone before anyone marks it") {
-  Fixture f;
+  StatsFixture f;
   auto stale = f.s->agent().register_worker({"stale", "host", 2, {"default"}, 4, "test", kSecond, {}});
   f.s->connection().exec("UPDATE workers SET heartbeat_at = $2 WHERE id = $1", {stale, f.now - 10 * kSecond});
   auto workers = f.s->admin().list_workers();

@@ -25,7 +25,7 @@ using namespace jobctl;
 
 namespace {
 
-struct Fixture {
+struct TransactionFixture {
   test::TempDir dir;
   test::TestDb db{dir};
   std::unique_ptr<store::Store> s = db.open();
@@ -40,7 +40,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("transaction: what was written commits with it, and a transaction that ran nothing commits") {
-  Fixture f;
+  TransactionFixture f;
   {
     store::Transaction tx(f.c, store::TxMode::write);
     tx.commit();
@@ -63,7 +63,7 @@ TEST_CASE("transaction: what was written commits with it, and a transaction that
 }
 
 TEST_CASE("transaction: a NOTIFY that fails where it was sent ahead fails the commit, and nothing is written") {
-  Fixture f;
+  TransactionFixture f;
   if (f.c.dialect() == store::Dialect::sqlite) return;  // no NOTIFY: its agents watch the file
   {
     store::Transaction tx(f.c, store::TxMode::write);
@@ -80,7 +80,7 @@ TEST_CASE("transaction: a NOTIFY that fails where it was sent ahead fails the co
 }
 
 TEST_CASE("transaction: after its connection is lost, the rest of a transaction fails, and none of it runs outside it") {
-  Fixture f;
+  TransactionFixture f;
   if (f.c.dialect() == store::Dialect::sqlite) return;  // an embedded file: no connection to lose
   {
     store::Transaction tx(f.c, store::TxMode::write);
@@ -113,7 +113,7 @@ TEST_CASE("transaction: a batch that fails in a later part writes none of it, an
   // PostgreSQL sends a batch in parts of a few thousand rows, each while the
   // next is being made: what fails in any part, or in making one, fails the
   // whole, with no answer left unread on the connection.
-  Fixture f;
+  TransactionFixture f;
   const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
   const std::string sql = "INSERT INTO tenants (name) SELECT name FROM " + f.c.batch(columns, 1, "u");
   constexpr size_t kRows = 12000;
@@ -147,7 +147,7 @@ TEST_CASE("transaction: PostgreSQL refuses a text parameter holding a NUL byte, 
   // one value in every row goes as such a parameter: a job's name "a\0b"
   // was stored as "a". Job input refuses NUL bytes; this is the driver's
   // own guard, and nothing of the transaction is written.
-  Fixture f;
+  TransactionFixture f;
   if (f.c.dialect() != store::Dialect::postgres) return;  // SQLite keeps the bytes as given
   const std::string nul("a\0b", 3);
   const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
@@ -306,7 +306,7 @@ TEST_CASE("transaction: plan_once holds to the end of its transaction, committed
 }
 
 TEST_CASE("transaction: a batch sent with the next statement is seen by it, and its error fails that one, writing nothing") {
-  Fixture f;
+  TransactionFixture f;
   using Send = store::Connection::Send;
   const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
   const std::string sql = "INSERT INTO tenants (name) SELECT name FROM " + f.c.batch(columns, 1, "u");
@@ -362,7 +362,7 @@ TEST_CASE("transaction: a large batch sent with the next statement goes out at o
   // --file's next part): it has begun the transaction and inserted before
   // the next statement is sent. Its error, or the caller's, still leaves
   // nothing written, and the connection goes on.
-  Fixture f;
+  TransactionFixture f;
   using Send = store::Connection::Send;
   const bool postgres = f.c.dialect() == store::Dialect::postgres;
   const std::vector<store::BatchColumn> columns{{"name", store::ColumnType::text}};
@@ -442,7 +442,7 @@ TEST_CASE("transaction: a large batch sent with the next statement goes out at o
 }
 
 TEST_CASE("transaction: a query sent with the next statement gives its rows once that one is answered, its error fails it") {
-  Fixture f;
+  TransactionFixture f;
   const bool postgres = f.c.dialect() == store::Dialect::postgres;
   const std::string add = "INSERT INTO tenants (name) VALUES ($1) RETURNING name";
   std::optional<store::Rows> got;
@@ -503,7 +503,7 @@ TEST_CASE("transaction: a batch writes every value as given, NULLs and columns w
   // column with one value in every row of a part (NULL too) as a NULL
   // array and that value; the rows come back as they were made, over
   // several parts.
-  Fixture f;
+  TransactionFixture f;
   f.c.exec(
       "CREATE TEMP TABLE probe (k BIGINT, t TEXT, n BIGINT, z TEXT, y BIGINT, c TEXT, e TEXT, m BIGINT, w BIGINT, s BIGINT, "
       "v TEXT)");

@@ -22,6 +22,16 @@
 
 namespace jobctl::test {
 
+// A second in the store's microseconds.
+inline constexpr int64_t kSecond = 1'000'000;
+
+// jobagent flags for a quick pickup: it looks for work every 100 ms.
+inline const std::vector<std::string> kFastPoll{"--poll-interval", "100ms"};
+
+// Lets `us` microseconds pass on the store's clock: its fake clock moves
+// on, nothing sleeps. (Only this store's connection sees the shift.)
+inline void outlive(store::Store& s, int64_t us) { s.connection().shift_clock(us + 1); }
+
 // True once any assertion of the current test failed (set by the listener
 // in test_main.cpp).
 bool current_test_failed();

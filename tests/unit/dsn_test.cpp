@@ -15,7 +15,7 @@ using jobctl::config::resolve_dsn;
 namespace {
 
 // The usage error refusing `dsn`: its message (fails the test if accepted).
-std::string refusal(const std::string& dsn) {
+std::string dsn_refusal(const std::string& dsn) {
   try {
     parse_dsn(dsn);
   } catch (const jobctl::Error& e) {
@@ -40,12 +40,12 @@ TEST_CASE("dsn: the forms DESIGN.md names select the right backend") {
 }
 
 TEST_CASE("dsn: malformed DSNs are usage errors") {
-  for (const char* bad : {"", "sqlite:", "mysql://h/db"}) refusal(bad);
+  for (const char* bad : {"", "sqlite:", "mysql://h/db"}) dsn_refusal(bad);
 }
 
 TEST_CASE("dsn: sqlite://HOST/x.db is refused, not opened as the relative path HOST/x.db") {
-  CHECK(refusal("sqlite://db1/jobs.db").find("names a host") != std::string::npos);
-  refusal("sqlite://");
+  CHECK(dsn_refusal("sqlite://db1/jobs.db").find("names a host") != std::string::npos);
+  dsn_refusal("sqlite://");
   CHECK(parse_dsn("sqlite://localhost/var/jobs.db").target == "/var/jobs.db");
   CHECK(parse_dsn("sqlite:db1/jobs.db").target == "db1/jobs.db");
 }
@@ -63,7 +63,7 @@ TEST_CASE("dsn: a PostgreSQL DSN libpq cannot read is a usage error, not an unre
     CHECK(parse_dsn(good).backend == Backend::postgres);
   }
   // libpq's message quotes the DSN; its password does not come along.
-  const std::string shown = refusal("postgres://bob:hunter2@[::1/db");
+  const std::string shown = dsn_refusal("postgres://bob:hunter2@[::1/db");
   CHECK(shown.find("hunter2") == std::string::npos);
   CHECK(shown.find("***") != std::string::npos);
 }
@@ -80,7 +80,7 @@ TEST_CASE("dsn: a URI's password libpq would not read as one is still hidden in 
                                    "host=h nosuchkey=postgresql://u:" + password + "@h/db",
                                    "mysql://u:" + password + "@h/db"}) {
       CAPTURE(bad);
-      const std::string shown = refusal(bad);
+      const std::string shown = dsn_refusal(bad);
       CHECK(shown.find("hunter") == std::string::npos);
       CHECK(shown.find("22") == std::string::npos);
     }
@@ -126,13 +126,13 @@ TEST_CASE("dsn: a TLS key's passphrase, and a password with an @ not written %40
                                  "postgres://u@127.0.0.1:1/x?sslpassword=TopSecretKey"}) {
     CAPTURE(dsn);
     CHECK(redacted(parse_dsn(dsn)).find("TopSecret") == std::string::npos);
-    CHECK(refusal(dsn + (dsn.find('?') == std::string::npos ? " bogus=1" : "&bogus=1")).find("TopSecret") ==
+    CHECK(dsn_refusal(dsn + (dsn.find('?') == std::string::npos ? " bogus=1" : "&bogus=1")).find("TopSecret") ==
           std::string::npos);
   }
   // libpq reads the password to the first @, and the rest as the host.
   const std::string at = "postgres://u:pa@ss3cretB@127.0.0.1:1/x";
   CHECK(redacted(parse_dsn(at)) == "postgres://u:***@127.0.0.1:1/x");
-  CHECK(refusal(at + "?bogus=1").find("ss3cret") == std::string::npos);
+  CHECK(dsn_refusal(at + "?bogus=1").find("ss3cret") == std::string::npos);
   CHECK(jobctl::config::without_secrets(at, "could not translate host name \"ss3cretB@127.0.0.1\"") ==
         "could not translate host name \"***@127.0.0.1\"");
 }
@@ -160,7 +160,7 @@ TEST_CASE("dsn: a password with backslash escapes is hidden whole, in redacted t
   CHECK(redacted(parse_dsn(R"(host=db password='a\\' dbname=x)")) == "host=db password=*** dbname=x");
   for (const char* bad : {R"(host=h password='it\'s a secret' port=x)", R"(host=h password=top\ secret port=x)"}) {
     CAPTURE(bad);
-    CHECK(refusal(bad).find("secret") == std::string::npos);
+    CHECK(dsn_refusal(bad).find("secret") == std::string::npos);
   }
 }
 
@@ -169,7 +169,7 @@ TEST_CASE("dsn: passwords are found by libpq's grammar, not fooled by a password
   // host's value for a password and ran on to the real one's opening
   // quote, so the real password showed.
   const std::string fooled = "host=h(password='x\377host=h password='it is a secret' port=x";
-  const std::string shown = refusal(fooled);
+  const std::string shown = dsn_refusal(fooled);
   CHECK(shown.find("secret") == std::string::npos);
   CHECK(shown.find("host=h(password='x") != std::string::npos);  // not a password: it stays
   CHECK(redacted({Backend::postgres, "application_name=a'password='b password=secret"}) ==

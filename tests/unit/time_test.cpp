@@ -8,17 +8,17 @@ using jobctl::util::parse_at;
 using jobctl::util::parse_time_arg;
 
 namespace {
-constexpr int64_t kSec = 1'000'000;
+constexpr int64_t kSecond = 1'000'000;
 // 2030-01-01T00:00:00Z
-constexpr int64_t k2030 = 1'893'456'000LL * kSec;
+constexpr int64_t k2030 = 1'893'456'000LL * kSecond;
 }  // namespace
 
 TEST_CASE("time: RFC 3339 with an offset is absolute") {
   CHECK(parse_at("2030-01-01T00:00:00Z", "", "--at") == k2030);
   CHECK(parse_at("2030-01-01T01:00:00+01:00", "", "--at") == k2030);
-  CHECK(parse_at("2029-12-31T19:00:00.5-05:00", "", "--at") == k2030 + kSec / 2);
+  CHECK(parse_at("2029-12-31T19:00:00.5-05:00", "", "--at") == k2030 + kSecond / 2);
   CHECK(parse_time_arg("2030-01-01", "--since", 0) == k2030);
-  CHECK(parse_time_arg("2h", "--since", 10 * 3600 * kSec) == 8 * 3600 * kSec);
+  CHECK(parse_time_arg("2h", "--since", 10 * 3600 * kSecond) == 8 * 3600 * kSecond);
 }
 
 TEST_CASE("time: RFC 3339's lower-case t and z and a nanosecond fraction (Go, JavaScript) are read") {
@@ -63,15 +63,15 @@ TEST_CASE("time: a day past the end of its month is refused, never moved into th
     CHECK_THROWS_WITH_AS(parse_at(text, "UTC", "--at"), doctest::Contains("days"), jobctl::Error);
     CHECK_THROWS_AS(parse_time_arg(text, "--from", k2030), jobctl::Error);
   }
-  CHECK(parse_at("2028-02-29 00:00", "UTC", "--at") == 1'835'395'200LL * kSec);  // a leap day
+  CHECK(parse_at("2028-02-29 00:00", "UTC", "--at") == 1'835'395'200LL * kSecond);  // a leap day
 }
 
 TEST_CASE("time: format_time before 1970 shows the second and its fraction, and reads back") {
   // Found by tests/fuzz/time_fuzz: the second was rounded toward 1970 and
   // the fraction printed negative ("1970-01-01T00:00:00.-500Z").
-  CHECK(format_time(-kSec / 2) == "1969-12-31T23:59:59.500Z");
+  CHECK(format_time(-kSecond / 2) == "1969-12-31T23:59:59.500Z");
   CHECK(format_time(-1) == "1969-12-31T23:59:59.999Z");
-  CHECK(format_time(-kSec) == "1969-12-31T23:59:59.000Z");
+  CHECK(format_time(-kSecond) == "1969-12-31T23:59:59.000Z");
   CHECK(format_time(0) == "1970-01-01T00:00:00.000Z");
   CHECK(parse_time_arg(format_time(-223'951'160'333'000), "--from", 0) == -223'951'160'333'000);
 }
