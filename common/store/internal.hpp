@@ -132,11 +132,13 @@ void restore_dag_runs_ahead(Connection& c, const std::string& dag_id);
 std::map<std::string, model::RetryOverrides> queue_defaults(Connection& c, const std::set<std::string>& queues);
 
 // A fresh pending run replaying `run_id`, audited as `action` ("replay" or
-// "retry"); none when the run was run again already (its replayed_at, read
-// under the run's lock: another replay or retry committed first).
+// "retry"); none when the run was run again already or its job is deleted
+// (read under the locks of the run and its job: another replay, retry or
+// delete committed first).
 std::optional<std::string> rerun(Connection& c, const std::string& actor, const std::string& run_id,
                                  const char* action);
-// rerun, refusing (invalid_state) a run that was run again already.
+// rerun, refusing (invalid_state) a run that was run again already, or of
+// a deleted job.
 std::string rerun_once(Connection& c, const std::string& actor, const std::string& run_id, const char* action);
 
 // Deletes those of `jobs` that are one-off jobs or notifications left

@@ -83,11 +83,13 @@ std::optional<std::string> rerun(Connection& c, const std::string& actor, const 
   // A concurrent replay or retry of it waits too, and then reads the
   // replayed_at it set (PostgreSQL reads a locked row's newest version):
   // read before the lock, each made a run of its own, and they ran side by side.
-  auto old = c.query("SELECT r.replayed_at FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" +
+  // So is a delete, which cancels the job's pending runs: read before the
+  // lock, a job deleted meanwhile got a run nobody would claim (a tester).
+  auto old = c.query("SELECT r.replayed_at, j.deleted_at FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" +
                          c.row_lock("FOR UPDATE OF r, j"),
                      {run_id});
   if (old.empty()) throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
-  if (!old[0].is_null(0)) return std::nullopt;
+  if (!old[0].is_null(0) || !old[0].is_null(1)) return std::nullopt;
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
   auto rows = c.query(
@@ -105,6 +107,9 @@ std::optional<std::string> rerun(Connection& c, const std::string& actor, const 
 std::string rerun_once(Connection& c, const std::string& actor, const std::string& run_id, const char* action) {
   if (auto fresh = rerun(c, actor, run_id, action)) return *fresh;
   const bool replay = std::string_view(action) == "replay";
+  // rerun holds the job's lock now: its deleted_at is the last word.
+  require_not_deleted(c, c.query("SELECT job_id FROM runs WHERE id = $1", {run_id}).at(0).text(0),
+                      replay ? "replayed" : "retried");
   throw Error(ExitCode::invalid_state,
               fmt::format("run {} was run again already (by a replay or a retry): nothing was {}", run_id,
                           replay ? "replayed" : "retried"),

@@ -9,6 +9,7 @@
 #include "common/dag/dag.hpp"
 #include "common/store/agent.hpp"
 #include "common/store/dags.hpp"
+#include "common/store/dead_letter.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
 #include "tests/support/faults.hpp"
@@ -334,4 +335,49 @@ TEST_CASE("fault: a cancel that meets its run ending or going back to wait looks
   REQUIRE(f.check->agent().claim(fault_worker(*f.check, "b"), {"default"}, 1, 60'000'000).size() == 1);
   CHECK(s.jobs().cancel(second.job_id) == store::CancelOutcome::requested);
   CHECK(s.jobs().cancel(second.job_id) == store::CancelOutcome::requested_already);
+}
+
+TEST_CASE("fault: a retry or a bulk replay that meets a delete of its job makes no run on the deleted job") {
+  // They read the job's deleted_at before they lock the run and its job.
+  // On PostgreSQL a delete that committed between the two left the job
+  // deleted with a new pending run, which no agent claims (a tester: 1 in 8
+  // retries racing a delete). SQLite retries inside the write lock.
+  FaultyStore f;
+  auto& s = *f.s;
+  if (s.connection().dialect() != store::Dialect::postgres) return;
+  const std::string a = fault_worker(*f.check, "a");
+  auto dead_job = [&] {
+    model::JobSpec spec;
+    spec.command.argv = {"false"};
+    spec.queue = "doomed";  // not the pending run FaultyStore made
+    auto made = f.check->jobs().submit({spec})[0];
+    auto claimed = f.check->agent().claim(a, {"doomed"}, 1, 60'000'000);
+    REQUIRE(claimed.size() == 1);
+    REQUIRE(f.check->agent().complete({store::completion_of(claimed[0], RunStatus::dead)}) ==
+            std::vector<bool>{true});
+    return made.job_id;
+  };
+  auto runs_left_to_run = [&](const std::string& job_id) {
+    int n = 0;
+    for (const auto& r : f.check->jobs().runs_of(job_id)) n += r.status == RunStatus::pending;
+    return n;
+  };
+  // The statement rerun makes before it locks the run and its job.
+  constexpr const char* kBeforeLock = "SELECT dag_run_id FROM runs WHERE id =";
+
+  const std::string retried = dead_job();
+  f.faulty->after_next(kBeforeLock, [&] { f.check->jobs().delete_job(retried, store::CancelRunning::yes); });
+  try {
+    s.dead_letter().retry_job(retried);
+    FAIL("a retry made a run on a job deleted meanwhile");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+    CHECK(std::string(e.what()) == "job " + retried + " is deleted: it cannot be retried");
+  }
+  CHECK(runs_left_to_run(retried) == 0);
+
+  const std::string replayed = dead_job();
+  f.faulty->after_next(kBeforeLock, [&] { f.check->jobs().delete_job(replayed, store::CancelRunning::yes); });
+  CHECK(s.dead_letter().replay_all(store::DeadFilter{}) == 0);  // the deleted job's dead run stays
+  CHECK(runs_left_to_run(replayed) == 0);
 }
