@@ -40,6 +40,13 @@ Params every_dead_params(DeadFilter f) {
   return dead_params(f);
 }
 
+// Whether a run made again from `run_id` (of job `job_id`) is still
+// there: its replayed_at says it was run again, but `dlq purge` or gc may
+// have removed that run since, leaving the job nothing to retry.
+bool replay_kept(Connection& c, const std::string& job_id, const std::string& run_id) {
+  return !c.query("SELECT 1 FROM runs WHERE job_id = $1 AND replay_of = $2", {job_id, run_id}).empty();
+}
+
 }  // namespace
 
 bool Jobs::set_paused(const std::string& job_id, bool paused) {
@@ -85,11 +92,11 @@ std::optional<std::string> rerun(Connection& c, const std::string& actor, const 
   // read before the lock, each made a run of its own, and they ran side by side.
   // So is a delete, which cancels the job's pending runs: read before the
   // lock, a job deleted meanwhile got a run nobody would claim (a tester).
-  auto old = c.query("SELECT r.replayed_at, j.deleted_at FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1" +
-                         c.row_lock("FOR UPDATE OF r, j"),
+  auto old = c.query("SELECT r.replayed_at, j.deleted_at, r.job_id FROM runs r JOIN jobs j ON j.id = r.job_id "
+                     "WHERE r.id = $1" + c.row_lock("FOR UPDATE OF r, j"),
                      {run_id});
   if (old.empty()) throw Error(ExitCode::not_found, fmt::format("run {} is gone (removed by jobctl gc?)", run_id));
-  if (!old[0].is_null(0) || !old[0].is_null(1)) return std::nullopt;
+  if (!old[0].is_null(1) || (!old[0].is_null(0) && replay_kept(c, old[0].text(2), run_id))) return std::nullopt;
   std::string fresh = util::new_ulid();
   // A fan-out run's replay runs on the same agent.
   auto rows = c.query(
@@ -145,7 +152,7 @@ std::vector<NamedDeadRun> lock_named_dead_runs(Connection& c, const std::vector<
       throw Error(ExitCode::invalid_state,
                   fmt::format("run {} is {}, not dead: nothing was {}", id, rows[0].text(0), done),
                   "list the dead-letter queue with `jobctl dlq ls`");
-    if (!rows[0].is_null(1))
+    if (!rows[0].is_null(1) && replay_kept(c, rows[0].text(3), id))
       throw Error(ExitCode::invalid_state,
                   fmt::format("run {} was run again already (by a replay or a retry): nothing was {}", id, done),
                   "see its new run with `jobctl runs` on its job");
@@ -272,11 +279,20 @@ std::vector<std::string> DeadLetter::retry_job(const std::string& job_id) {
   // run on their agent; the latest alone was retried, or refused when it
   // had succeeded while others failed. In the order of their ids, the
   // order two retries at once lock them in.
+  // A run whose replay `dlq purge` removed is ended and not run again:
+  // the job's latest run is then dead, and retry is how it runs again.
   auto ended = conn_->query(fmt::format("SELECT s.id FROM runs s JOIN runs l ON l.id = $1 WHERE s.job_id = $2 AND "
                                         "(s.id = $1 OR ({})) AND s.status IN ('dead', 'failed', 'cancelled') "
-                                        "AND s.replayed_at IS NULL ORDER BY s.id",
+                                        "AND (s.replayed_at IS NULL OR NOT EXISTS (SELECT 1 FROM runs x "
+                                        "WHERE x.job_id = s.job_id AND x.replay_of = s.id)) ORDER BY s.id",
                                         kSiblingRuns),
                             {run_id, job_id});
+  const bool ended_latest = status == model::RunStatus::dead || status == model::RunStatus::failed ||
+                            status == model::RunStatus::cancelled;
+  if (ended.empty() && ended_latest)  // another retry or a replay made its run first
+    throw Error(ExitCode::invalid_state,
+                fmt::format("job {} was run again already (by a replay or a retry): nothing was retried", job_id),
+                "see its new run with `jobctl runs`");
   if (ended.empty())
     throw Error(ExitCode::invalid_state, fmt::format("job {} is {}: only a dead, failed or cancelled job can be retried",
                                                      job_id, model::to_string(status)));

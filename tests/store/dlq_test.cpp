@@ -250,6 +250,18 @@ TEST_CASE("dlq: purge removes dead runs older than the age, with their attempts"
         nlohmann::json{{"count", 1}, {"runs", nlohmann::json::array({again[0].run_id})}});
   // Only the jobs that stay have an entry: the deleted one left no history.
   CHECK(f.s->connection().query("SELECT count(*) FROM job_events WHERE action = 'purge'").at(0).i64(0) == 1);
+  // Its latest run is now the first, dead and run again once, by a run the
+  // purge took: retry runs the job again (it was refused, "is dead", and
+  // nothing could run the job again), once.
+  auto fresh = f.s->dead_letter().retry_job(kept.job_id);
+  REQUIRE(fresh.size() == 1);
+  CHECK(f.s->jobs().get_run(fresh[0])->replay_of == kept.run_id);
+  try {
+    f.s->dead_letter().retry_job(kept.job_id);
+    FAIL("a job whose new run is pending was retried");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::invalid_state);
+  }
 }
 
 TEST_CASE("dlq: purge never deletes a run that a replay under way replays, nor its job") {
