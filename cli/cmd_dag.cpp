@@ -19,6 +19,7 @@
 #include "common/util/error.hpp"
 #include "common/util/option_values.hpp"
 #include "common/util/time.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -67,9 +68,7 @@ void add_submit(CLI::App& group, Context& ctx) {
                                  cmd->count("--tz") ? std::optional<std::string>(f->tz) : std::nullopt);
     d.idempotency_key = f->idempotency_key;
     auto r = ctx.store().dags().submit_dag(d);
-    if (r.existed)
-      std::fprintf(stderr, "jobctl: DAG %s already exists with idempotency key '%s'; not submitted again\n",
-                   r.dag_id.c_str(), d.idempotency_key.c_str());
+    // Refused first: the error is the one line (and its hint) a refusal says.
     if (f->wait && !r.schedule_job_id.empty())  // the key's DAG is scheduled (this submit had no --cron)
       throw Error(ExitCode::invalid_state,
                   fmt::format("DAG {} (idempotency key '{}') is scheduled: its runs start at its occurrences",
@@ -79,6 +78,9 @@ void add_submit(CLI::App& group, Context& ctx) {
       throw Error(ExitCode::not_found, fmt::format("DAG {} (idempotency key '{}') has no run left to wait for",
                                                    r.dag_id, d.idempotency_key),
                   "its runs were removed by jobctl gc; submit it with a new key to run it again");
+    if (r.existed)
+      std::fprintf(stderr, "jobctl: DAG %s already exists with idempotency key '%s'; not submitted again\n",
+                   r.dag_id.c_str(), util::one_line(d.idempotency_key).c_str());
     if (f->wait) {  // -o json: the finished run, as dag wait prints it
       if (ctx.output != "json") std::printf("%s\n", r.dag_run_id.c_str());
       std::fflush(stdout);

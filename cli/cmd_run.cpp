@@ -19,6 +19,7 @@
 #include "common/ops/job_actions.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -162,7 +163,7 @@ void register_run(CLI::App& app, Context& ctx) {
     const std::string job_id = results.at(0).job_id;
     if (results[0].existed)
       std::fprintf(stderr, "jobctl: job %s already exists with idempotency key '%s'; following it\n", job_id.c_str(),
-                   spec.idempotency_key.c_str());
+                   util::one_line(spec.idempotency_key).c_str());
     else if (isatty(STDERR_FILENO) == 1)
       std::fprintf(stderr, "jobctl: job %s\n", job_id.c_str());
 

@@ -17,6 +17,7 @@
 #include "common/ops/job_actions.hpp"
 #include "common/store/jobs.hpp"
 #include "common/util/error.hpp"
+#include "common/util/utf8.hpp"
 
 namespace jobctl::cli {
 namespace {
@@ -37,7 +38,7 @@ void report(Context& ctx, const std::vector<store::SubmitResult>& results,
     const auto& r = results[i];
     if (r.existed)
       std::fprintf(stderr, "jobctl: job %s already exists with idempotency key '%s'; not submitted again\n",
-                   r.job_id.c_str(), spec(i).idempotency_key.c_str());
+                   r.job_id.c_str(), util::one_line(spec(i).idempotency_key).c_str());
     ids.push_back(r.job_id);
   }
   if (ctx.output != "json") {

@@ -69,6 +69,11 @@ Tokens Tokens::load(const std::string& path) {
     const std::string where = fmt::format("--tokens-file '{}' line {}", path, n);
     if (secret.empty() || !extra.empty()) throw usage_error(where + ": expected NAME ROLE TOKEN", format_hint);
     auto r = parse_role(role);
+    // A word as long as a token may be the token, its columns swapped (a
+    // tester): not quoted. A shorter one cannot be a token, and is.
+    if (!r && role.size() >= kMinTokenLength)
+      throw usage_error(where + ": the second word is not a role, and is as long as a token: are the columns swapped?",
+                        format_hint);
     if (!r) throw usage_error(fmt::format("{}: unknown role '{}'", where, role), format_hint);
     if (secret.size() < kMinTokenLength)
       throw usage_error(fmt::format("{}: the token is shorter than {} characters", where, kMinTokenLength),

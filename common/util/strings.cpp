@@ -1,8 +1,8 @@
 #include "common/util/strings.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <stdexcept>
 
 namespace jobctl::util {
 
@@ -67,12 +67,12 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
 }
 
 std::optional<double> parse_number(const std::string& text) {
-  try {
-    size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
+  // from_chars, not stod: stod (strtod) also took C's hexadecimal floats
+  // ("0x10" as 16) and leading blanks (" 0.5", though not "0.5 ").
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
+  if (ec == std::errc() && stop == end && std::isfinite(v)) return v;
   return std::nullopt;
 }
 

@@ -537,6 +537,14 @@ TEST_CASE("cli: a second submit with the same idempotency key returns the first 
   CHECK(second.out == first.out);
   CHECK(second.err.find("already exists") != std::string::npos);
   CHECK(job_count(db, dir) == 1);
+  // The note quotes a key as an error does: a newline or an escape in it
+  // shown, not obeyed (a tester).
+  const std::string odd = "a\nb\x1B[31m";
+  REQUIRE(run_jobctl(db, dir, {"submit", "--idempotency-key", odd, "--", "deploy"}).code == 0);
+  auto again = run_jobctl(db, dir, {"submit", "--idempotency-key", odd, "--", "deploy"});
+  CHECK(again.code == 0);
+  CHECK(again.err.find("with idempotency key 'a\\nb\\x1B[31m'") != std::string::npos);
+  CHECK(test::lines(again.err).size() == 1);
 }
 
 TEST_CASE("cli: wait gives up with exit 124 when nothing runs the job") {

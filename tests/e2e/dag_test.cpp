@@ -315,6 +315,9 @@ TEST_CASE("dag: dag wait and dag submit --wait exit 0, 1 or 124 by how the run e
   auto nightly_wait = run_jobctl(db, dir, {"dag", "submit", "-", "--wait", "--idempotency-key", "nightly"}, fine.dump());
   CHECK(nightly_wait.code == 4);
   CHECK(nightly_wait.err.find("is scheduled: its runs start at its occurrences") != std::string::npos);
+  // A refusal is its one error line and hint, with no note before it (a tester).
+  CHECK(nightly_wait.err.rfind("jobctl: error: ", 0) == 0);
+  CHECK(test::lines(nightly_wait.err).size() == 2);
 
   // wait: several ids, jobs and DAG runs alike; the worst outcome wins.
   const std::string job = test::submit(db, dir, {"--", "true"});

@@ -305,7 +305,7 @@ void progress(const Fixture& f, Cases& cases) {
   add(cases, {"progress", "0.5"}).with_env({"JOB_RUN_ID=" + f.plain_run, "JOB_FENCE_TOKEN=x"});
   add(cases, {"progress", "0.5"}, 2, "is not a run id").with_env({"JOB_RUN_ID=not-a-run", "JOB_FENCE_TOKEN=1"});
   add(cases, {"progress", "0.5"}).with_env({"JOB_RUN_ID=" + f.plain_run, "JOB_FENCE_TOKEN=99999999999999999999999"});
-  for (const char* fraction : {"1.5", "-0.1", "101%", "nan", "", "1e400"})
+  for (const char* fraction : {"1.5", "-0.1", "101%", "nan", "", "1e400", "0x0.8", "0x10%", " 0.5"})
     add(cases, {"progress", fraction}).with_env(in_job(f));
 }
 
@@ -649,9 +649,11 @@ void numbers(const Fixture& f, Cases& cases) {
       "--min-workers: must be a whole number from 0 to 2147483647, not '99999999999999'");
   add(cases, {"check", "--max-failure-rate", "101"}, 2, "--max-failure-rate: must be a number from 0 to 100, not '101'");
   add(cases, {"check", "--max-failure-rate", "-0.5"}, 2, "must be a number from 0 to 100");
+  add(cases, {"check", "--max-failure-rate", "0x10"}, 2, "must be a number from 0 to 100");
   add(cases, {"serve", "--max-body", "1023"}, 2, "--max-body: must be a whole number from 1024 to 1073741824, not '1023'");
   add(cases, {"serve", "--threads", "257"}, 2, range);
-  for (const char* rate : {"abc", "-1/s", "1000001/s", "1/fortnight", "nan/s", "1e400/s"})
+  // C's hexadecimal floats, and blanks, were numbers too (a tester: 0x10 as 16).
+  for (const char* rate : {"abc", "-1/s", "1000001/s", "1/fortnight", "nan/s", "1e400/s", "0x10/s", "0X1P-2/m", " 5/s"})
     add(cases, {"queue", "set", "q", "--rate", rate});
   // Slower than 1 a day: a next token years away.
   for (const char* rate : {"1e-300/s", "0.04/h", "1e-30/h", "0.00001"})

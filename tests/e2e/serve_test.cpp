@@ -615,6 +615,13 @@ TEST_CASE("serve: a tokens file others may read, or a bad line, is refused befor
   CHECK(r.code == 2);
   CHECK(r.err.find("unknown role 'superuser'") != std::string::npos);
   CHECK(r.err.find(kSubmitter) == std::string::npos);  // never the token
+  // Its columns swapped, the token stands where the role goes (a tester:
+  // "unknown role '<the token>'").
+  std::ofstream(bad) << "ci-bot " << kSubmitter << " submit\n";
+  r = test::run_jobctl(db, dir, {"serve", "--listen", "127.0.0.1:0", "--tokens-file", bad});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("are the columns swapped?") != std::string::npos);
+  CHECK(r.err.find(kSubmitter) == std::string::npos);
   r = test::run_jobctl(db, dir, {"serve", "--listen", "nowhere", "--tokens-file", write_tokens(dir)});
   CHECK(r.code == 2);
   CHECK(r.err.find("invalid --listen") != std::string::npos);
