@@ -25,7 +25,7 @@ uint64_t stable_hash(std::string_view text);
 std::string closest(std::string_view word, const std::vector<std::string>& candidates);
 
 // `text`, whole, as a finite decimal number ("2.5", "1e3"); empty for
-// anything else ("", "2x", "nan", "inf").
+// anything else ("", "2x", "nan", "inf", " 2", "+2", C's "0x10").
 std::optional<double> parse_number(const std::string& text);
 
 }  // namespace jobctl::util
